@@ -1,0 +1,69 @@
+# The course in two commands:  `make lab` (learn)  and  `make test` (check everything).
+# Everything runs inside ./.venv, created on first use; nothing is installed globally.
+
+PYTHON      ?= python3
+VENV        ?= .venv
+BIN         := $(VENV)/bin
+# Which torch to install before the course package. The package itself only asks for torch>=2.2
+# (Colab and conda bring their own). The default is the CPU build this project is developed
+# and tested with; a plain `torch` from PyPI is a multi-GB CUDA build on Linux. Override it:
+#   make lab TORCH_SPEC=torch            # whatever pip picks (CUDA build on Linux)
+#   make lab TORCH_SPEC=                 # keep the torch already in the venv, install nothing
+#   make lab TORCH_PIP_ARGS="--index-url <PyTorch's CPU wheel index>"
+TORCH_SPEC     ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+KERNEL_NAME ?= viewlab
+LAB_PORT    ?= 8888
+LAB_ARGS    ?=
+PYTEST_ARGS ?=
+NOTEBOOKS   := $(sort $(wildcard notebooks/*.ipynb))
+# Same hash seed for every run, so set/dict ordering in outputs cannot drift.
+export PYTHONHASHSEED := 0
+
+# Jupyter refuses to start as root unless told; learners in containers and CI run as root.
+ifeq ($(shell id -u),0)
+ROOT_FLAG := --allow-root
+endif
+
+.PHONY: help lab test test-unit test-notebooks notebooks install clean
+help:
+	@echo "make lab        - install the course into .venv and open JupyterLab on notebooks/"
+	@echo "make test       - unit tests + strict nbval over every notebook"
+	@echo "make notebooks  - re-execute every notebook in place (seeded), so stored outputs are fresh"
+	@echo "make clean      - remove .venv and build artefacts"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# One stamp per set of extras: re-run pip when pyproject.toml changes.
+$(VENV)/.installed-course: pyproject.toml | $(BIN)/python
+	$(if $(strip $(TORCH_SPEC)),$(BIN)/python -m pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)")
+	$(BIN)/python -m pip install -e ".[course]"
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-course
+	$(BIN)/python -m pip install -e ".[course,test]"
+	touch $@
+
+install: $(VENV)/.installed-course
+
+lab: $(VENV)/.installed-course
+	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (viewlab course)"
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_ARGS)
+
+test: test-unit test-notebooks
+
+test-unit: $(VENV)/.installed-test
+	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+
+# Strict nbval: every stored output is compared (not --nbval-lax).
+test-notebooks: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -p tests.nbval_hooks --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		-p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)
+
+notebooks: $(VENV)/.installed-test
+	$(BIN)/python tests/execute_notebooks.py $(NOTEBOOKS)
+
+clean:
+	rm -rf $(VENV) book/_build .pytest_cache .hypothesis src/*.egg-info

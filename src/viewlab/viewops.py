@@ -1,0 +1,213 @@
+"""Which operations return views and which copy -- decided by running them, not by a list.
+
+:data:`OP_CASES` holds one runnable example per operation: every op in PyTorch's official list of
+view ops (docs page "Tensor Views"), the common copying ops, and the ops whose answer depends on the
+input's layout. :func:`view_op_table` runs them all and reports what actually happened.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .sharing import shares_storage
+
+__all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "observe", "view_op_table", "OpTable"]
+
+# The ops listed on PyTorch's "Tensor Views" docs page (plus basic indexing, listed there in prose).
+OFFICIAL_VIEW_OPS: tuple[str, ...] = (
+    "basic indexing", "adjoint", "as_strided", "detach", "diagonal", "expand", "expand_as",
+    "movedim", "narrow", "permute", "select", "squeeze", "transpose", "t", "T", "H", "mT", "mH",
+    "real", "imag", "view_as_real", "unflatten", "unfold", "unsqueeze", "view", "view_as", "unbind",
+    "split", "hsplit", "vsplit", "tensor_split", "split_with_sizes", "swapaxes", "swapdims", "chunk",
+    "indices", "values",
+)
+
+
+def _real() -> torch.Tensor:
+    return torch.arange(24.0).reshape(2, 3, 4)
+
+
+def _matrix() -> torch.Tensor:
+    return torch.arange(12.0).reshape(3, 4)
+
+
+def _transposed() -> torch.Tensor:
+    return torch.arange(12.0).reshape(3, 4).t()  # non-contiguous: stride (1, 4)
+
+
+def _complex() -> torch.Tensor:
+    return torch.view_as_complex(torch.arange(12.0).reshape(3, 2, 2)).clone()  # 3x2 complex64
+
+
+def _column() -> torch.Tensor:
+    return torch.arange(3.0).reshape(3, 1)
+
+
+def _sparse() -> torch.Tensor:
+    return torch.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse().coalesce()
+
+
+@dataclass(frozen=True)
+class OpCase:
+    """One runnable example of an operation.
+
+    Attributes:
+        op: the name used in tables (matches :data:`OFFICIAL_VIEW_OPS` for documented view ops).
+        code: the expression learners see, written in terms of ``x``.
+        documented: what PyTorch's docs promise: ``"view"``, ``"copy"`` or ``"depends"``.
+        input: a short description of ``x``.
+        make_input: builds ``x`` afresh.
+        apply: computes the result from ``x`` (a tensor, or a sequence of tensors for split-like ops).
+    """
+
+    op: str
+    code: str
+    documented: str
+    input: str
+    make_input: Callable[[], torch.Tensor]
+    apply: Callable[[torch.Tensor], Any]
+
+
+def _c(op: str, code: str, documented: str, make_input: Callable[[], torch.Tensor], input: str) -> OpCase:
+    # The expression is evaluated with `x` bound, so the code shown is exactly the code run.
+    fn = eval(f"lambda x: {code}", {"torch": torch})  # noqa: S307 - fixed strings defined below
+    return OpCase(op, code, documented, input, make_input, fn)
+
+
+_R, _M, _T, _C, _COL = "2x3x4 float", "3x4 float", "3x4 transposed (non-contiguous)", "3x2 complex", "3x1 float"
+
+OP_CASES: tuple[OpCase, ...] = (
+    _c("basic indexing", "x[0, 1:, ::2]", "view", _real, _R),
+    _c("adjoint", "x.adjoint()", "view", _complex, _C),
+    _c("as_strided", "x.as_strided((2, 2), (1, 2))", "view", _real, _R),
+    _c("detach", "x.detach()", "view", _real, _R),
+    _c("diagonal", "x.diagonal(dim1=1, dim2=2)", "view", _real, _R),
+    _c("expand", "x.expand(2, 3, 5)", "view", _column, _COL),
+    _c("expand_as", "x.expand_as(torch.empty(4, 3, 6))", "view", _column, _COL),
+    _c("movedim", "x.movedim(0, -1)", "view", _real, _R),
+    _c("narrow", "x.narrow(2, 1, 2)", "view", _real, _R),
+    _c("permute", "x.permute(2, 0, 1)", "view", _real, _R),
+    _c("select", "x.select(1, 2)", "view", _real, _R),
+    _c("squeeze", "x.squeeze(1)", "view", _column, _COL),
+    _c("transpose", "x.transpose(0, 2)", "view", _real, _R),
+    _c("t", "x.t()", "view", _matrix, _M),
+    _c("T", "x.T", "view", _matrix, _M),
+    _c("H", "x.H", "view", _complex, _C),
+    _c("mT", "x.mT", "view", _real, _R),
+    _c("mH", "x.mH", "view", _complex, _C),
+    _c("real", "x.real", "view", _complex, _C),
+    _c("imag", "x.imag", "view", _complex, _C),
+    _c("view_as_real", "torch.view_as_real(x)", "view", _complex, _C),
+    _c("unflatten", "x.unflatten(2, (2, 2))", "view", _real, _R),
+    _c("unfold", "x.unfold(2, 2, 1)", "view", _real, _R),
+    _c("unsqueeze", "x.unsqueeze(0)", "view", _real, _R),
+    _c("view", "x.view(6, 4)", "view", _real, _R),
+    _c("view_as", "x.view_as(torch.empty(4, 6))", "view", _real, _R),
+    _c("unbind", "x.unbind(1)", "view", _real, _R),
+    _c("split", "x.split(2, dim=2)", "view", _real, _R),
+    _c("hsplit", "x.hsplit(3)", "view", _real, _R),
+    _c("vsplit", "x.vsplit(2)", "view", _real, _R),
+    _c("tensor_split", "x.tensor_split(3, dim=2)", "view", _real, _R),
+    _c("split_with_sizes", "x.split_with_sizes([1, 3], dim=2)", "view", _real, _R),
+    _c("swapaxes", "x.swapaxes(0, 1)", "view", _real, _R),
+    _c("swapdims", "x.swapdims(1, 2)", "view", _real, _R),
+    _c("chunk", "x.chunk(2, dim=2)", "view", _real, _R),
+    _c("indices", "x.indices()", "view", _sparse, "2x2 sparse COO"),
+    _c("values", "x.values()", "view", _sparse, "2x2 sparse COO"),
+    # Layout-dependent: the docs say "may return a view or a copy"; one contiguous and one
+    # non-contiguous input shows both outcomes.
+    _c("reshape", "x.reshape(12)", "depends", _matrix, _M),
+    _c("reshape", "x.reshape(12)", "depends", _transposed, _T),
+    _c("reshape_as", "x.reshape_as(torch.empty(12))", "depends", _matrix, _M),
+    _c("reshape_as", "x.reshape_as(torch.empty(12))", "depends", _transposed, _T),
+    _c("flatten", "x.flatten()", "depends", _matrix, _M),
+    _c("flatten", "x.flatten()", "depends", _transposed, _T),
+    _c("contiguous", "x.contiguous()", "depends", _matrix, _M),
+    _c("contiguous", "x.contiguous()", "depends", _transposed, _T),
+    _c("to", "x.to(torch.float32)", "depends", _matrix, _M + " (already float32)"),
+    _c("to", "x.to(torch.float64)", "depends", _matrix, _M),
+    # Copies: new memory every time.
+    _c("advanced indexing", "x[[0, 2]]", "copy", _matrix, _M),
+    _c("boolean mask", "x[x > 5]", "copy", _matrix, _M),
+    _c("clone", "x.clone()", "copy", _matrix, _M),
+    _c("repeat", "x.repeat(2, 5)", "copy", _column, _COL),
+    _c("tile", "x.tile((1, 5))", "copy", _column, _COL),
+    _c("repeat_interleave", "x.repeat_interleave(2, dim=0)", "copy", _matrix, _M),
+    _c("index_select", "x.index_select(0, torch.tensor([0, 2]))", "copy", _matrix, _M),
+    _c("masked_select", "x.masked_select(x > 5)", "copy", _matrix, _M),
+    _c("gather", "x.gather(1, torch.tensor([[0], [1], [2]]))", "copy", _matrix, _M),
+    _c("torch.cat", "torch.cat([x, x])", "copy", _matrix, _M),
+    _c("torch.stack", "torch.stack([x, x])", "copy", _matrix, _M),
+    _c("arithmetic", "x + 0", "copy", _matrix, _M),
+    _c("flip", "x.flip(0)", "copy", _matrix, _M),
+    _c("roll", "x.roll(1, 0)", "copy", _matrix, _M),
+)
+
+
+def _sparse_parts(x: torch.Tensor) -> list[torch.Tensor]:
+    return [x._indices(), x._values()]
+
+
+def observe(case: OpCase) -> str:
+    """Run ``case`` and say what happened: ``"same tensor"``, ``"view"`` or ``"copy"``.
+
+    ``"view"`` means every returned tensor shares memory with the input (see :func:`shares_storage`);
+    ``"same tensor"`` means the op returned its input object unchanged.
+
+    >>> observe(next(c for c in OP_CASES if c.op == "expand"))
+    'view'
+    """
+    x = case.make_input()
+    result = case.apply(x)
+    parts: Sequence[torch.Tensor] = list(result) if isinstance(result, (tuple, list)) else [result]
+    if len(parts) == 1 and parts[0] is x:
+        return "same tensor"
+    # Sparse tensors have no single storage: compare with their internal index/value tensors.
+    bases = _sparse_parts(x) if x.layout == torch.sparse_coo else [x]
+    shared = [any(shares_storage(p, b) for b in bases) for p in parts]
+    if all(shared):
+        return "view"
+    if not any(shared):
+        return "copy"
+    return "mixed"
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """Rows of (op, code, input, documented, observed), with text and HTML renderings."""
+
+    rows: tuple[tuple[str, str, str, str, str], ...]
+    header: tuple[str, ...] = ("op", "code", "input x", "docs say", "observed")
+
+    def __str__(self) -> str:
+        widths = [max(len(str(r[i])) for r in (self.header, *self.rows)) for i in range(len(self.header))]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        lines = [fmt.format(*self.header), fmt.format(*("-" * w for w in widths))]
+        lines += [fmt.format(*r) for r in self.rows]
+        return "\n".join(line.rstrip() for line in lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
+        body = "".join(
+            "<tr>" + "".join(f"<td><code>{html.escape(str(c))}</code></td>" for c in r) + "</tr>"
+            for r in self.rows
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def view_op_table(documented: str | None = None) -> OpTable:
+    """Run every case in :data:`OP_CASES` (or only those documented as ``documented``).
+
+    >>> print(view_op_table("copy").rows[0][4])
+    copy
+    """
+    if documented not in (None, "view", "copy", "depends"):
+        raise ValueError(f"documented must be None, 'view', 'copy' or 'depends', got {documented!r}")
+    cases = [c for c in OP_CASES if documented is None or c.documented == documented]
+    return OpTable(tuple((c.op, c.code, c.input, c.documented, observe(c)) for c in cases))

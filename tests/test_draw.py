@@ -1,0 +1,51 @@
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from viewlab import draw_layout, show_figure
+
+
+def _texts(fig: Figure) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_expanded_view_labels_each_storage_read_count():
+    fig = draw_layout(torch.arange(4.0).view(1, 4).expand(3, 4))
+    texts = _texts(fig)
+    assert texts.count("x3") == 4  # each of the 4 storage elements is read by 3 view cells
+    assert "@0" in texts and "@3" in texts
+    assert "stride (0, 1)" in fig.axes[0].get_title()
+
+
+def test_transposed_slice_shows_storage_indices_and_values():
+    fig = draw_layout(torch.arange(6).view(2, 3)[:, 1:].t())
+    texts = _texts(fig)
+    for k in ("@1", "@4", "@2", "@5"):
+        assert k in texts
+    assert "offset 1" in fig.axes[0].get_title()
+
+
+def test_three_d_rows_are_labelled_with_leading_index():
+    texts = _texts(draw_layout(torch.arange(12).view(2, 3, 2)))
+    assert "(1, 2)" in texts
+
+
+def test_too_large_and_meta_tensors_are_refused_with_advice():
+    with pytest.raises(ValueError, match=r"t\[:2, :4\]"):
+        draw_layout(torch.zeros(10, 10))
+    with pytest.raises(ValueError, match="meta tensor"):
+        draw_layout(torch.zeros(2, device="meta"))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        draw_layout([[1, 2]])
+
+
+def test_show_figure_returns_png_with_alt_text():
+    img = show_figure(draw_layout(torch.arange(3)), alt="three cells")
+    data, meta = img.data, img._repr_png_()[1]
+    assert data.startswith(b"\x89PNG") and meta["alt"] == "three cells"
+    again = show_figure(draw_layout(torch.arange(3)), alt="three cells").data
+    assert data == again  # byte-identical: re-executed notebooks do not churn
+    with pytest.raises(ValueError, match="alt text"):
+        show_figure(draw_layout(torch.arange(3)), alt=" ")
+    with pytest.raises(TypeError, match="matplotlib Figure"):
+        show_figure("figure.png", alt="x")

@@ -1,0 +1,107 @@
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import viewlab
+from viewlab import OP_CASES, layout, storage_indices
+
+
+def test_contiguous_layout_numbers():
+    x = torch.zeros(2, 3, 4, dtype=torch.float64)
+    info = layout(x)
+    assert info.shape == (2, 3, 4)
+    assert info.stride == (12, 4, 1)
+    assert info.stride_bytes == (96, 32, 8)
+    assert info.itemsize == 8
+    assert info.logical_bytes == info.span_bytes == info.storage_bytes == 24 * 8
+    assert info.is_contiguous and not info.is_view and not info.overlaps
+    assert info.broadcast_dims == ()
+
+
+def test_expand_spans_one_row_but_is_logically_larger():
+    base = torch.zeros(1, 512)
+    info = layout(base.expand(8, 512))
+    assert info.stride == (0, 1)
+    assert info.broadcast_dims == (0,)
+    assert info.logical_bytes == 8 * 512 * 4
+    assert info.span_bytes == info.storage_bytes == 512 * 4
+    assert info.overlaps and info.is_view and not info.is_contiguous
+
+
+def test_slice_has_offset_and_spans_less_than_storage():
+    x = torch.arange(10, dtype=torch.int16)
+    info = layout(x[3:7:2])
+    assert info.storage_offset == 3
+    assert info.stride == (2,)
+    assert info.span_bytes == 3 * 2  # elements 3..5 inclusive
+    assert info.storage_bytes == 20
+
+
+def test_empty_tensor_spans_nothing():
+    assert layout(torch.zeros(0, 3)).span_bytes == 0
+
+
+def test_meta_tensor_layout_needs_no_data():
+    info = layout(torch.empty(4, 5, device="meta").t())
+    assert info.stride == (1, 5)
+    assert info.device.type == "meta"
+
+
+def test_text_and_html_render_every_field():
+    info = layout(torch.zeros(1, 3).expand(2, 3))
+    text, page = str(info), info._repr_html_()
+    for needle in ("(2, 3)", "(0, 1)", "broadcast dims", "24", "12"):
+        assert needle in text and needle in page
+    assert page.startswith("<table>")
+
+
+def _reference_values(t: torch.Tensor) -> torch.Tensor:
+    """Read each element through the stride formula from the raw storage, same dtype."""
+    flat = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage())
+    return flat[storage_indices(t).reshape(-1)].reshape(t.shape)
+
+
+@pytest.mark.parametrize("case", [c for c in OP_CASES if c.documented == "view" and c.op not in ("indices", "values")],
+                         ids=lambda c: c.op)
+def test_storage_indices_reproduce_every_official_view_op(case):
+    """For each view op, reading storage at storage_indices(v) gives exactly the view's values."""
+    x = case.make_input()
+    result = case.apply(x)
+    for view in result if isinstance(result, (tuple, list)) else [result]:
+        assert viewlab.shares_storage(view, x)
+        # .H/.mH/.adjoint on complex set a lazy "conjugate" bit: memory holds the unconjugated values.
+        expected = view.conj() if view.is_conj() else view
+        torch.testing.assert_close(_reference_values(view), expected, rtol=0, atol=0)
+
+
+shapes = st.lists(st.integers(1, 4), min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=shapes, data=st.data())
+def test_storage_indices_match_numpy_strides(shape, data):
+    """Permute and slice randomly; the stride formula must agree with NumPy's byte strides."""
+    x = torch.arange(int(np.prod(shape)), dtype=torch.int32).reshape(shape)
+    perm = data.draw(st.permutations(range(len(shape))))
+    steps = [data.draw(st.integers(1, 3)) for _ in shape]
+    v = x.permute(*perm)[tuple(slice(None, None, s) for s in steps)]
+    info = layout(v)
+    assert info.stride_bytes == v.numpy().strides
+    assert torch.equal(storage_indices(v), v.to(torch.int64))  # value == storage index for arange
+    assert info.span_bytes <= info.storage_bytes
+
+
+@pytest.mark.parametrize(
+    "bad, error, words",
+    [
+        ([1, 2, 3], TypeError, "torch.tensor"),
+        (np.zeros(3), TypeError, "torch.from_numpy"),
+        ("tensor", TypeError, "got str"),
+        (torch.zeros(2, 2).to_sparse(), ValueError, "to_dense"),
+    ],
+)
+def test_bad_input_says_what_to_pass(bad, error, words):
+    with pytest.raises(error, match=words):
+        layout(bad)

@@ -1,0 +1,80 @@
+"""The committed notebooks are executed, honest about errors, and self-contained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+
+
+def _tags(cell) -> list[str]:
+    return cell.metadata.get("tags", [])
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/ is empty"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_was_executed_top_to_bottom_in_one_run(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    counts = [c.execution_count for c in _code_cells(nb) if not ("gpu" in _tags(c) and c.execution_count is None)]
+    assert None not in counts, f"{path.name}: cells never executed -- run `make notebooks`"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: execution counts {counts} show cells run out of order or re-run; run `make notebooks`"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_errors_appear_only_where_announced(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in _code_cells(nb):
+        errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
+        if "raises-exception" in _tags(cell):
+            assert errors, f"{path.name}: cell tagged raises-exception did not raise:\n{cell.source}"
+        else:
+            assert not errors, f"{path.name}: unexpected error in cell:\n{cell.source}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_gpu_cells_are_marked_for_varying_output(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in _code_cells(nb):
+        if "gpu" in _tags(cell):
+            assert "nbval-ignore-output" in _tags(cell), (
+                f"{path.name}: a gpu cell's output depends on the GPU model; tag it nbval-ignore-output "
+                f"and assert what must hold inside the cell:\n{cell.source}"
+            )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_never_reads_the_source_articles(path):
+    text = path.read_text()
+    assert "shared/seeds" not in text and "../shared" not in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_opens_with_title_and_objectives(path):
+    nb = nbformat.read(path, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "markdown")
+    assert first.source.lstrip().startswith("# "), f"{path.name}: first markdown cell needs a '# ' title"
+    assert "objectives" in "".join(c.source for c in nb.cells[:4] if c.cell_type == "markdown").lower()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_image_output_has_alt_text(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in _code_cells(nb):
+        for out in cell.get("outputs", []):
+            if "image/png" in out.get("data", {}):
+                alt = out.get("metadata", {}).get("image/png", {}).get("alt") or out.get("metadata", {}).get("alt")
+                assert alt, f"{path.name}: figure without alt text (use viewlab.show_figure):\n{cell.source}"
