@@ -18,9 +18,23 @@ import nbformat
 from nbclient import NotebookClient
 
 
+def execution_stamp(cuda: bool) -> dict:
+    """What ran the notebook, stored in its metadata under "viewlab" (the book stamps it on each page).
+
+    No dates or host names: re-running on the same setup leaves the file unchanged.
+    """
+    import torch
+
+    return {
+        "torch_version": torch.__version__.split("+")[0],
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "cuda": cuda,
+    }
+
+
 def execute(path: Path, cuda: bool) -> float:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     skipped = 0
     with client.setup_kernel():
@@ -31,6 +45,7 @@ def execute(path: Path, cuda: bool) -> float:
                 skipped += 1
                 continue
             client.execute_cell(cell, index)
+    nb.metadata["viewlab"] = execution_stamp(cuda)
     nbformat.write(nb, path)
     seconds = time.perf_counter() - start
     note = f", {skipped} gpu cell(s) kept as stored (no CUDA here)" if skipped else ""
