@@ -32,6 +32,30 @@ def execution_stamp(cuda: bool) -> dict:
     }
 
 
+def tidy_outputs(cell: dict, replacements: dict[str, str]) -> None:
+    """Make stored outputs independent of machine load and install location.
+
+    - Consecutive stream outputs of the same name are merged: a busy machine can split one print()
+      into several messages, which would churn the file between runs.
+    - Absolute paths in tracebacks (this checkout, the venv) are shortened, so the stored error
+      reads the same on every machine.
+    """
+    merged: list = []
+    for out in cell.get("outputs", []):
+        if merged and out.output_type == "stream" and merged[-1].output_type == "stream" and merged[-1].name == out.name:
+            merged[-1].text += out.text
+            continue
+        if out.output_type == "error":
+            lines = []
+            for line in out.traceback:
+                for old, new in replacements.items():
+                    line = line.replace(old, new)
+                lines.append(line)
+            out.traceback = lines
+        merged.append(out)
+    cell.outputs = merged
+
+
 def execute(path: Path, cuda: bool) -> float:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(path.parent)}})
@@ -45,12 +69,22 @@ def execute(path: Path, cuda: bool) -> float:
                 skipped += 1
                 continue
             client.execute_cell(cell, index)
+            tidy_outputs(cell, _path_replacements())
     nb.metadata["viewlab"] = execution_stamp(cuda)
     nbformat.write(nb, path)
     seconds = time.perf_counter() - start
     note = f", {skipped} gpu cell(s) kept as stored (no CUDA here)" if skipped else ""
     print(f"executed {path} in {seconds:.1f} s{note}")
     return seconds
+
+
+def _path_replacements() -> dict[str, str]:
+    import sysconfig
+
+    root = str(Path(__file__).resolve().parents[1])
+    # Longest first: site-packages lives inside the venv, which lives inside the checkout.
+    pairs = {sysconfig.get_paths()["purelib"]: "<site-packages>", sys.prefix: "<venv>", root: "<course>"}
+    return dict(sorted(pairs.items(), key=lambda kv: -len(kv[0])))
 
 
 def main(argv: list[str]) -> int:
