@@ -1,0 +1,197 @@
+"""Exercises for notebook 05 (pitfalls and myths). Each turns one pitfall into practice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..exercises import Exercise, register, tensors
+from ..seed_helpers import article_check_expandable
+
+
+def _batch_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    return st.tuples(tensors(dims=(1, 3), side=(1, 3)), st.integers(0, 4))
+
+
+def _batch_view(sample: torch.Tensor, n: int) -> torch.Tensor:
+    return sample.unsqueeze(0).expand(n, *sample.shape)
+
+
+register(Exercise(
+    id="05-batch-view",
+    title="A batch of one sample, without copying",
+    statement=(
+        "Given a tensor `sample` of any shape S and an int n >= 0, return a tensor of shape (n, *S) whose "
+        "every entry along dim 0 equals `sample`. Allocate nothing: the result must be a view of `sample`."
+    ),
+    signature="def batch_view(sample: torch.Tensor, n: int) -> torch.Tensor",
+    reference=_batch_view,
+    inputs=_batch_inputs,
+    memory="view",
+    hints=(
+        "Add a leading size-1 dimension first, then stretch it with a stride-0 view op.",
+        "sample.unsqueeze(0).expand(n, *sample.shape) -- -1 also means 'keep this size'.",
+    ),
+    wrong=(
+        (lambda sample, n: sample.unsqueeze(0).repeat(n, *[1] * sample.dim()), "shares no memory"),
+        (lambda sample, n: sample.expand(n, *sample.shape[1:]), "the result"),
+    ),
+))
+
+
+def _safe_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    return st.tuples(tensors(shape=st.tuples(st.just(1), st.integers(1, 4))), st.integers(1, 4))
+
+
+def _writable_rows(row: torch.Tensor, n: int) -> torch.Tensor:
+    return row.expand(n, -1).clone()
+
+
+register(Exercise(
+    id="05-writable-rows",
+    title="Rows you may write to",
+    statement=(
+        "Given `row` of shape (1, D) and n >= 1, return an (n, D) tensor whose rows all equal `row` and that "
+        "is safe to modify in place: writing to it must never change `row` (no shared memory) and "
+        "must not raise the 'more than one element ... refers to a single memory location' error."
+    ),
+    signature="def writable_rows(row: torch.Tensor, n: int) -> torch.Tensor",
+    reference=_writable_rows,
+    inputs=_safe_inputs,
+    memory="copy",
+    hints=(
+        "expand() gives the right values but every row is the same memory; what materialises them?",
+        "row.expand(n, -1).clone() (or row.repeat(n, 1)).",
+    ),
+    wrong=((lambda row, n: row.expand(n, -1), "shares memory"),),
+    extra=(lambda args, out: None if not isinstance(out, torch.Tensor) or 0 not in out.stride() or out.shape[0] < 2
+           else "the result still has a stride-0 dimension, so in-place writes to it raise an error",),
+))
+
+
+def _mask_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    def lengths(t: int) -> Any:
+        return st.lists(st.integers(0, t), min_size=1, max_size=4).map(lambda v: torch.tensor(v, dtype=torch.int64))
+
+    return st.integers(1, 5).flatmap(lambda t: st.tuples(lengths(t), st.just(t)))
+
+
+def _padding_mask(lengths: torch.Tensor, t: int) -> torch.Tensor:
+    return torch.arange(t) < lengths.unsqueeze(1)
+
+
+register(Exercise(
+    id="05-padding-mask",
+    title="A padding mask by broadcasting",
+    statement=(
+        "Given `lengths`, an int64 tensor of shape (B,) with values in 0..T, and the int T, return a bool "
+        "tensor `mask` of shape (B, T) with mask[b, j] True exactly when j < lengths[b] (a real token, "
+        "not padding). Use broadcasting, no Python loop."
+    ),
+    signature="def padding_mask(lengths: torch.Tensor, T: int) -> torch.Tensor",
+    reference=_padding_mask,
+    inputs=_mask_inputs,
+    hints=(
+        "Compare a (T,) row of positions with a (B, 1) column of lengths: the result broadcasts to (B, T).",
+        "torch.arange(T) < lengths.unsqueeze(1)",
+    ),
+    wrong=(
+        (lambda lengths, t: torch.arange(t).unsqueeze(1) < lengths, "the result"),
+        (lambda lengths, t: torch.arange(t) <= lengths.unsqueeze(1), "values differ"),
+    ),
+))
+
+
+def _center_rows(x: torch.Tensor) -> torch.Tensor:
+    return x - x.mean(dim=1, keepdim=True)
+
+
+def _center_strategy() -> Any:
+    from hypothesis import strategies as st
+
+    return st.tuples(tensors(dims=(2, 2), side=(1, 4)))
+
+
+register(Exercise(
+    id="05-center-rows",
+    title="Subtract each row's mean",
+    statement=(
+        "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row "
+        "(every row of the result has mean 0). Careful: N may equal D."
+    ),
+    signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
+    reference=_center_rows,
+    inputs=_center_strategy,
+    hints=(
+        "x.mean(dim=1) has shape (N,), which broadcasts against the *last* dimension, D -- not against rows.",
+        "Keep the reduced dimension: x.mean(dim=1, keepdim=True) has shape (N, 1).",
+    ),
+    wrong=((lambda x: x - x.mean(dim=1), "the result"),),
+))
+
+
+def _flatten(x: torch.Tensor) -> torch.Tensor:
+    return x.reshape(-1)
+
+
+def _flatten_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    return st.tuples(tensors(dims=(1, 3), side=(1, 4)))
+
+
+register(Exercise(
+    id="05-flatten-any",
+    title="Flatten any layout",
+    statement=(
+        "Return the elements of x (any shape, any memory layout: transposed, sliced with a step, expanded) "
+        "as a 1-D tensor in row-major order. Share memory when the layout allows it; copy only when it must."
+    ),
+    signature="def flatten_any(x: torch.Tensor) -> torch.Tensor",
+    reference=_flatten,
+    inputs=_flatten_inputs,
+    hints=(
+        "x.view(-1) needs strides compatible with the new shape; a transposed tensor has none.",
+        "x.reshape(-1) (or x.flatten()) views when possible and copies otherwise.",
+    ),
+    wrong=((lambda x: x.view(-1), "RuntimeError"),),
+))
+
+
+def _shape_pairs() -> Any:
+    from hypothesis import strategies as st
+
+    shape = st.lists(st.integers(0, 3), min_size=0, max_size=3).map(tuple)
+    return st.tuples(shape, shape)
+
+
+def _can_expand(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    # expand may add leading dims but never drop them; aligned from the right, each size of a
+    # must equal b's or be 1 (viewlab.seed_helpers.can_expand explains the failing dimension).
+    return len(a) <= len(b) and all(x == y or x == 1 for x, y in zip(a[::-1], b[::-1]))
+
+
+register(Exercise(
+    id="05-can-expand",
+    title="Predict whether expand works",
+    statement=(
+        "Given two shapes a and b (tuples of ints >= 0), return True exactly when a tensor of shape a can be "
+        "expanded to shape b, i.e. when torch.empty(a).expand(b) does not raise. Do not call expand: "
+        "compute it from the sizes."
+    ),
+    signature="def can_expand(a: tuple[int, ...], b: tuple[int, ...]) -> bool",
+    reference=_can_expand,
+    inputs=_shape_pairs,
+    hints=(
+        "Align the shapes at the right. Which sizes of a may differ from b's? What if a is longer than b?",
+        "len(a) <= len(b) and all(x == y or x == 1 for x, y in zip(a[::-1], b[::-1]))",
+    ),
+    wrong=((article_check_expandable, "is True (bool), expected False"),),
+))

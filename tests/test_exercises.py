@@ -1,0 +1,237 @@
+"""viewlab.exercises: every registered exercise is solvable, and the checker catches real mistakes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from viewlab import exercises as ex
+from viewlab.exercises import FAILED, NOT_SOLVED, PASSED, check, tensors
+
+IDS = ex.exercise_ids()
+WRONG = [(i, k) for i in IDS for k in range(len(ex.get(i).wrong))]
+
+
+def test_registry_is_populated_and_ids_are_well_formed():
+    assert len(ex.exercise_ids("05")) >= 3
+    for i in IDS:
+        e = ex.get(i)
+        assert e.id == i and i[:2].isdigit()
+        assert e.hints, f"{i}: give at least one hint"
+        assert e.wrong, f"{i}: list at least one plausible wrong answer, so the checker's message is tested"
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_reference_solution_passes(exercise_id):
+    result = ex.check_exercise(exercise_id, ex.get(exercise_id).reference)
+    assert result.status == PASSED, str(result)
+    assert result.examples >= 10, "too few inputs were tried to trust a pass"
+
+
+@pytest.mark.parametrize(("exercise_id", "k"), WRONG, ids=[f"{i}-wrong{k}" for i, k in WRONG])
+def test_plausible_wrong_answer_fails_with_useful_message(exercise_id, k):
+    fn, expected_text = ex.get(exercise_id).wrong[k]
+    result = ex.check_exercise(exercise_id, fn)
+    assert result.status == FAILED, f"{exercise_id}: wrong answer {k} was not caught:\n{result}"
+    text = str(result)
+    assert expected_text in text
+    assert "Smallest failing input found" in text and "expected:" in text and "got:" in text
+    assert "Hint:" in text
+    assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_stubs_report_not_solved_yet(exercise_id):
+    def raising(*args):
+        raise NotImplementedError
+
+    def ellipsis_body(*args):
+        ...
+
+    def returns_ellipsis(*args):
+        return ...
+
+    for stub in (raising, ellipsis_body, returns_ellipsis):
+        result = ex.check_exercise(exercise_id, stub)
+        assert result.status == NOT_SOLVED, str(result)
+        assert "not solved yet" in str(result) and not result.passed
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_show_hint_and_solution_print(exercise_id, capsys):
+    e = ex.get(exercise_id)
+    ex.show(exercise_id)
+    out = capsys.readouterr().out
+    assert e.title in out and e.signature in out and "raise NotImplementedError" in out
+    assert "def " in out and "return" not in out.split("raise NotImplementedError")[0].split(e.signature)[1]
+    ex.hint(exercise_id, len(e.hints))
+    assert e.hints[-1] in capsys.readouterr().out
+    ex.solution(exercise_id)
+    assert "return" in capsys.readouterr().out
+
+
+def test_hint_out_of_range_says_which_exist():
+    with pytest.raises(ValueError, match=r"has hints 1\.\.2"):
+        ex.hint("05-can-expand", 3)
+
+
+def test_unknown_exercise_lists_known_ids():
+    with pytest.raises(KeyError, match="05-can-expand"):
+        ex.get("05-no-such-thing")
+
+
+def test_register_rejects_duplicates_and_bad_ids():
+    e = ex.get("05-can-expand")
+    with pytest.raises(ValueError, match="already registered"):
+        ex.register(ex.Exercise(**{**e.__dict__, "title": "another"}))
+    with pytest.raises(ValueError, match="NN-short-name"):
+        ex.Exercise(**{**e.__dict__, "id": "can-expand"})
+    with pytest.raises(ValueError, match="memory must be"):
+        ex.Exercise(**{**e.__dict__, "id": "99-x", "memory": "views"})
+
+
+# ----- the engine, on small hand-made exercises ---------------------------------------------
+ARGS = st.tuples(tensors(dims=(2, 2), side=(2, 4)))
+
+
+def test_dtype_mismatch_is_named():
+    r = check(lambda x: x.t().double(), lambda x: x.t(), inputs=ARGS)
+    assert r.status == FAILED and "dtype float64, expected float32" in str(r)
+
+
+def test_value_mismatch_names_first_index_and_both_values():
+    r = check(lambda x: x.t() + (x.t() > 0), lambda x: x.t(), inputs=ARGS)
+    assert "values differ; first at index" in str(r) and "expected 1.0, got 2.0" in str(r)
+
+
+def test_in_place_change_of_the_input_is_caught():
+    def sneaky(x):
+        x.mul_(2)
+        return x.clone()
+
+    r = check(sneaky, lambda x: x * 2, inputs=st.tuples(tensors(layouts=("contiguous",))))
+    assert r.status == FAILED and "changed its input in place" in str(r)
+
+
+def test_learner_exception_is_reported_without_traceback():
+    r = check(lambda x: x.view(-1), lambda x: x.reshape(-1), inputs=ARGS)
+    assert r.status == FAILED
+    assert "raised RuntimeError: view size is not compatible" in str(r)
+    assert "stride (1, 2)" in str(r), "the failing input should be the transposed layout, with its strides"
+
+
+def test_view_requirement_reports_measured_bytes():
+    r = check(lambda x: x.t().contiguous(), lambda x: x.t(), inputs=ARGS, memory="view")
+    assert r.status == FAILED and "shares no memory" in str(r) and "new bytes" in str(r)
+    assert check(lambda x: x.transpose(0, 1), lambda x: x.t(), inputs=ARGS, memory="view").passed
+
+
+def test_copy_requirement():
+    r = check(lambda x: x[:], lambda x: x.clone(), inputs=ARGS, memory="copy")
+    assert r.status == FAILED and "shares memory with the input" in str(r)
+
+
+def test_non_tensor_results_and_plain_example_lists():
+    r = check(lambda s: len(s), lambda s: len(s), inputs=[((1, 2),), ((),)])
+    assert r.passed and r.examples == 2
+    r = check(lambda s: float(len(s)), lambda s: len(s), inputs=[((1, 2),)])
+    assert r.status == FAILED and "(float), expected 2 (int)" in str(r)
+
+
+def test_tuple_results_are_compared_item_by_item():
+    r = check(lambda x: x.chunk(2, 1), lambda x: x.split(1, 1), inputs=[(torch.zeros(2, 2),), (torch.zeros(2, 3),)])
+    assert r.status == FAILED and "has 2 items, expected 3" in str(r)
+
+
+def test_reference_errors_are_exercise_bugs_not_learner_failures():
+    with pytest.raises(RuntimeError, match="reference solution raised"):
+        check(lambda x: x.reshape(-1), lambda x: x.view(-1), inputs=ARGS)
+
+
+def test_bad_arguments_get_clear_errors():
+    with pytest.raises(TypeError, match="pass the function itself"):
+        check(torch.zeros(2), lambda x: x, inputs=ARGS)
+    with pytest.raises(ValueError, match="memory must be None, 'view' or 'copy'"):
+        check(lambda x: x, lambda x: x, inputs=ARGS, memory="no-copy")
+    with pytest.raises(TypeError, match="hypothesis strategy of argument tuples"):
+        check(lambda x: x, lambda x: x, inputs=torch.zeros(2))
+    with pytest.raises(ValueError, match="layouts must be a non-empty subset"):
+        tensors(layouts=("diagonal",))
+    with pytest.raises(ValueError, match=r"dims=\(3, 1\) is not a valid range"):
+        tensors(dims=(3, 1))
+
+
+def test_reports_are_deterministic():
+    wrong = ex.get("05-center-rows").wrong[0][0]
+    assert str(ex.check_exercise("05-center-rows", wrong)) == str(ex.check_exercise("05-center-rows", wrong))
+
+
+def test_failure_picture_has_three_panels_and_alt_text():
+    r = check(lambda x: x.t() * 2, lambda x: x.t(), inputs=ARGS)
+    fig = r.figure()
+    assert fig is not None and len(fig.axes) == 3
+    assert "differ" in r.alt_text() and "shape" in r.alt_text()
+    assert check(lambda x: x, lambda x: x, inputs=ARGS).figure() is None
+
+
+def test_ipython_display_prints_message_and_shows_image(capsys, monkeypatch):
+    shown = []
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    check(lambda x: x.t() * 2, lambda x: x.t(), inputs=ARGS)._ipython_display_()
+    assert "FAILED" in capsys.readouterr().out
+    assert len(shown) == 1 and shown[0].alt and shown[0].format == "png"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_tensors_strategy_builds_the_layout_it_claims(data):
+    kind = data.draw(st.sampled_from(ex.LAYOUTS))
+    t = data.draw(tensors(dims=(2, 3), side=(2, 3), layouts=(kind,)))
+    if kind == "contiguous":
+        assert t.is_contiguous()
+    elif kind == "transposed":
+        assert t.stride()[-2] == 1 and not t.is_contiguous()
+    elif kind == "strided":
+        assert t.stride()[-1] == 2
+    elif kind == "offset":
+        assert t.storage_offset() > 0
+    else:
+        assert 0 in t.stride()
+    assert t.dtype == torch.float32 and bool((t == t.round()).all()) and bool((t.abs() <= 9).all())
+
+
+def test_fresh_copies_keep_strides_but_not_memory():
+    from viewlab.exercises import _fresh
+
+    x = torch.arange(3.0).view(3, 1).expand(3, 4)
+    y = _fresh(x)
+    assert y.stride() == x.stride() and torch.equal(x, y)
+    assert y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import viewlab.exercise_bank.nb05_pitfalls as bank
+    import viewlab.exercises as module
+
+    for m in (module, bank):
+        result = doctest.testmod(m)
+        assert result.failed == 0 and (m is bank or result.attempted >= 15), m.__name__
+
+
+def test_lambda_references_are_shown_as_the_def_to_write(capsys):
+    from viewlab.exercises import _lambda_body
+
+    assert _lambda_body("    reference=lambda x: x[1::2],\n") == "x[1::2]"
+    assert _lambda_body("f = lambda a, b: (a, b)  # note\n") == "(a, b)"
+    assert _lambda_body("no lambda here") is None
+    lambdas = [i for i in IDS if ex.get(i).reference.__name__ == "<lambda>"]
+    for i in lambdas:
+        ex.solution(i)
+        out = capsys.readouterr().out
+        assert out.startswith(ex.get(i).signature + ":\n    return ")
