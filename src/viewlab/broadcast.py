@@ -1,0 +1,548 @@
+"""Broadcasting, step by step: which shapes combine, why, and what it costs in memory.
+
+Two shapes broadcast when, lined up from the **right**, every pair of sizes is equal or one of them
+is 1 (a missing leading dimension counts as 1). The result takes the larger size in every position.
+An operand of size 1 along a dimension is *virtually* copied along it: PyTorch reads the same stored
+element again and again (stride 0) instead of allocating the copy.
+
+:func:`explain_broadcast` performs those steps for any number of shapes or tensors and returns a
+:class:`BroadcastExplanation` (text and HTML table). Shapes that do not broadcast raise
+:class:`BroadcastError`, which names the dimension, the operands, the sizes and, when one exists,
+an ``unsqueeze`` or ``permute`` that fixes it.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any, Sequence, Union
+
+import torch
+
+from ._checks import require_strided_tensor
+
+__all__ = [
+    "BroadcastError",
+    "BroadcastExplanation",
+    "BroadcastFix",
+    "OperandInfo",
+    "DimStep",
+    "explain_broadcast",
+    "EQUAL",
+    "STRETCHED",
+    "NEW_DIM",
+]
+
+Operand = Union[torch.Tensor, torch.Size, Sequence[int]]
+
+EQUAL = "equal"
+STRETCHED = "stretched from 1"
+NEW_DIM = "new leading dim"
+
+_MAX_FIX_RANK = 12  # searching for unsqueeze fixes is combinatorial; beyond this rank we do not try
+_MAX_FIXES_SHOWN = 3
+
+
+def _fmt_shape(shape: Sequence[int]) -> str:
+    return str(tuple(int(n) for n in shape))
+
+
+def _default_name(i: int) -> str:
+    return "abcdefghijklmnopqrstuvwxyz"[i] if i < 26 else f"op{i}"
+
+
+class BroadcastError(ValueError):
+    """Shapes that cannot broadcast. A ``ValueError``, so ``except ValueError`` catches it too.
+
+    Attributes:
+        conflicts: one entry per conflicting dimension, ``(dim_from_right, ((name, own_dim, size), ...))``
+            listing every operand that has that dimension (``dim_from_right`` is -1 for the last dim).
+        fixes: :class:`BroadcastFix` suggestions (possibly empty), best first.
+
+    >>> try:
+    ...     explain_broadcast((4, 3), (4,))
+    ... except BroadcastError as err:
+    ...     print(err.conflicts[0][0], err.fixes[0].code)
+    -1 b.unsqueeze(1)
+    """
+
+    def __init__(self, message: str, conflicts: tuple, fixes: tuple["BroadcastFix", ...]):
+        super().__init__(message)
+        self.conflicts = conflicts
+        self.fixes = fixes
+
+
+@dataclass(frozen=True)
+class BroadcastFix:
+    """One way to make the shapes broadcast: change one operand (``code`` is runnable PyTorch).
+
+    Attributes:
+        operand: name of the operand to change.
+        code: expression in terms of that name, e.g. ``"b.unsqueeze(1)"``.
+        new_shape: the operand's shape after the fix.
+        result_shape: the broadcast result after the fix (always the shape of the other operands).
+        note: what the fix lines up with, in words.
+    """
+
+    operand: str
+    code: str
+    new_shape: tuple[int, ...]
+    result_shape: tuple[int, ...]
+    note: str
+
+
+@dataclass(frozen=True)
+class DimStep:
+    """The rule applied at one dimension of the result.
+
+    Attributes:
+        from_right: -1 for the last dimension, -2 for the one before, ...
+        result_dim: the same dimension counted from the left of the result.
+        sizes: each operand's size here, ``None`` where the operand has no such dimension (padded with 1).
+        own_dims: each operand's own index of this dimension, ``None`` where it has none.
+        rules: per operand, :data:`EQUAL`, :data:`STRETCHED` or :data:`NEW_DIM`.
+        result: the result's size here.
+    """
+
+    from_right: int
+    result_dim: int
+    sizes: tuple[int | None, ...]
+    own_dims: tuple[int | None, ...]
+    rules: tuple[str, ...]
+    result: int
+    names: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        """The rules that fired here, in words: ``"equal"`` or e.g. ``"a stretched from 1"``."""
+        names = self.names or tuple(_default_name(i) for i in range(len(self.rules)))
+        parts = [f"{name} {rule}" for name, rule in zip(names, self.rules) if rule != EQUAL]
+        return "; ".join(parts) if parts else EQUAL
+
+    def __str__(self) -> str:
+        names = self.names or tuple(_default_name(i) for i in range(len(self.rules)))
+        sizes = ", ".join(f"{n} {'-' if s is None else s}" for n, s in zip(names, self.sizes))
+        return f"dim {self.from_right}: {sizes} -> {self.result}   {self.summary}"
+
+
+@dataclass(frozen=True)
+class OperandInfo:
+    """One operand as broadcasting sees it.
+
+    Attributes:
+        name: label used in text, HTML and error messages.
+        shape: the operand's own shape.
+        padded: the shape right-aligned to the result's rank, missing leading dims as 1.
+        rules: per result dim, :data:`EQUAL`, :data:`STRETCHED` or :data:`NEW_DIM`.
+        expanded_dims: result dims along which the operand is virtually copied: padded size 1, result
+            size > 1. In ``operand.expand(result_shape)`` exactly these dims get stride 0 (for an operand
+            that had no stride-0 dims of its own).
+        sum_dims: result dims a gradient must be summed over to get back to this operand's shape
+            (every dim whose rule is not :data:`EQUAL`); autograd does this for you.
+        expanded_stride: ``stride()`` of ``operand.expand(result_shape)``, as PyTorch computes it (for a
+            shape operand: of a contiguous tensor of that shape).
+        dtype, itemsize: the tensor's (or the ``dtype`` argument's for shape operands).
+        is_tensor: the operand was a tensor (its bytes are real) rather than a shape.
+        own_bytes: ``numel * itemsize`` of the operand itself.
+        copy_bytes: bytes a materialised copy at the result shape would allocate (``repeat`` or
+            ``expand(...).contiguous()``); 0 when the operand is not expanded at all.
+    """
+
+    name: str
+    shape: torch.Size
+    padded: tuple[int, ...]
+    rules: tuple[str, ...]
+    expanded_dims: tuple[int, ...]
+    sum_dims: tuple[int, ...]
+    expanded_stride: tuple[int, ...]
+    dtype: torch.dtype
+    itemsize: int
+    is_tensor: bool
+    own_bytes: int
+    copy_bytes: int
+
+    @property
+    def broadcast_bytes(self) -> int:
+        """Bytes broadcasting allocates for this operand's virtual copies: always 0 (a stride-0 view)."""
+        return 0
+
+
+class BroadcastExplanation:
+    """Result of :func:`explain_broadcast`: the steps, the result shape, the memory story.
+
+    Attributes:
+        shape: the broadcast result (``torch.Size``), equal to ``torch.broadcast_shapes``.
+        operands: one :class:`OperandInfo` per operand, in the order given.
+        steps: one :class:`DimStep` per result dimension, from the right (``steps[0]`` is dim -1).
+
+    >>> e = explain_broadcast((3, 1), (4,))
+    >>> e.shape
+    torch.Size([3, 4])
+    >>> [s.rules for s in e.steps]
+    [('stretched from 1', 'equal'), ('equal', 'new leading dim')]
+    """
+
+    def __init__(self, shape: torch.Size, operands: tuple[OperandInfo, ...], steps: tuple[DimStep, ...]):
+        self.shape = shape
+        self.operands = operands
+        self.steps = steps
+
+    def __getitem__(self, key: int | str) -> OperandInfo:
+        """An operand's info by position or by name."""
+        if isinstance(key, str):
+            for op in self.operands:
+                if op.name == key:
+                    return op
+            raise KeyError(f"no operand named {key!r}; the names are {[o.name for o in self.operands]}")
+        return self.operands[key]
+
+    @property
+    def in_place_targets(self) -> tuple[str, ...]:
+        """Names of operands that could receive the result in place (``x.add_(y)``): those whose own
+        shape already equals the result. In-place broadcasting is one-way: the target never grows."""
+        return tuple(op.name for op in self.operands if tuple(op.shape) == tuple(self.shape))
+
+    @property
+    def copy_bytes(self) -> int:
+        """Total bytes materialising every expanded operand would allocate (broadcasting: 0)."""
+        return sum(op.copy_bytes for op in self.operands)
+
+    # ----- text -----------------------------------------------------------------------------
+    def _label(self, op: OperandInfo) -> str:
+        return f"{op.name} {_fmt_shape(op.shape)}"
+
+    def __str__(self) -> str:
+        rank = len(self.shape)
+        labels = [self._label(op) for op in self.operands]
+        lw = max(len(s) for s in labels + ["result"])
+        cells = [[("[1]" if r == NEW_DIM else str(n)) for n, r in zip(op.padded, op.rules)] for op in self.operands]
+        cw = max([3] + [len(c) for row in cells for c in row] + [len(str(n)) for n in self.shape]
+                 + [len(str(-rank))])
+        lines = [f"broadcast {', '.join(labels)} -> {_fmt_shape(self.shape)}", ""]
+        lines.append("1. right-align the shapes; pad missing leading dims with 1 (shown [1]):")
+        header = " ".join(f"{d:>{cw}}" for d in range(-rank, 0))
+        lines.append(f"   {'dim':<{lw}}  {header}".rstrip())
+        for label, row in zip(labels, cells):
+            lines.append(f"   {label:<{lw}}  {' '.join(f'{c:>{cw}}' for c in row)}".rstrip())
+        lines.append("2. each dimension from the right: sizes must be equal, or 1 (stretched to the other):")
+        if not self.steps:
+            lines.append("   (no dimensions: every operand is a scalar)")
+        for step in self.steps:
+            lines.append(f"   {step}")
+        lines.append(f"3. result: {_fmt_shape(self.shape)}")
+        lines.append("")
+        lines.append("virtual copies (stride 0: one stored element is read many times, no new memory):")
+        for op in self.operands:
+            lines.append("   " + self._memory_sentence(op))
+        return "\n".join(lines)
+
+    def _memory_sentence(self, op: OperandInfo) -> str:
+        dtype = str(op.dtype).replace("torch.", "")
+        if not op.expanded_dims:
+            return f"{op.name}: not expanded (nothing to copy)"
+        dims = ", ".join(str(d) for d in op.expanded_dims)
+        return (
+            f"{op.name}: expanded along result dim{'s' if len(op.expanded_dims) > 1 else ''} {dims}; "
+            f"{op.name}.expand{_fmt_shape(self.shape)} has stride {_fmt_shape(op.expanded_stride)}; "
+            f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype}), broadcasting takes 0"
+        )
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    # ----- HTML -----------------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        names = [op.name for op in self.operands]
+        rank = len(self.shape)
+        esc = html.escape
+        style = {
+            EQUAL: "",
+            STRETCHED: "background:#FFE7B3;color:#000",
+            NEW_DIM: "background:#D6ECFA;color:#000;font-style:italic",
+        }
+        head = "".join(f"<th>dim {d}<br><small>(result dim {rank + d})</small></th>" for d in range(-rank, 0))
+        rows = []
+        for op in self.operands:
+            tds = []
+            for n, rule, res in zip(op.padded, op.rules, self.shape):
+                text = {EQUAL: str(n), STRETCHED: f"1 &rarr; {res}", NEW_DIM: f"[1] &rarr; {res}"}[rule]
+                tip = esc(rule)
+                tds.append(f"<td style='text-align:center;{style[rule]}' title='{tip}'>{text}"
+                           f"{'' if rule == EQUAL else f'<br><small>{tip}</small>'}</td>")
+            rows.append(f"<tr><th style='text-align:left'>{esc(op.name)} <code>{esc(_fmt_shape(op.shape))}</code>"
+                        f"</th>{''.join(tds)}</tr>")
+        res_tds = "".join(f"<td style='text-align:center'><b>{n}</b></td>" for n in self.shape)
+        rows.append(f"<tr><th style='text-align:left'>result <code>{esc(_fmt_shape(self.shape))}</code></th>"
+                    f"{res_tds}</tr>")
+        steps = "".join(
+            f"<li>dim {s.from_right}: "
+            + ", ".join(f"{esc(n)} {'&ndash;' if z is None else z}" for n, z in zip(names, s.sizes))
+            + f" &rarr; <b>{s.result}</b> &nbsp; <i>{esc(s.summary)}</i></li>"
+            for s in self.steps
+        )
+        mem_rows = "".join(
+            f"<tr><td>{esc(op.name)}</td><td><code>{esc(str(op.dtype).replace('torch.', ''))}</code></td>"
+            f"<td>{esc(', '.join(map(str, op.expanded_dims)) or 'none')}</td>"
+            f"<td><code>{esc(_fmt_shape(op.expanded_stride))}</code></td>"
+            f"<td style='text-align:right'>{op.copy_bytes:,}</td><td style='text-align:right'>0</td></tr>"
+            for op in self.operands
+        )
+        return (
+            f"<div><p><b>broadcast {esc(', '.join(self._label(o) for o in self.operands))} &rarr; "
+            f"{esc(_fmt_shape(self.shape))}</b></p>"
+            "<table><caption>Shapes right-aligned; [1] = missing leading dim padded with 1</caption>"
+            f"<tr><th></th>{head}</tr>{''.join(rows)}</table>"
+            f"<ol>{steps}</ol>"
+            "<table><caption>Virtual copies (stride 0) cost no memory</caption>"
+            "<tr><th>operand</th><th>dtype</th><th>expanded along result dims</th>"
+            "<th>stride after expand</th><th>bytes if materialised</th><th>bytes broadcasting</th></tr>"
+            f"{mem_rows}</table></div>"
+        )
+
+
+# ----- input validation ---------------------------------------------------------------------------
+def _as_shape(obj: Any, position: int, name: str) -> tuple[tuple[int, ...], torch.Tensor | None]:
+    """(shape, tensor-or-None) for one operand, or a clear TypeError / ValueError."""
+    where = f"explain_broadcast(): operand {position} ({name})"
+    if isinstance(obj, torch.Tensor):
+        t = require_strided_tensor(obj, "explain_broadcast", name)
+        return tuple(t.shape), t
+    if isinstance(obj, (torch.Size, tuple, list)):
+        shape = []
+        for i, n in enumerate(obj):
+            if isinstance(n, (list, tuple)):
+                raise TypeError(
+                    f"{where} is a nested sequence, which looks like data, not a shape. "
+                    f"Pass a shape such as (2, 3), or the data as a tensor: torch.tensor({name})."
+                )
+            if isinstance(n, bool) or isinstance(n, float):
+                raise TypeError(f"{where}: size at index {i} is {n!r} ({type(n).__name__}); sizes must be ints.")
+            try:
+                value = operator.index(n)
+            except TypeError:
+                raise TypeError(
+                    f"{where}: size at index {i} is {n!r} ({type(n).__name__}); sizes must be ints."
+                ) from None
+            if value < 0:
+                raise ValueError(
+                    f"{where}: size at index {i} is {value}; sizes must be >= 0 "
+                    f"(-1 means 'infer' only in view/reshape/expand, not in a shape to broadcast)."
+                )
+            shape.append(value)
+        return tuple(shape), None
+    hint = ""
+    if isinstance(obj, (int, float, complex)) and not isinstance(obj, bool):
+        hint = " A Python number broadcasts like a 0-dim tensor: pass () or torch.tensor(value)."
+    elif type(obj).__module__ == "numpy":
+        hint = f" Pass its shape ({name}.shape) or the tensor torch.from_numpy({name})."
+    raise TypeError(
+        f"{where} is a {type(obj).__name__}; pass a torch.Tensor, a torch.Size, or a tuple/list of ints.{hint}"
+    )
+
+
+# ----- fixes --------------------------------------------------------------------------------------
+def _broadcast(shapes: Sequence[Sequence[int]]) -> tuple[int, ...] | None:
+    """Broadcast shape, or None if they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(rank, 0, -1):
+        sizes = {s[-k] for s in shapes if len(s) >= k}
+        big = sizes - {1}
+        if len(big) > 1:
+            return None
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def _unsqueeze_code(name: str, ones_at: Sequence[int]) -> str:
+    return name + "".join(f".unsqueeze({p})" for p in sorted(ones_at))
+
+
+def _find_fixes(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> list[BroadcastFix]:
+    """Ways to make ``shape`` broadcast with ``target`` without changing ``target``."""
+    fixes: list[BroadcastFix] = []
+    r, rt = len(shape), len(target)
+    if r == 0 or rt > _MAX_FIX_RANK:
+        return fixes
+    # 1. insert size-1 dims: map the operand's dims, in order, onto dims of target.
+    if r <= rt:
+        for positions in itertools.combinations(range(rt), r):
+            if not all(n == target[p] or n == 1 for n, p in zip(shape, positions)):
+                continue
+            start = positions[0]
+            new_shape = [1] * (rt - start)
+            for n, p in zip(shape, positions):
+                new_shape[p - start] = n
+            ones_at = [j for j in range(rt - start) if j + start not in positions]
+            if not ones_at:
+                continue  # no change: that is the alignment that already failed
+            # Inserting only size-1 dims that line up with size-1 dims of the target changes nothing useful.
+            new = tuple(new_shape)
+            if _broadcast([new, target]) != tuple(target):
+                continue
+            lined = ", ".join(f"its dim {i} (size {n}) with dim {p - rt}" for i, (n, p) in enumerate(zip(shape, positions)))
+            fixes.append(BroadcastFix(name, _unsqueeze_code(name, ones_at), new, tuple(target),
+                                      f"lines up {lined} of the result"))
+    # 2. reorder dims (small ranks only): a transposed operand.
+    if 2 <= r <= 4:
+        for perm in itertools.permutations(range(r)):
+            if perm == tuple(range(r)):
+                continue
+            new = tuple(shape[p] for p in perm)
+            if _broadcast([new, target]) == tuple(target) and new != shape:
+                code = f"{name}.mT" if r == 2 else f"{name}.permute{perm}"
+                fixes.append(BroadcastFix(name, code, new, tuple(target), "reorders its dims"))
+    # fewest inserted dims first, then unsqueeze before permute, then by code
+    fixes.sort(key=lambda f: (len(f.new_shape) - r if "unsqueeze" in f.code else 99, f.code))
+    return fixes
+
+
+def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> BroadcastError:
+    rank = max(len(s) for s in shapes)
+    conflicts = []
+    for k in range(1, rank + 1):
+        present = tuple((n, len(s) - k, s[-k]) for n, s in zip(names, shapes) if len(s) >= k)
+        if len({size for _, _, size in present if size != 1}) > 1:
+            conflicts.append((-k, present))
+    involved = [i for i, n in enumerate(names) if any(n == m and z != 1 for _, p in conflicts for m, _, z in p)]
+    fixes: list[BroadcastFix] = []
+    for i in involved:
+        others = [s for j, s in enumerate(shapes) if j != i]
+        target = _broadcast(others)
+        if target is not None:
+            fixes.extend(_find_fixes(names[i], shapes[i], target))
+    fixes.sort(key=lambda f: (f.code.count(".unsqueeze(") if "unsqueeze" in f.code else 99, f.code))
+    operand_list = ", ".join(f"{n} {_fmt_shape(s)}" for n, s in zip(names, shapes))
+    lines = [f"cannot broadcast {operand_list}."]
+    for dim, present in conflicts:
+        parts = [f"{n} has size {z} at its dim {d}" for n, d, z in present]
+        desc = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        lines.append(f"  dimension {dim} (counted from the right): {desc}.")
+    lines.append("  Lined up from the right, sizes must be equal or one of them must be 1.")
+    if fixes:
+        lines.append("Possible fix" + ("es" if len(fixes) > 1 else "") + ":")
+        for f in fixes[:_MAX_FIXES_SHOWN]:
+            extra = ""
+            if "unsqueeze" in f.code:
+                extra = " (if it came from a reduction, keepdim=True keeps that dim)"
+            lines.append(f"  {f.code} -> shape {_fmt_shape(f.new_shape)}, broadcasts to "
+                         f"{_fmt_shape(f.result_shape)}; {f.note}{extra}.")
+        if len(fixes) > _MAX_FIXES_SHOWN:
+            lines.append(f"  ... and {len(fixes) - _MAX_FIXES_SHOWN} more (see the error's .fixes).")
+        if len(fixes) > 1:
+            lines.append("  Pick the one whose dims mean the same thing as the dims they line up with.")
+    else:
+        lines.append(
+            "No single unsqueeze or permute of one operand fixes this: check where these shapes come from "
+            "(a wrong reshape, a reduction over the wrong dim, or the wrong tensor)."
+        )
+    return BroadcastError("\n".join(lines), tuple(conflicts), tuple(fixes))
+
+
+# ----- the explainer ------------------------------------------------------------------------------
+def explain_broadcast(
+    *operands: Operand,
+    names: Sequence[str] | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> BroadcastExplanation:
+    """Explain, step by step, how ``operands`` broadcast together.
+
+    Args:
+        *operands: two or more tensors, ``torch.Size`` objects, or tuples/lists of ints (mixed is fine).
+        names: labels for the operands (default ``a``, ``b``, ``c``, ...), used in text and errors.
+        dtype: element type assumed for shape operands when counting bytes (tensors use their own).
+
+    Returns:
+        A :class:`BroadcastExplanation`; ``.shape`` equals ``torch.broadcast_shapes`` of the shapes.
+
+    Raises:
+        BroadcastError: the shapes do not broadcast; the message names the dimension (from the right and
+            as each operand's own index), the sizes, the operands, and a fix when one exists.
+        TypeError / ValueError: an operand is not a tensor or shape, a size is negative, or fewer than two
+            operands were given.
+
+    >>> e = explain_broadcast(torch.zeros(3, 1), (2, 1, 4), names=["col", "grid"])
+    >>> e.shape, e["col"].expanded_dims, e["col"].expanded_stride
+    (torch.Size([2, 3, 4]), (0, 2), (0, 1, 0))
+    >>> e["col"].copy_bytes, e["col"].broadcast_bytes
+    (96, 0)
+    """
+    if len(operands) < 2:
+        raise TypeError(
+            f"explain_broadcast() needs at least two operands (tensors or shapes), got {len(operands)}. "
+            "Example: explain_broadcast(x, y) or explain_broadcast((3, 1), (4,))."
+        )
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"explain_broadcast(): dtype must be a torch.dtype such as torch.float32, got {dtype!r}.")
+    if names is None:
+        names = [_default_name(i) for i in range(len(operands))]
+    else:
+        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+            raise TypeError(f"explain_broadcast(): names must be a list of non-empty strings, got {names!r}.")
+        names = list(names)
+        if len(names) != len(operands):
+            raise ValueError(
+                f"explain_broadcast(): got {len(operands)} operands but {len(names)} names; give one name each."
+            )
+        if len(set(names)) != len(names):
+            raise ValueError(f"explain_broadcast(): names must be different from each other, got {names!r}.")
+    parsed = [_as_shape(obj, i, n) for i, (obj, n) in enumerate(zip(operands, names))]
+    shapes = [s for s, _ in parsed]
+
+    result = _broadcast(shapes)
+    if result is None:
+        raise _incompatible(names, shapes)
+    rank = len(result)
+    result_size = torch.Size(result)
+    result_numel = math.prod(result)
+
+    infos = []
+    for (shape, tensor), name in zip(parsed, names):
+        pad = rank - len(shape)
+        padded = (1,) * pad + shape
+        rules = tuple(
+            NEW_DIM if d < pad else (EQUAL if padded[d] == result[d] else STRETCHED) for d in range(rank)
+        )
+        expanded = tuple(d for d in range(rank) if padded[d] == 1 and result[d] > 1)
+        sum_dims = tuple(d for d in range(rank) if rules[d] != EQUAL)
+        if tensor is not None:
+            op_dtype = tensor.dtype
+            stride = tuple(tensor.detach().expand(result).stride())  # PyTorch's own answer, no data touched
+        else:
+            op_dtype = dtype
+            stride = tuple(torch.empty(shape, dtype=dtype, device="meta").expand(result).stride())
+        itemsize = torch.empty((), dtype=op_dtype, device="meta").element_size()
+        infos.append(
+            OperandInfo(
+                name=name,
+                shape=torch.Size(shape),
+                padded=padded,
+                rules=rules,
+                expanded_dims=expanded,
+                sum_dims=sum_dims,
+                expanded_stride=stride,
+                dtype=op_dtype,
+                itemsize=itemsize,
+                is_tensor=tensor is not None,
+                own_bytes=math.prod(shape) * itemsize,
+                copy_bytes=result_numel * itemsize if expanded else 0,
+            )
+        )
+    steps = []
+    for k in range(1, rank + 1):
+        d = rank - k
+        steps.append(
+            DimStep(
+                from_right=-k,
+                result_dim=d,
+                sizes=tuple(s[-k] if len(s) >= k else None for s in shapes),
+                own_dims=tuple(len(s) - k if len(s) >= k else None for s in shapes),
+                rules=tuple(info.rules[d] for info in infos),
+                result=result[d],
+                names=tuple(names),
+            )
+        )
+    return BroadcastExplanation(result_size, tuple(infos), tuple(steps))
