@@ -1,0 +1,743 @@
+"""A live memory plot for notebooks: ``with viewlab.MemoryMonitor(): ...`` or ``%load_ext viewlab``.
+
+A background thread samples a memory backend (see :mod:`viewlab.memory`) at most 4 times a second.
+In a Jupyter kernel it draws each sample as a matplotlib frame (Agg, no pyplot) into a core
+``ipywidgets.Image`` with start / stop / reset buttons -- no ipympl, so it also works on Colab. On
+stop it displays the last frame as a plain PNG (with alt text) and an HTML summary, which stay in
+the saved notebook and the static book. In a script it only samples: read ``mon.samples``.
+
+Backends: ``"storages"`` (exact bytes of tensor storages made since start, any device; needs a
+``TorchDispatchMode`` on the thread that started the monitor), ``"cuda"`` (the caching allocator's
+counters: allocated, reserved, peak), ``"rss"`` (process resident memory, approximate, sampling
+only). ``"auto"`` picks ``"cuda"`` when CUDA is available, else ``"storages"``.
+
+The monitor never holds a tensor: it keeps numbers only.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .memory import _StorageTracker, _cuda_keys, _cuda_stats, resolve_device, rss_bytes
+
+__all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
+
+MIN_INTERVAL = 0.25  # seconds: at most 4 frames a second
+_BACKENDS = ("auto", "storages", "cuda", "rss")
+_THREAD_NAME = "viewlab-memory-monitor"
+
+
+def fmt_bytes(n: float | None) -> str:
+    """Bytes in a short human form with binary units.
+
+    >>> fmt_bytes(0), fmt_bytes(1536), fmt_bytes(3 * 2**20)
+    ('0 B', '1.5 KiB', '3.0 MiB')
+    """
+    if n is None:
+        return "n/a"
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{sign}{int(n)} {unit}" if unit == "B" else f"{sign}{n:.1f} {unit}"
+        n /= 1024
+    return f"{sign}{n:.1f} TiB"  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading: seconds since start, then bytes (``reserved``/``rss`` are None when not measured)."""
+
+    t: float
+    allocated: int
+    peak: int
+    reserved: int | None = None
+    rss: int | None = None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A label put on the plot with :meth:`MemoryMonitor.mark` (``allocated`` read at that moment)."""
+
+    t: float
+    label: str
+    allocated: int
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """Bytes attributed to one notebook cell in cell mode (``%load_ext viewlab``).
+
+    ``allocated_bytes``: change in allocated memory from the cell's start to its end (what it still
+    holds); ``peak_bytes``: highest point above the cell's start while it ran.
+    """
+
+    label: str
+    start: float
+    end: float
+    allocated_bytes: int
+    peak_bytes: int
+
+
+class _Source:
+    """What the sampler reads: (allocated, running peak, reserved or None).
+
+    A *window* is a restartable peak (one notebook cell): ``begin_window`` then ``window_peak``.
+    """
+
+    label = ""
+    line = "allocated"
+
+    def enter_thread(self) -> None: ...
+    def exit_thread(self) -> None: ...
+    def close(self) -> None: ...
+    def read(self) -> tuple[int, int, int | None]:
+        raise NotImplementedError
+
+    def reset_peak(self) -> None: ...
+    def begin_window(self) -> None: ...
+    def window_peak(self) -> int:
+        raise NotImplementedError
+
+
+class _StorageSource(_Source):
+    def __init__(self, device: torch.device) -> None:
+        # The first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per
+        # process). Pay that here, before the timeline starts, not inside the learner's plot.
+        with _StorageTracker(device) as warm:
+            torch.empty(0)
+        warm.close()
+        self.tracker = _StorageTracker(device)
+        self.label = f"tensor storages ({device})"
+        self.line = "tensor storages made since start"
+        self._entered = 0
+
+    def enter_thread(self) -> None:
+        self.tracker.__enter__()
+        self._entered += 1
+
+    def exit_thread(self) -> None:
+        if self._entered:
+            self._entered -= 1
+            self.tracker.__exit__(None, None, None)
+
+    def close(self) -> None:
+        self.tracker.close()
+
+    def read(self) -> tuple[int, int, None]:
+        return self.tracker.current, self.tracker.peak, None
+
+    def reset_peak(self) -> None:
+        self.tracker.peak = self.tracker.current
+
+    def begin_window(self) -> None:
+        self.tracker.window_peak = self.tracker.current
+
+    def window_peak(self) -> int:
+        return self.tracker.window_peak
+
+
+class _CudaSource(_Source):
+    """The caching allocator's counters. The peak counter is process-global: this source resets it
+    at start, on reset and at each cell start, and keeps the running maximum itself so no peak is lost."""
+
+    def __init__(self, device: torch.device) -> None:
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        self.device = device
+        self.label = f"cuda allocator ({device})"
+        self.line = "allocated (cuda allocator)"
+        stats = _cuda_stats(device)
+        if not stats:
+            torch.cuda.init()
+            stats = _cuda_stats(device)
+        self._cur, self._peak = _cuda_keys(stats)
+        self._peak_before = 0
+        torch.cuda.reset_peak_memory_stats(device)
+
+    def read(self) -> tuple[int, int, int]:
+        s = _cuda_stats(self.device)
+        return s.get(self._cur, 0), max(self._peak_before, s.get(self._peak, 0)), s.get("reserved_bytes.all.current", 0)
+
+    def reset_peak(self) -> None:
+        self._peak_before = 0
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def begin_window(self) -> None:
+        self._peak_before = self.read()[1]
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def window_peak(self) -> int:
+        return _cuda_stats(self.device).get(self._peak, 0)
+
+
+class _RssSource(_Source):
+    label = "process RSS (approximate)"
+    line = "process RSS (approximate)"
+
+    def __init__(self) -> None:
+        self._peak = 0
+        self._window = 0
+
+    def read(self) -> tuple[int, int, None]:
+        value = rss_bytes() or 0
+        self._peak = max(self._peak, value)  # polled: a peak between two samples can be missed
+        self._window = max(self._window, value)
+        return value, self._peak, None
+
+    def reset_peak(self) -> None:
+        self._peak = 0
+
+    def begin_window(self) -> None:
+        self._window = 0
+
+    def window_peak(self) -> int:
+        return max(self._window, self.read()[0])
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the course
+        return False
+    ip = get_ipython()
+    return ip is not None and getattr(ip, "kernel", None) is not None
+
+
+def _sampler(ref: "weakref.ReferenceType[MemoryMonitor]", stop: threading.Event, interval: float) -> None:
+    """Thread body. Holds only a weak reference, so a forgotten monitor does not keep it alive."""
+    while not stop.wait(interval):
+        mon = ref()
+        if mon is None:
+            return
+        try:
+            mon._take_sample()
+            # At most 4 frames a second; on a slow machine drawing takes at most about a quarter of the
+            # time (it competes with the cell for the GIL), but a frame still comes at least every second.
+            gap = min(max(interval, 3 * mon._frame_cost), 1.0)
+            if mon._widget is not None and time.perf_counter() - mon._frame_time >= gap:
+                mon._push_frame()
+        except Exception as exc:  # noqa: BLE001 - never let the thread die silently
+            mon.errors.append(f"{type(exc).__name__}: {exc}")
+        del mon
+
+
+class MemoryMonitor:
+    """Sample memory in the background and (in a notebook) plot it live.
+
+    Use it as ``with MemoryMonitor() as mon: ...``, or ``mon.start()`` ... ``mon.stop()``, or
+    always-on per cell with ``%load_ext viewlab``. ``mon.mark("label")`` annotates the plot.
+
+    Args:
+        device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
+        interval: seconds between samples, at least 0.25 (at most 4 frames a second).
+        backend: ``"auto"``, ``"storages"``, ``"cuda"`` or ``"rss"`` (see the module docstring).
+        rss: also record the process RSS (approximate) as an extra line.
+        display: None shows the live widget only inside a Jupyter kernel; False never displays.
+        title: title for the plot.
+
+    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot
+    still updates, it is pushed from the sampling thread). In a script nothing is displayed; the
+    data is in ``mon.samples``, ``mon.marks``, ``mon.cells``:
+
+    >>> mon = MemoryMonitor(device="cpu", display=False)
+    >>> with mon:
+    ...     a = torch.zeros(1000)
+    ...     _ = mon.mark("a made")
+    ...     b = a.repeat(3)
+    >>> mon.samples[-1].allocated, mon.samples[-1].peak    # 4,000 + 12,000 bytes
+    (16000, 16000)
+    >>> [(m.label, m.allocated) for m in mon.marks]
+    [('a made', 4000)]
+    >>> mon.backend
+    'tensor storages (cpu)'
+    """
+
+    def __init__(
+        self,
+        device: Any = None,
+        interval: float = MIN_INTERVAL,
+        backend: str = "auto",
+        rss: bool = False,
+        display: bool | None = None,
+        title: str | None = None,
+    ) -> None:
+        if backend not in _BACKENDS:
+            raise ValueError(f"MemoryMonitor(backend={backend!r}): choose one of {', '.join(map(repr, _BACKENDS))}.")
+        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval < MIN_INTERVAL:
+            raise ValueError(
+                f"MemoryMonitor(interval={interval!r}): the monitor samples at most 4 times a second; "
+                f"pass interval >= {MIN_INTERVAL} (seconds)."
+            )
+        if display not in (None, True, False):
+            raise TypeError(f"MemoryMonitor(display=...) expects None, True or False, got {display!r}.")
+        self.device = resolve_device(device) if backend != "rss" else torch.device("cpu")
+        if backend == "auto":
+            backend = "cuda" if self.device.type == "cuda" else "storages"
+        if backend == "cuda" and self.device.type != "cuda":
+            raise ValueError(
+                f"MemoryMonitor(backend='cuda') needs a CUDA device, got device={str(self.device)!r}; "
+                "pass device='cuda' or use backend='storages'."
+            )
+        self.backend_kind = backend
+        self.interval = float(interval)
+        self.rss = bool(rss)
+        self.display = _in_kernel() if display is None else display
+        self.title = title
+        self.samples: list[Sample] = []
+        self.marks: list[Mark] = []
+        self.cells: list[CellRecord] = []
+        self.errors: list[str] = []
+        self.frames = 0  # live frames sent to the widget
+        self._frame_time = 0.0  # perf_counter() of the last frame sent
+        self._frame_lock = threading.Lock()
+        self._frame_cost = 0.0  # seconds the last frame took to draw
+        self._source: _Source | None = None
+        self._line = "allocated"
+        self._backend_label = {"storages": f"tensor storages ({self.device})", "rss": _RssSource.label}.get(
+            backend, f"cuda allocator ({self.device})"
+        )
+        self._lock = threading.RLock()
+        self._thread: threading.Thread | None = None
+        self._stop_event: threading.Event | None = None
+        self._t0 = 0.0
+        self._offset = 0.0  # time already recorded before a restart
+        self._widget: Any = None
+        self._image: Any = None
+        self._status: Any = None
+        self._cell_open: tuple[str, float, int] | None = None
+        self._cell_mode = False  # set by %load_ext viewlab: track ops per cell, print a line per cell
+        self._cell_number = 0
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def backend(self) -> str:
+        """Human name of what is measured, e.g. ``"tensor storages (cpu)"`` (also in the legend)."""
+        return self._source.label if self._source is not None else self._backend_label
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def _now(self) -> float:
+        return self._offset + (time.perf_counter() - self._t0)
+
+    def _read(self) -> tuple[int, int, int | None]:
+        assert self._source is not None
+        return self._source.read()
+
+    def _take_sample(self) -> Sample:
+        with self._lock:
+            if self._source is None:
+                raise RuntimeError("monitor is not running")
+            allocated, peak, reserved = self._read()
+            sample = Sample(self._now(), allocated, peak, reserved, rss_bytes() if self.rss else None)
+            self.samples.append(sample)
+            if len(self.samples) > 20_000:  # keep long always-on sessions small: drop every other sample
+                self.samples = self.samples[::2]
+            return sample
+
+    # ------------------------------------------------------------------ control
+
+    def start(self) -> "MemoryMonitor":
+        """Start sampling (and, in a notebook, show the live widget). Starting twice is an error.
+
+        >>> mon = MemoryMonitor(device="cpu", display=False).start()
+        >>> mon.running
+        True
+        >>> mon.stop().running
+        False
+        """
+        if self._thread is not None:
+            raise RuntimeError("this MemoryMonitor is already running; call mon.stop() first.")
+        with self._lock:
+            if self._source is None:
+                self._source = self._make_source()
+            if not self._cell_mode:
+                self._source.enter_thread()
+            self._t0 = time.perf_counter()
+            self._stop_event = threading.Event()
+            self._take_sample()
+            self._thread = threading.Thread(
+                target=_sampler, args=(weakref.ref(self), self._stop_event, self.interval), name=_THREAD_NAME, daemon=True
+            )
+            self._thread.start()
+        if self.display:
+            self._show_widget()
+        return self
+
+    def stop(self, show: bool | None = None) -> "MemoryMonitor":
+        """Stop the thread, take a last sample, and (in a notebook) show the final PNG + summary.
+
+        Safe to call when not running. ``show=False`` skips the final output.
+
+        >>> MemoryMonitor(device="cpu", display=False).stop().samples
+        []
+        """
+        thread, event = self._thread, self._stop_event
+        if thread is None or event is None:
+            return self
+        event.set()
+        if thread is not threading.current_thread():
+            thread.join(timeout=10)
+        with self._lock:
+            self._take_sample()
+            self._offset = self._now()
+            self._thread = None
+            self._stop_event = None
+            if self._source is not None and not self._cell_mode:
+                self._source.exit_thread()
+        final = show if show is not None else self.display
+        if self._widget is not None:
+            if final:  # the static PNG below replaces the live image
+                self._image.layout.display = "none"
+            else:
+                self._push_frame()
+            self._set_status("stopped")
+        if final:
+            self._show_final()
+        return self
+
+    def reset(self) -> "MemoryMonitor":
+        """Forget samples, marks and cells, and restart the peak from the current value.
+
+        >>> mon = MemoryMonitor(device="cpu", display=False)
+        >>> mon.reset().samples
+        []
+        """
+        with self._lock:
+            self.samples.clear()
+            self.marks.clear()
+            self.cells.clear()
+            self._cell_number = 0
+            self._offset = 0.0
+            self._t0 = time.perf_counter()
+            if self._source is not None:
+                self._source.reset_peak()
+                if self.running:
+                    self._take_sample()
+        if self._widget is not None:
+            self._push_frame()
+        return self
+
+    def close(self) -> None:
+        """Stop, and release the backend (after this, start() begins a fresh measurement)."""
+        self.stop(show=False)
+        with self._lock:
+            if self._source is not None:
+                self._source.close()
+                self._source = None
+
+    def mark(self, label: str) -> Mark:
+        """Put ``label`` on the plot at this moment (and record the bytes allocated right now).
+
+        >>> with MemoryMonitor(device="cpu", display=False) as mon:
+        ...     mon.mark("here").allocated
+        0
+        """
+        if not isinstance(label, str) or not label.strip():
+            raise ValueError("mon.mark(label) needs a short non-empty string, e.g. mon.mark('after repeat').")
+        if self._source is None or not self.running:
+            raise RuntimeError("mon.mark() works while the monitor runs; call mon.start() (or use `with`) first.")
+        with self._lock:
+            sample = self._take_sample()  # so the plot's lines step exactly at the mark
+            mark = Mark(sample.t, label.strip(), sample.allocated)
+            self.marks.append(mark)
+        return mark
+
+    def __enter__(self) -> "MemoryMonitor":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        # Runs on normal exit, on exceptions and on KeyboardInterrupt alike. After an error the final
+        # plot is still shown (it is what memory looked like just before the failure, e.g. an OOM),
+        # but a failure to draw it must never hide the original exception.
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001
+            if exc[0] is None:
+                raise
+        finally:
+            self.close()
+
+    def __del__(self) -> None:
+        event = getattr(self, "_stop_event", None)
+        if event is not None:
+            event.set()
+
+    def _make_source(self) -> _Source:
+        if self.backend_kind == "cuda":
+            source: _Source = _CudaSource(self.device)
+        elif self.backend_kind == "rss":
+            source = _RssSource()
+        else:
+            source = _StorageSource(self.device)
+        self._line = source.line
+        self._backend_label = source.label
+        return source
+
+    # ------------------------------------------------------------------ cells (IPython events)
+
+    def pre_run_cell(self, info: Any = None) -> None:
+        """IPython ``pre_run_cell`` hook: open a cell record (and track ops while the cell runs)."""
+        if not self.running or self._cell_open is not None:
+            return
+        # Cells are numbered by the monitor (#1, #2, ...), not by IPython's execution count: that count is
+        # not advanced by every front end (nbval runs cells without history), so it would not be stable.
+        self._cell_number += 1
+        label = f"#{self._cell_number}"
+        with self._lock:
+            assert self._source is not None
+            if self._cell_mode:
+                self._source.enter_thread()  # the storage backend sees this cell's operators
+            self._source.begin_window()
+            self._cell_open = (label, self._now(), self._read()[0])
+            self._take_sample()
+
+    def post_run_cell(self, result: Any = None) -> None:
+        """IPython ``post_run_cell`` hook: close the cell record and print one line about it."""
+        if self._cell_open is None:
+            return
+        if self._source is None:  # closed during the cell
+            self._cell_open = None
+            return
+        with self._lock:
+            label, start, allocated0 = self._cell_open
+            sample = self._take_sample() if self.running else self.samples[-1]
+            window_peak = self._source.window_peak()
+            if self._cell_mode:
+                self._source.exit_thread()
+            record = CellRecord(label, start, sample.t, sample.allocated - allocated0, max(0, window_peak - allocated0))
+            self.cells.append(record)
+            self._cell_open = None
+        if self._cell_mode:
+            print(
+                f"[viewlab] cell {record.label}: {record.allocated_bytes:+,} B still held, "
+                f"peak +{record.peak_bytes:,} B ({self.backend})"
+            )
+
+    # ------------------------------------------------------------------ drawing
+
+    def figure(self) -> Any:
+        """The current plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched).
+
+        >>> with MemoryMonitor(device="cpu", display=False) as mon:
+        ...     x = torch.zeros(10)
+        >>> len(mon.figure().axes)
+        1
+        """
+        from matplotlib.figure import Figure
+
+        with self._lock:
+            samples = list(self.samples)
+            if len(samples) > 800:  # draw at most ~800 points; the last (exact) sample is always kept
+                samples = samples[:: len(samples) // 400][:-1] + samples[-1:]
+            marks = list(self.marks)
+            cells = list(self.cells)
+        fig = Figure(figsize=(7.0, 3.0), dpi=80, facecolor="white")
+        ax = fig.add_subplot(1, 1, 1)
+        peak_all = max([max(s.peak, s.allocated, s.reserved or 0, s.rss or 0) for s in samples] or [1])
+        scale, unit = 1, "B"
+        for factor, name in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+            if peak_all >= factor:
+                scale, unit = factor, name
+                break
+        ts = [s.t for s in samples]
+        source_line = self._line
+        last = samples[-1] if samples else None
+        for idx, cell in enumerate(cells):
+            ax.axvspan(cell.start, cell.end, color="#56B4E9" if idx % 2 else "#E69F00", alpha=0.12, lw=0)
+            ax.text(cell.start, 0.03 + 0.07 * (idx % 3), f" {cell.label}", transform=ax.get_xaxis_transform(),
+                    fontsize=7, va="bottom")
+        if samples:
+            ax.plot(ts, [s.allocated / scale for s in samples], color="#0072B2", lw=2, drawstyle="steps-post",
+                    label=f"{source_line}: {fmt_bytes(last.allocated)}")
+            if self.backend_kind != "rss":
+                ax.plot(ts, [s.peak / scale for s in samples], color="#D55E00", lw=1.5, ls="--", drawstyle="steps-post",
+                        label=f"peak: {fmt_bytes(last.peak)}")
+            if any(s.reserved is not None for s in samples):
+                ax.plot(ts, [(s.reserved or 0) / scale for s in samples], color="#009E73", lw=1.5, ls=":", drawstyle="steps-post",
+                        label=f"reserved: {fmt_bytes(last.reserved)}")
+            if any(s.rss is not None for s in samples):
+                ax.plot(ts, [(s.rss or 0) / scale for s in samples], color="#999999", lw=1,
+                        label=f"process RSS (approx.): {fmt_bytes(last.rss)}")
+        for mark in marks:
+            ax.axvline(mark.t, color="#CC79A7", lw=1)
+            ax.text(mark.t, 0.5, f" {mark.label}", transform=ax.get_xaxis_transform(), rotation=90, fontsize=7,
+                    va="center", color="#6a3d5a")
+        ax.set_xlabel("seconds since start")
+        ax.set_ylabel(unit)
+        ax.set_ylim(bottom=0)
+        ax.set_xlim(0, max(ts[-1] if ts else 0.0, 1.0) * 1.02)  # a readable axis from the first sample on
+        ax.set_title(self.title or f"memory: {self.backend}", fontsize=10)
+        if samples:
+            ax.legend(loc="upper left", fontsize=7, title=self.backend, title_fontsize=7)
+        ax.grid(alpha=0.3)
+        fig.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.16)  # fixed: tight_layout costs a frame's time
+        return fig
+
+    def png(self) -> bytes:
+        """The current plot as PNG bytes."""
+        import io
+
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig = self.figure()
+        FigureCanvasAgg(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", facecolor="white", metadata={"Software": None})
+        return buffer.getvalue()
+
+    def alt_text(self) -> str:
+        """A sentence describing the plot for screen readers (used as the PNG's alt text)."""
+        if not self.samples:
+            return f"Empty memory plot ({self.backend}): no samples yet."
+        last = self.samples[-1]
+        peak = max(s.peak for s in self.samples)
+        text = (
+            f"Memory over {last.t:.1f} s measured by {self.backend}: "
+            f"{fmt_bytes(last.allocated)} allocated at the end, peak {fmt_bytes(peak)}"
+        )
+        if last.reserved is not None:
+            text += f", {fmt_bytes(last.reserved)} reserved"
+        if self.marks:
+            text += "; marks: " + ", ".join(m.label for m in self.marks)
+        if self.cells:
+            text += f"; {len(self.cells)} cells shaded"
+        return text + "."
+
+    def summary_html(self) -> str:
+        """An HTML table of the result: backend, duration, final and peak bytes, marks, cells.
+
+        On the tensor-storage backend every number except the duration is deterministic.
+        """
+        rows = [("backend", self.backend)]
+        if self.samples:
+            last = self.samples[-1]
+            rows += [
+                ("duration", f"{last.t:.1f} s"),
+                ("allocated at stop", f"{last.allocated:,} B"),
+                ("peak", f"{max(s.peak for s in self.samples):,} B"),
+            ]
+            if last.reserved is not None:
+                rows.append(("reserved at stop", f"{last.reserved:,} B"))
+        rows += [(f"mark: {m.label}", f"{m.allocated:,} B allocated") for m in self.marks]
+        rows += [(f"cell {c.label}", f"{c.allocated_bytes:+,} B held, peak +{c.peak_bytes:,} B") for c in self.cells]
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+        return f"<table class='viewlab-memory'>{body}</table>"
+
+    def _show_final(self) -> None:
+        from IPython.display import HTML, Image, display
+
+        display(Image(data=self.png(), format="png", alt=self.alt_text()), HTML(self.summary_html()))
+
+    # ------------------------------------------------------------------ widget
+
+    def _show_widget(self) -> None:
+        if self._widget is None:
+            import ipywidgets as w
+
+            self._image = w.Image(format="png", layout=w.Layout(width="560px"))
+            buttons = []
+            for name, action in (("start", self._on_start), ("stop", self._on_stop), ("reset", self._on_reset)):
+                button = w.Button(description=name, layout=w.Layout(width="70px"))
+                button.on_click(action)
+                buttons.append(button)
+            self._status = w.Label(value="live memory monitor")
+            self._widget = w.VBox([w.HBox([*buttons, self._status]), self._image])
+            from IPython.display import display
+
+            display(self._widget)  # shown once; its text/plain stays free of image bytes
+        self._image.layout.display = None
+        self._push_frame()  # first frame now (this also warms up matplotlib before the thread draws)
+        self._set_status("running")
+
+    def _push_frame(self) -> None:
+        if self._image is not None:
+            start = time.perf_counter()
+            png = self.png()
+            with self._frame_lock:  # not self._lock: the cell's own thread must never wait for a frame
+                if time.perf_counter() - self._frame_time < MIN_INTERVAL:  # never two frames within 0.25 s
+                    time.sleep(MIN_INTERVAL - (time.perf_counter() - self._frame_time))
+                self._image.value = png
+                self._frame_time = time.perf_counter()
+                self._frame_cost = self._frame_time - start
+                self.frames += 1
+
+    def _set_status(self, text: str) -> None:
+        if self._status is not None:
+            self._status.value = f"{text} - {self.backend}"
+
+    def _on_start(self, _button: Any = None) -> None:
+        if not self.running:
+            self.start()
+
+    def _on_stop(self, _button: Any = None) -> None:
+        self.stop(show=False)
+
+    def _on_reset(self, _button: Any = None) -> None:
+        self.reset()
+
+
+def _ipython() -> Any:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return None
+    return get_ipython()
+
+
+# ---------------------------------------------------------------------- IPython extension
+
+_CELL_MONITOR: MemoryMonitor | None = None
+
+
+def cell_monitor() -> MemoryMonitor | None:
+    """The monitor started by ``%load_ext viewlab`` (None when the extension is not loaded).
+
+    >>> cell_monitor() is None
+    True
+    """
+    return _CELL_MONITOR
+
+
+def load_ipython_extension(ip: Any, **kwargs: Any) -> MemoryMonitor:
+    """``%load_ext viewlab``: an always-on monitor that marks cell boundaries and attributes bytes to cells."""
+    global _CELL_MONITOR
+    if _CELL_MONITOR is not None:
+        return _CELL_MONITOR
+    mon = MemoryMonitor(**kwargs)
+    mon._cell_mode = True
+    mon.start()
+    ip.events.register("pre_run_cell", mon.pre_run_cell)
+    ip.events.register("post_run_cell", mon.post_run_cell)
+    _CELL_MONITOR = mon
+    return mon
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext viewlab``: stop the cell monitor and show its final plot and per-cell table."""
+    global _CELL_MONITOR
+    mon, _CELL_MONITOR = _CELL_MONITOR, None
+    if mon is None:
+        return None
+    for name, hook in (("pre_run_cell", mon.pre_run_cell), ("post_run_cell", mon.post_run_cell)):
+        try:
+            ip.events.unregister(name, hook)
+        except ValueError:
+            pass
+    if mon._cell_open is not None:  # the unload cell itself is not recorded
+        mon._cell_open = None
+        if mon._source is not None:
+            mon._source.exit_thread()
+    mon.stop()
+    mon.close()
+    return None

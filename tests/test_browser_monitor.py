@@ -1,0 +1,196 @@
+"""The live monitor in a real browser: JupyterLab (headless server) + Debian's Chromium via Playwright.
+
+A notebook runs a multi-second loop under ``viewlab.MemoryMonitor``. While the cell is still busy we
+take two screenshots of the widget at two moments and check the plot changed between them; after the
+run we save the notebook and check the final PNG (with alt text) is stored in it.
+
+Needs the ``chromium`` binary (Debian: ``apt-get install -y chromium``); Playwright comes from PyPI
+and is launched on that binary -- never ``playwright install``. Skipped, with this reason, only when no
+chromium binary is found. The screenshots and a summary.json go to test-artifacts/monitor/ (git-ignored;
+VIEWLAB_BROWSER_EVIDENCE=<folder> puts them elsewhere).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary on PATH (Debian: `apt-get install -y chromium`)"
+)
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+LOOP_SECONDS = 10
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "monitor"  # git-ignored
+
+NOTEBOOK_CELLS = [
+    "import time\nimport torch, ipywidgets, matplotlib.figure\nfrom viewlab import MemoryMonitor",
+    (
+        "with MemoryMonitor(device='cpu', title='browser test') as mon:\n"
+        "    keep = []\n"
+        f"    for i in range({LOOP_SECONDS * 4}):\n"
+        "        keep.append(torch.zeros(50_000 * (i % 7 + 1)))\n"
+        "        if i % 9 == 8:\n"
+        "            keep.clear()\n"
+        "        time.sleep(0.25)\n"
+        "print('frames sent:', mon.frames)"
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_server(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "api/status", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"jupyter lab did not answer at {url} within {timeout} s")
+
+
+@pytest.fixture
+def lab(tmp_path):
+    root = tmp_path / "lab"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in NOTEBOOK_CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "live.ipynb")
+    port = _free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), PYTHONHASHSEED="0")
+    cmd = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
+        "--ip=127.0.0.1", f"--ServerApp.root_dir={root}", "--IdentityProvider.token=", "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+    ]
+    log = open(tmp_path / "lab.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_for_server(url, proc)
+        yield url, root
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _changed_fraction(png_a: bytes, png_b: bytes) -> float:
+    import numpy as np
+    from PIL import Image
+
+    a = np.asarray(Image.open(io.BytesIO(png_a)).convert("RGB"), dtype=np.int16)
+    b = np.asarray(Image.open(io.BytesIO(png_b)).convert("RGB"), dtype=np.int16)
+    if a.shape != b.shape:
+        return 1.0
+    return float((np.abs(a - b).sum(axis=2) > 0).mean())
+
+
+def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, root = lab
+    evidence = Path(os.environ.get("VIEWLAB_BROWSER_EVIDENCE", ARTIFACTS))
+    evidence.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(url + "lab/tree/live.ipynb", timeout=120_000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+            # wait until the kernel is ready, then Run > Run All Cells
+            page.wait_for_function(
+                "() => !!document.querySelector('.jp-Notebook') && "
+                "!document.querySelector('.jp-Toolbar-kernelStatus[data-status=\"starting\"]')",
+                timeout=120_000,
+            )
+            page.wait_for_timeout(3000)
+            page.click(".jp-Notebook .jp-Cell >> nth=0")
+            page.click("li.lm-MenuBar-item:has-text('Run')")
+            page.click("li.lm-Menu-item:has-text('Run All Cells')")
+
+            widget_img = page.locator(".jp-OutputArea .widget-image").first
+            widget_img.wait_for(state="visible", timeout=120_000)
+            # the first frame has content once src is set and the image decoded
+            page.wait_for_function(
+                "() => { const i = document.querySelector('.jp-OutputArea .widget-image');"
+                " return i && i.naturalWidth > 0; }",
+                timeout=60_000,
+            )
+            # skip the very first frame (drawn at start): wait for one the sampling thread sent
+            src_0 = widget_img.get_attribute("src")
+            page.wait_for_function(
+                "(s) => { const i = document.querySelector('.jp-OutputArea .widget-image');"
+                " return i && i.src !== s && i.naturalWidth > 0; }",
+                arg=src_0,
+                timeout=30_000,
+            )
+            prompt = page.locator(".jp-Notebook .jp-Cell >> nth=1").locator(".jp-InputPrompt")
+            assert "*" in prompt.inner_text(), "the loop cell should still be running"
+            shot_1 = widget_img.screenshot()
+            src_1 = widget_img.get_attribute("src")
+            page.wait_for_timeout(2500)
+            assert "*" in prompt.inner_text(), "the loop cell should still be running at the second screenshot"
+            shot_2 = widget_img.screenshot()
+            src_2 = widget_img.get_attribute("src")
+            (evidence / "monitor_t1.png").write_bytes(shot_1)
+            (evidence / "monitor_t2.png").write_bytes(shot_2)
+            changed = _changed_fraction(shot_1, shot_2)
+            assert src_1 != src_2, "the widget image was not updated while the cell ran"
+            assert changed > 0.002, f"only {changed:.4%} of the plot's pixels changed between the two moments"
+
+            # wait for the run to finish, then save
+            page.wait_for_function(
+                "() => { const p = document.querySelectorAll('.jp-Notebook .jp-Cell .jp-InputPrompt')[1];"
+                " return p && /\\[\\d+\\]/.test(p.textContent); }",
+                timeout=LOOP_SECONDS * 1000 * 6,
+            )
+            page.wait_for_timeout(1000)
+            page.keyboard.press("Control+s")
+            page.wait_for_timeout(3000)
+            page.screenshot(path=str(evidence / "lab_after_run.png"), full_page=True)
+        finally:
+            browser.close()
+
+    saved = nbformat.read(root / "live.ipynb", as_version=4)
+    outputs = saved.cells[1].get("outputs", [])
+    pngs = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert pngs, f"no final PNG stored in the saved notebook; outputs: {[list(o.get('data', {})) for o in outputs]}"
+    assert "tensor storages (cpu)" in pngs[0]["metadata"]["image/png"]["alt"]
+    assert any("text/html" in o.get("data", {}) and "viewlab-memory" in o["data"]["text/html"] for o in outputs)
+    (evidence / "summary.json").write_text(
+        json.dumps({"changed_fraction": changed, "saved_outputs": [list(o.get("data", {})) for o in outputs]}, indent=1)
+    )

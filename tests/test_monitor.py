@@ -1,0 +1,353 @@
+"""viewlab.MemoryMonitor: sampling thread, exact numbers, cell mode, no leaks, and a real kernel."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+
+import pytest
+import torch
+
+import viewlab
+from viewlab import MemoryMonitor
+from viewlab.monitor import MIN_INTERVAL, _THREAD_NAME, fmt_bytes
+
+
+def _monitor_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == _THREAD_NAME]
+
+
+def test_script_mode_samples_and_displays_nothing(capsys):
+    mon = MemoryMonitor(device="cpu")
+    assert mon.display is False, "outside a Jupyter kernel nothing is displayed"
+    with mon:
+        a = torch.zeros(1000)
+        time.sleep(0.6)  # long enough for the thread to sample in between
+        b = a.repeat(3)
+    assert len(mon.samples) >= 3
+    assert mon.samples[-1].allocated == 16_000 and mon.samples[-1].peak == 16_000
+    assert all(s.t >= 0 for s in mon.samples)
+    assert [s.t for s in mon.samples] == sorted(s.t for s in mon.samples)
+    assert capsys.readouterr().out == ""
+    assert b.numel() == 3000
+
+
+def test_peak_between_two_samples_is_not_missed():
+    mon = MemoryMonitor(device="cpu", display=False, interval=5.0)  # the thread will not sample in between
+    with mon:
+        big = torch.zeros(250_000)  # 1,000,000 bytes
+        del big
+        small = torch.zeros(10)
+    assert [s.allocated for s in mon.samples] == [0, 40]
+    assert mon.samples[-1].peak == 1_000_000  # big was freed before small was made
+    assert small.numel() == 10
+
+
+def test_thread_stops_on_exit_on_exception_and_on_interrupt():
+    base = len(_monitor_threads())
+    with MemoryMonitor(device="cpu", display=False) as mon:
+        assert len(_monitor_threads()) == base + 1
+    assert len(_monitor_threads()) == base and not mon.running
+    with pytest.raises(ZeroDivisionError):
+        with MemoryMonitor(device="cpu", display=False):
+            1 / 0
+    assert len(_monitor_threads()) == base
+    with pytest.raises(KeyboardInterrupt):
+        with MemoryMonitor(device="cpu", display=False):
+            raise KeyboardInterrupt
+    assert len(_monitor_threads()) == base
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    assert _get_current_dispatch_mode() is None, "the op-tracking mode must be gone after exit"
+
+
+def test_hundred_start_stop_cycles_leave_no_threads():
+    before = threading.active_count()
+    mon = MemoryMonitor(device="cpu", display=False)
+    for _ in range(100):
+        mon.start()
+        mon.stop()
+    for _ in range(20):
+        with MemoryMonitor(device="cpu", display=False):
+            pass
+    assert threading.active_count() == before
+    assert not _monitor_threads()
+
+
+def test_a_forgotten_monitor_does_not_keep_its_thread():
+    mon = MemoryMonitor(backend="rss", display=False).start()  # sampling only: no dispatch mode to pop
+    thread = mon._thread
+    del mon
+    gc.collect()
+    thread.join(timeout=3)
+    assert not thread.is_alive()
+
+
+def test_monitor_holds_no_reference_to_any_tensor():
+    with MemoryMonitor(device="cpu", display=False) as mon:
+        t = torch.zeros(10_000)
+        ref = weakref.ref(t)
+        mon.mark("made t")
+        time.sleep(0.3)
+        del t
+        gc.collect()
+        assert ref() is None, "a tensor must die when the learner drops it, monitor or not"
+        kept = torch.ones(3)
+        kept_ref = weakref.ref(kept)
+    del kept
+    gc.collect()
+    assert kept_ref() is None
+    # and nothing reachable from the monitor is a tensor
+    seen, stack = set(), [mon]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type) or type(obj).__name__ == "module":
+            continue
+        seen.add(id(obj))
+        assert not isinstance(obj, torch.Tensor)
+        stack.extend(gc.get_referents(obj))
+
+
+def test_marks_record_bytes_and_bad_labels_are_explained():
+    with MemoryMonitor(device="cpu", display=False) as mon:
+        mon.mark("start")
+        x = torch.zeros(100, dtype=torch.float64)
+        mon.mark("after x")
+        with pytest.raises(ValueError, match="non-empty string"):
+            mon.mark("  ")
+    assert [(m.label, m.allocated) for m in mon.marks] == [("start", 0), ("after x", 800)]
+    with pytest.raises(RuntimeError, match="start"):
+        mon.mark("too late")
+    assert x.numel() == 100
+
+
+def test_reset_forgets_samples_and_restarts_the_peak():
+    mon = MemoryMonitor(device="cpu", display=False).start()
+    try:
+        tmp = torch.zeros(1000)
+        del tmp
+        mon.mark("m")
+        mon.reset()
+        assert mon.marks == [] and len(mon.samples) == 1
+        assert mon.samples[0].peak == mon.samples[0].allocated == 0
+    finally:
+        mon.stop()
+
+
+def test_restart_continues_the_timeline():
+    mon = MemoryMonitor(device="cpu", display=False)
+    mon.start()
+    a = torch.zeros(10)
+    mon.stop()
+    t_stop = mon.samples[-1].t
+    mon.start()
+    b = torch.zeros(10)
+    mon.stop()
+    assert mon.samples[-1].t >= t_stop
+    assert mon.samples[-1].allocated == 80
+    assert a.numel() + b.numel() == 20
+    with pytest.raises(RuntimeError, match="already running"):
+        mon.start()
+        mon.start()
+    mon.stop()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"interval": 0.1}, ValueError, "interval >= 0.25"),
+        ({"interval": "fast"}, ValueError, "interval"),
+        ({"backend": "nvml"}, ValueError, "'storages'"),
+        ({"display": "yes"}, TypeError, "None, True or False"),
+        ({"device": "cpu", "backend": "cuda"}, ValueError, "needs a CUDA device"),
+        ({"device": "gpu"}, ValueError, "'cpu', 'cuda'"),
+    ],
+)
+def test_bad_arguments_are_explained(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        MemoryMonitor(**kwargs)
+    assert MIN_INTERVAL == 0.25
+
+
+def test_figure_png_alt_text_and_summary():
+    from matplotlib.figure import Figure
+
+    with MemoryMonitor(device="cpu", display=False) as mon:
+        x = torch.zeros(256)
+        mon.mark("x")
+    fig = mon.figure()
+    assert isinstance(fig, Figure)
+    legend = fig.axes[0].get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert legend.get_title().get_text() == "tensor storages (cpu)"
+    assert labels == ["tensor storages made since start: 1.0 KiB", "peak: 1.0 KiB"]
+    assert mon.png().startswith(b"\x89PNG")
+    assert "tensor storages (cpu)" in mon.alt_text() and "marks: x" in mon.alt_text()
+    html = mon.summary_html()
+    assert "1,024 B" in html and "mark: x" in html
+    assert x.numel() == 256
+
+
+def test_rss_backend_is_labelled_approximate():
+    with MemoryMonitor(backend="rss", display=False) as mon:
+        pass
+    assert mon.backend == "process RSS (approximate)"
+    assert mon.samples[-1].allocated > 1_000_000
+
+
+def test_fmt_bytes():
+    assert [fmt_bytes(v) for v in (None, 5, 2048, -2048, 5 * 2**30)] == ["n/a", "5 B", "2.0 KiB", "-2.0 KiB", "5.0 GiB"]
+
+
+# ---------------------------------------------------------------- cell mode in a real IPython shell
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    yield ip
+    ip.run_cell("%unload_ext viewlab")
+    InteractiveShell.clear_instance()
+
+
+def test_load_ext_attributes_bytes_to_cells(shell, capsys):
+    assert shell.run_cell("%load_ext viewlab").success
+    mon = viewlab.monitor.cell_monitor()
+    assert mon is not None and mon.running and mon.display is False
+    for code in ("import torch\nx = torch.zeros(256)", "y = x.repeat(4)\nz = (y * 2).sum()", "del y"):
+        shell.run_cell(code, store_history=True)
+    out = capsys.readouterr().out
+    assert "+1,024 B still held, peak +1,024 B (tensor storages (cpu))" in out
+    assert "+4,100 B still held, peak +8,196 B" in out  # y*2 was a temporary: peak only
+    assert "-4,096 B still held" in out
+    records = [(c.allocated_bytes, c.peak_bytes) for c in mon.cells]
+    assert records == [(1024, 1024), (4100, 8196), (-4096, 0)]
+    assert [c.label for c in mon.cells] == ["#1", "#2", "#3"]
+    assert len(mon.figure().axes[0].patches) >= 3, "each cell is a shaded span on the plot"
+    # between cells no tracking mode is left on the stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    assert _get_current_dispatch_mode() is None
+    shell.run_cell("%unload_ext viewlab")
+    assert viewlab.monitor.cell_monitor() is None and not mon.running
+    assert not _monitor_threads()
+
+
+def test_a_failing_cell_still_closes_its_record(shell, capsys):
+    shell.run_cell("%load_ext viewlab")
+    result = shell.run_cell("import torch\nt = torch.zeros(8)\n1/0")
+    assert not result.success
+    out = capsys.readouterr().out
+    assert "+32 B still held" in out
+
+
+# ---------------------------------------------------------------- a real kernel (ipykernel) and its messages
+
+
+def _run_in_kernel(codes: list[str], timeout: float = 120) -> list[list[dict]]:
+    jupyter_client = pytest.importorskip("jupyter_client")
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+    try:
+        all_msgs = []
+        for code in codes:
+            msg_id = kc.execute(code)
+            msgs = []
+            while True:
+                msg = kc.get_iopub_msg(timeout=timeout)
+                msg["_t"] = time.monotonic()
+                if msg["msg_type"] == "comm_msg" or msg["parent_header"].get("msg_id") == msg_id:
+                    msgs.append(msg)
+                if (
+                    msg["parent_header"].get("msg_id") == msg_id
+                    and msg["msg_type"] == "status"
+                    and msg["content"]["execution_state"] == "idle"
+                ):
+                    break
+            all_msgs.append(msgs)
+        return all_msgs
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays():
+    warm = "import matplotlib.figure, ipywidgets, torch\nfrom viewlab import MemoryMonitor"
+    loop = (
+        "import time\n"
+        "with MemoryMonitor(device='cpu') as mon:\n"
+        "    keep = []\n"
+        "    for i in range(12):\n"
+        "        keep.append(torch.zeros(100_000)); time.sleep(0.25)\n"
+        "print('frames', mon.frames, 'errors', mon.errors)"
+    )
+    _, msgs = _run_in_kernel([warm, loop])
+    types = [m["msg_type"] for m in msgs]
+    assert "error" not in types, [m["content"] for m in msgs if m["msg_type"] == "error"]
+    frames = [m for m in msgs if m["msg_type"] == "comm_msg" and m.get("buffers")]
+    assert len(frames) >= 2, f"live frames sent while the cell ran: {len(frames)}"
+    idle_t = msgs[-1]["_t"]
+    assert all(f["_t"] < idle_t for f in frames)
+    gaps = [b["_t"] - a["_t"] for a, b in zip(frames, frames[1:])]
+    assert all(g >= 0.2 for g in gaps), f"frames came faster than 4 per second: {gaps}"
+    displays = [m["content"] for m in msgs if m["msg_type"] == "display_data"]
+    widget = [d for d in displays if "application/vnd.jupyter.widget-view+json" in d["data"]]
+    pngs = [d for d in displays if "image/png" in d["data"]]
+    htmls = [d for d in displays if "text/html" in d["data"]]
+    assert widget and pngs and htmls
+    assert "tensor storages (cpu)" in pngs[0]["metadata"]["image/png"]["alt"]
+    assert "4,800,000 B" in htmls[0]["data"]["text/html"]  # 12 x 400,000 bytes still held at stop
+
+
+def test_in_a_kernel_load_ext_prints_one_line_per_cell():
+    msgs = _run_in_kernel(["%load_ext viewlab", "import torch\nx = torch.ones(1, 512)", "e = x.expand(64, 512)",
+                           "r = x.repeat(64, 1)", "%unload_ext viewlab"])
+    text = ["".join(m["content"]["text"] for m in cell if m["msg_type"] == "stream") for cell in msgs]
+    assert "+2,048 B still held" in text[1]
+    assert "+0 B still held, peak +0 B" in text[2]
+    assert "+131,072 B still held" in text[3]
+    final = [m["content"] for m in msgs[4] if m["msg_type"] == "display_data"]
+    assert any("image/png" in d["data"] for d in final) and any("text/html" in d["data"] for d in final)
+
+
+# ---------------------------------------------------------------- CUDA (skipped without a GPU)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA; torch.cuda.is_available() is False")
+def test_cuda_monitor_has_reserved_and_never_misses_a_peak():
+    with MemoryMonitor(device="cuda", display=False, interval=5.0) as mon:
+        big = torch.empty(64 * 2**20, dtype=torch.uint8, device="cuda")
+        del big
+    assert mon.backend.startswith("cuda allocator")
+    assert mon.samples[-1].reserved is not None and mon.samples[-1].reserved >= mon.samples[-1].allocated
+    assert mon.samples[-1].peak - mon.samples[0].allocated >= 64 * 2**20
+
+
+def test_rss_line_is_optional_and_labelled():
+    with MemoryMonitor(device="cpu", rss=True, display=False) as mon:
+        x = torch.zeros(10)
+    assert all(s.rss is not None and s.rss > 0 for s in mon.samples)
+    labels = [t.get_text() for t in mon.figure().axes[0].get_legend().get_texts()]
+    assert any(label.startswith("process RSS (approx.)") for label in labels)
+    assert x.numel() == 10
+
+
+def test_overhead_benchmark_runs_and_writes_all_conditions(tmp_path):
+    """Smoke test of benchmarks/monitor_overhead.py on a tiny loop: the file it writes, not its timings."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "monitor_overhead.py"
+    spec = importlib.util.spec_from_file_location("monitor_overhead", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "overhead.json"
+    module.main(["--ops", "200", "--repeats", "1", "--device", "cpu", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert set(data["ratio_to_off"]) == {"off", "sampling", "per-op", "per-op+log"}
+    assert data["ratio_to_off"]["off"] == 1.0 and data["ops"] == 200
+    assert not _monitor_threads()
