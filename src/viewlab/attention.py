@@ -1,0 +1,362 @@
+"""Attention written out by hand, so every broadcast is visible.
+
+Scaled dot-product attention, split into heads, with padding and causal masks that are built by
+broadcasting (never materialised per batch and head), plus squeeze-and-excitation channel attention.
+The functions follow the conventions of ``torch.nn.functional.scaled_dot_product_attention`` (SDPA):
+
+* tensors are ``(batch..., heads, length, head_dim)``;
+* a boolean mask is ``True`` where a query **may** attend to a key (the opposite of
+  ``key_padding_mask`` in ``nn.MultiheadAttention``, where ``True`` means "ignore");
+* a float mask is *added* to the scores;
+* a query row whose keys are all masked returns zeros (SDPA does the same; a plain softmax would
+  return ``NaN``, see :func:`scaled_dot_product_attention` with ``fully_masked="nan"``).
+
+Mask shapes, and why:
+
+* padding mask ``(B, 1, 1, Lk)``: it depends only on the batch item and the *key* position; the two
+  ones broadcast over heads and over query positions (every query must ignore a padded key);
+* causal mask ``(Lq, Lk)``: it depends only on the two positions; it broadcasts over batch and heads.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from ._checks import require_strided_tensor
+
+__all__ = [
+    "padding_mask",
+    "causal_mask",
+    "combine_masks",
+    "scaled_dot_product_attention",
+    "split_heads",
+    "merge_heads",
+    "multi_head_self_attention",
+    "SqueezeExcitation",
+]
+
+
+def _require_int(value: Any, func: str, arg: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{func}() expects an int for `{arg}`, got {type(value).__name__} ({value!r}).")
+    if value < minimum:
+        raise ValueError(f"{func}(): `{arg}` must be >= {minimum}, got {value}.")
+    return value
+
+
+def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
+    """Boolean key-padding mask of shape ``(B, 1, 1, max_len)``: ``True`` where key ``j < lengths[b]``.
+
+    Built by broadcasting a ``(1, L)`` row of positions against a ``(B, 1)`` column of lengths, so the
+    only memory it takes is its own ``B * L`` booleans; the two singleton dimensions let it broadcast
+    over heads and query positions for free.
+
+    >>> padding_mask(torch.tensor([3, 1]), max_len=4)[:, 0, 0].int().tolist()
+    [[1, 1, 1, 0], [1, 0, 0, 0]]
+    >>> tuple(padding_mask(torch.tensor([2, 2])).shape)
+    (2, 1, 1, 2)
+    """
+    lengths = require_strided_tensor(lengths, "padding_mask", "lengths")
+    if lengths.dim() != 1:
+        raise ValueError(
+            f"padding_mask(): `lengths` must be 1-D (one length per batch item), got shape {tuple(lengths.shape)}. "
+            "For a (B, L) 0/1 mask you already have, use `mask.bool()[:, None, None, :]` instead."
+        )
+    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.is_complex():
+        raise TypeError(f"padding_mask(): `lengths` must hold integers, got dtype {lengths.dtype}; pass lengths.long().")
+    if lengths.numel() and int(lengths.min()) < 0:
+        raise ValueError(f"padding_mask(): lengths must be >= 0, got {lengths.tolist()}.")
+    longest = int(lengths.max()) if lengths.numel() else 0
+    if max_len is None:
+        max_len = longest
+    _require_int(max_len, "padding_mask", "max_len")
+    if longest > max_len:
+        raise ValueError(
+            f"padding_mask(): a length ({longest}) exceeds max_len={max_len}; "
+            f"pass max_len >= {longest} (the padded sequence length)."
+        )
+    positions = torch.arange(max_len, device=lengths.device)
+    return (positions[None, :] < lengths[:, None])[:, None, None, :]
+
+
+def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> torch.Tensor:
+    """Boolean ``(q_len, k_len)`` mask, ``True`` where key ``j <= i`` (query ``i`` sees the past).
+
+    Built by comparing a ``(q_len, 1)`` column with a ``(1, k_len)`` row. Aligned at the top left,
+    like ``is_causal=True`` in SDPA, so with ``k_len > q_len`` query 0 still sees only key 0.
+
+    >>> causal_mask(3).int().tolist()
+    [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    """
+    _require_int(q_len, "causal_mask", "q_len")
+    k_len = q_len if k_len is None else _require_int(k_len, "causal_mask", "k_len")
+    i = torch.arange(q_len, device=device)[:, None]
+    j = torch.arange(k_len, device=device)[None, :]
+    return j <= i
+
+
+def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
+    """Logical AND of boolean masks by broadcasting; the result has the broadcast shape.
+
+    >>> m = combine_masks(padding_mask(torch.tensor([2, 3]), 3), causal_mask(3))
+    >>> tuple(m.shape), m[0, 0].int().tolist()
+    ((2, 1, 3, 3), [[1, 0, 0], [1, 1, 0], [1, 1, 0]])
+    """
+    if not masks:
+        raise ValueError("combine_masks() needs at least one mask, e.g. combine_masks(pad, causal).")
+    shapes = []
+    for n, m in enumerate(masks):
+        require_strided_tensor(m, "combine_masks", f"masks[{n}]")
+        if m.dtype != torch.bool:
+            raise TypeError(f"combine_masks(): masks[{n}] has dtype {m.dtype}; boolean masks only (True = attend).")
+        shapes.append(tuple(m.shape))
+    try:
+        torch.broadcast_shapes(*shapes)
+    except RuntimeError as exc:
+        raise ValueError(f"combine_masks(): mask shapes {shapes} do not broadcast together ({exc}).") from None
+    out = masks[0]
+    for m in masks[1:]:
+        out = out & m
+    return out
+
+
+def _check_qkv(q: Any, k: Any, v: Any) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require_strided_tensor(t, "scaled_dot_product_attention", name)
+        if t.dim() < 2:
+            raise ValueError(f"scaled_dot_product_attention(): `{name}` needs at least 2 dims (length, dim), got shape {tuple(t.shape)}.")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"scaled_dot_product_attention(): q and k must have the same last dim (the dot-product size); "
+            f"q has shape {tuple(q.shape)} (dim -1 = {q.shape[-1]}), k has {tuple(k.shape)} (dim -1 = {k.shape[-1]})."
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"scaled_dot_product_attention(): k and v must have the same length (dim -2), one value per key; "
+            f"k has shape {tuple(k.shape)}, v has {tuple(v.shape)}."
+        )
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"scaled_dot_product_attention(): the batch/head dims (all but the last two) of q {tuple(q.shape)}, k {tuple(k.shape)} "
+            f"and v {tuple(v.shape)} do not broadcast; each must match or be 1."
+        ) from None
+
+
+def _check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
+    require_strided_tensor(mask, "scaled_dot_product_attention", "mask")
+    if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
+        raise TypeError(
+            f"scaled_dot_product_attention(): mask dtype {mask.dtype} is ambiguous; pass a bool mask (True = attend), "
+            "e.g. `mask.bool()`, or a float mask that is added to the scores (0 or -inf)."
+        )
+    if mask.dim() > len(scores_shape):
+        raise ValueError(
+            f"scaled_dot_product_attention(): mask has {mask.dim()} dims, shape {tuple(mask.shape)}, but the scores have only "
+            f"{len(scores_shape)}, shape {scores_shape}."
+        )
+    padded = (1,) * (len(scores_shape) - mask.dim()) + tuple(mask.shape)
+    for d, (m, s) in enumerate(zip(padded, scores_shape)):
+        if m not in (1, s):
+            lq, lk = scores_shape[-2], scores_shape[-1]
+            raise ValueError(
+                f"scaled_dot_product_attention(): mask of shape {tuple(mask.shape)} does not broadcast to the scores "
+                f"(batch..., heads, Lq={lq}, Lk={lk}) = {scores_shape}: size {m} at scores dim {d} must be 1 or {s}. "
+                "A per-key padding mask of shape (B, Lk) must become (B, 1, 1, Lk): `mask[:, None, None, :]`."
+            )
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    fully_masked: str = "zero",
+    return_weights: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention from scratch: ``softmax(q @ k^T * scale + mask) @ v``.
+
+    ``q``: ``(..., Lq, E)``, ``k``: ``(..., Lk, E)``, ``v``: ``(..., Lk, Ev)``; the leading dims
+    broadcast. ``mask`` (bool, ``True`` = attend, or float, added) must broadcast to the scores'
+    shape ``(..., Lq, Lk)``. ``scale`` defaults to ``1/sqrt(E)``. ``fully_masked="zero"`` returns 0
+    for a query whose keys are all masked (what SDPA does); ``"nan"`` keeps the plain softmax's NaN.
+
+    >>> from torch.nn.functional import scaled_dot_product_attention as sdpa
+    >>> q = k = v = torch.eye(3)[None]
+    >>> torch.testing.assert_close(scaled_dot_product_attention(q, k, v), sdpa(q, k, v))
+    >>> no_keys = torch.zeros(3, 3, dtype=torch.bool)
+    >>> scaled_dot_product_attention(q, k, v, mask=no_keys)[0, 0].tolist()
+    [0.0, 0.0, 0.0]
+    """
+    _check_qkv(q, k, v)
+    if fully_masked not in ("zero", "nan"):
+        raise ValueError(f"scaled_dot_product_attention(): fully_masked must be 'zero' or 'nan', got {fully_masked!r}.")
+    lq, lk = q.shape[-2], k.shape[-2]
+    scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk): one dot product per (query, key) pair
+    scores = scores * (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    keep = None
+    if is_causal:
+        keep = causal_mask(lq, lk, device=q.device)
+    if mask is not None:
+        _check_mask(mask, tuple(scores.shape))
+        if mask.dtype == torch.bool:
+            keep = mask if keep is None else keep & mask
+        else:
+            scores = scores + mask
+    if keep is not None:
+        # masked_fill broadcasts `keep` against the scores: nothing is expanded in memory.
+        scores = scores.masked_fill(~keep, float("-inf"))
+    dead = None
+    if fully_masked == "zero":
+        # Rows with nothing to attend to: give softmax finite scores there (so neither the output nor
+        # any gradient sees 0/0 = NaN), then zero those rows' weights.
+        dead = torch.isneginf(scores).all(dim=-1, keepdim=True)
+        scores = scores.masked_fill(dead, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    if dead is not None:
+        weights = weights.masked_fill(dead, 0.0)
+    out = weights @ v
+    return (out, weights) if return_weights else out
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """``(B, L, D)`` -> ``(B, H, L, D // H)``: a view (no copy), head ``h`` gets features ``h*Dh:(h+1)*Dh``.
+
+    >>> x = torch.arange(12.0).view(1, 2, 6)
+    >>> h = split_heads(x, 3)
+    >>> tuple(h.shape), h.stride(), h[0, 1, 0].tolist()
+    ((1, 3, 2, 2), (12, 2, 6, 1), [2.0, 3.0])
+    """
+    require_strided_tensor(x, "split_heads", "x")
+    _require_int(num_heads, "split_heads", "num_heads", minimum=1)
+    if x.dim() != 3:
+        raise ValueError(f"split_heads(): expects x of shape (B, L, D), got shape {tuple(x.shape)} ({x.dim()} dims).")
+    b, length, d = x.shape
+    if d % num_heads:
+        raise ValueError(
+            f"split_heads(): the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by "
+            f"num_heads={num_heads}; pick num_heads among the divisors of {d}."
+        )
+    return x.view(b, length, num_heads, d // num_heads).transpose(1, 2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """``(B, H, L, Dh)`` -> ``(B, L, H * Dh)``, the inverse of :func:`split_heads`.
+
+    On heads that attention just computed (contiguous as ``(B, H, L, Dh)``) this copies: after the
+    transpose the features of one position are ``L * Dh`` apart, so ``reshape`` must gather them.
+    On heads straight from :func:`split_heads` it is a view again (the transposes cancel).
+
+    >>> x = torch.randn(2, 5, 6)
+    >>> torch.equal(merge_heads(split_heads(x, 3)), x)
+    True
+    >>> out = torch.randn(2, 3, 5, 2)                  # e.g. attention output
+    >>> merge_heads(out).untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
+    False
+    """
+    require_strided_tensor(x, "merge_heads", "x")
+    if x.dim() != 4:
+        raise ValueError(f"merge_heads(): expects x of shape (B, H, L, Dh), got shape {tuple(x.shape)}.")
+    b, h, length, dh = x.shape
+    return x.transpose(1, 2).reshape(b, length, h * dh)
+
+
+def multi_head_self_attention(
+    x: torch.Tensor,
+    num_heads: int,
+    in_proj_weight: torch.Tensor,
+    in_proj_bias: torch.Tensor | None,
+    out_proj_weight: torch.Tensor,
+    out_proj_bias: torch.Tensor | None,
+    lengths: torch.Tensor | None = None,
+    causal: bool = False,
+) -> torch.Tensor:
+    """Multi-head self-attention on ``x`` ``(B, L, D)``, weights laid out as in ``nn.MultiheadAttention``.
+
+    ``in_proj_weight`` is ``(3D, D)`` (q, k, v stacked), ``out_proj_weight`` is ``(D, D)``.
+    ``lengths`` (``(B,)`` ints) masks padded keys with :func:`padding_mask`; ``causal`` adds
+    :func:`causal_mask`. Both masks stay in their small broadcastable shapes.
+
+    >>> mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    >>> x = torch.randn(2, 5, 8)
+    >>> ours = multi_head_self_attention(x, 2, mha.in_proj_weight, mha.in_proj_bias,
+    ...                                  mha.out_proj.weight, mha.out_proj.bias)
+    >>> torch.testing.assert_close(ours, mha(x, x, x, need_weights=False)[0])
+    """
+    require_strided_tensor(x, "multi_head_self_attention", "x")
+    if x.dim() != 3:
+        raise ValueError(f"multi_head_self_attention(): expects x of shape (B, L, D), got shape {tuple(x.shape)}.")
+    b, length, d = x.shape
+    if tuple(in_proj_weight.shape) != (3 * d, d):
+        raise ValueError(
+            f"multi_head_self_attention(): in_proj_weight must be (3*D, D) = {(3 * d, d)} for x of shape "
+            f"{tuple(x.shape)}, got {tuple(in_proj_weight.shape)}."
+        )
+    if tuple(out_proj_weight.shape) != (d, d):
+        raise ValueError(
+            f"multi_head_self_attention(): out_proj_weight must be (D, D) = {(d, d)}, got {tuple(out_proj_weight.shape)}."
+        )
+    qkv = nn.functional.linear(x, in_proj_weight, in_proj_bias)  # (B, L, 3D)
+    q, k, v = (split_heads(t, num_heads) for t in qkv.chunk(3, dim=-1))  # each (B, H, L, Dh)
+    mask = None
+    if lengths is not None:
+        if tuple(lengths.shape) != (b,):
+            raise ValueError(
+                f"multi_head_self_attention(): lengths must have shape (B,) = ({b},) for x of shape "
+                f"{tuple(x.shape)}, got {tuple(lengths.shape)}."
+            )
+        mask = padding_mask(lengths, length)  # (B, 1, 1, L)
+    out = scaled_dot_product_attention(q, k, v, mask, is_causal=causal)
+    return nn.functional.linear(merge_heads(out), out_proj_weight, out_proj_bias)
+
+
+class SqueezeExcitation(nn.Module):
+    """Squeeze-and-excitation channel attention (Hu et al., 2018): ``x * sigmoid(MLP(mean_hw(x)))``.
+
+    The per-channel weights have shape ``(B, C, 1, 1)``; they reach every pixel either by plain
+    broadcasting (``use_expand_as=False``, the default) or through an explicit ``expand_as(x)`` view.
+    Both give bit-identical results and neither copies the weights.
+
+    >>> se = SqueezeExcitation(8, reduction=4)
+    >>> x = torch.randn(2, 8, 3, 3)
+    >>> torch.equal(se(x), se(x, use_expand_as=True))
+    True
+    """
+
+    def __init__(self, channels: int, reduction: int = 16) -> None:
+        super().__init__()
+        _require_int(channels, "SqueezeExcitation", "channels", minimum=1)
+        _require_int(reduction, "SqueezeExcitation", "reduction", minimum=1)
+        hidden = channels // reduction
+        if hidden == 0:
+            raise ValueError(
+                f"SqueezeExcitation(channels={channels}, reduction={reduction}): channels // reduction = 0 hidden "
+                f"units, so the attention would ignore its input. Use reduction <= {channels}."
+            )
+        self.channels = channels
+        self.fc1 = nn.Linear(channels, hidden)
+        self.fc2 = nn.Linear(hidden, channels)
+
+    def weights(self, x: torch.Tensor) -> torch.Tensor:
+        """The channel weights, shape ``(B, C, 1, 1)``, each in (0, 1)."""
+        require_strided_tensor(x, "SqueezeExcitation", "x")
+        if x.dim() != 4 or x.shape[1] != self.channels:
+            raise ValueError(
+                f"SqueezeExcitation(channels={self.channels}) expects x of shape (B, {self.channels}, H, W); "
+                f"got shape {tuple(x.shape)}" + (f" (dim 1 is {x.shape[1]})." if x.dim() == 4 else f" ({x.dim()} dims).")
+            )
+        squeezed = x.mean(dim=(2, 3))  # (B, C)
+        w = torch.sigmoid(self.fc2(torch.relu(self.fc1(squeezed))))
+        return w[:, :, None, None]
+
+    def forward(self, x: torch.Tensor, use_expand_as: bool = False) -> torch.Tensor:
+        w = self.weights(x)
+        return x * (w.expand_as(x) if use_expand_as else w)

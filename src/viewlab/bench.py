@@ -1,0 +1,189 @@
+"""Time several ways of doing one thing side by side, in one run, and report ratios and bandwidth.
+
+A single timing means little: the machine, the load and the clock all change between runs. Timing
+the candidates *together*, interleaved in rounds, and reporting each as a **ratio** to a reference
+cancels most of that. Reporting **achieved bandwidth** (bytes moved per second) next to a plain
+same-bytes copy says how close an operation gets to the physical limit of this machine's memory.
+
+Timings come from ``torch.utils.benchmark.Timer`` (which synchronises CUDA and warms up). Results
+vary from run to run by nature: print them, but assert only orderings with wide margins.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import torch
+from torch.utils import benchmark
+
+from ._checks import require_strided_tensor
+
+__all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy"]
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One candidate of :func:`compare`.
+
+    Attributes:
+        name: the label passed in.
+        median_s: median seconds per call over all rounds.
+        iqr_s: interquartile range of the per-call times, in seconds (spread).
+        runs: how many timed blocks the median is taken over.
+        ratio: ``median_s / reference median_s`` (1.0 for the reference itself).
+        bytes_moved: bytes the caller says one call reads + writes, or None.
+        gb_per_s: achieved bandwidth ``bytes_moved / median_s / 1e9``, or None.
+    """
+
+    name: str
+    median_s: float
+    iqr_s: float
+    runs: int
+    ratio: float
+    bytes_moved: int | None
+    gb_per_s: float | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`: rows in the order given, plus the reference's name.
+
+    >>> c = Comparison((BenchRow("a", 2e-6, 0.0, 1, 1.0, None, None), BenchRow("b", 1e-6, 0.0, 1, 0.5, 1000, 1.0)), "a")
+    >>> c["b"].ratio, c.speedup("a", "b")
+    (0.5, 2.0)
+    """
+
+    rows: tuple[BenchRow, ...]
+    reference: str
+
+    def __getitem__(self, name: str) -> BenchRow:
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise KeyError(f"no candidate named {name!r}; candidates: {[r.name for r in self.rows]}")
+
+    def speedup(self, slow: str, fast: str) -> float:
+        """How many times faster ``fast`` ran than ``slow`` (median / median)."""
+        return self[slow].median_s / self[fast].median_s
+
+    def _table(self) -> list[tuple[str, ...]]:
+        out = [("candidate", "median", "IQR", f"x {self.reference}", "bytes moved", "GB/s")]
+        for r in self.rows:
+            out.append((
+                r.name,
+                _fmt_time(r.median_s),
+                _fmt_time(r.iqr_s),
+                f"{r.ratio:.3g}",
+                "-" if r.bytes_moved is None else f"{r.bytes_moved:,}",
+                "-" if r.gb_per_s is None else f"{r.gb_per_s:.3g}",
+            ))
+        return out
+
+    def __str__(self) -> str:
+        table = self._table()
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        head, *body = self._table()
+        th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+        rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+        return f"<table><tr>{th}</tr>{rows}</table>"
+
+
+def _fmt_time(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def compare(
+    cases: Mapping[str, Callable[[], Any]],
+    *,
+    reference: str | None = None,
+    bytes_moved: Mapping[str, int] | None = None,
+    rounds: int = 3,
+    min_run_time: float = 0.05,
+    num_threads: int | None = None,
+) -> Comparison:
+    """Time every zero-argument callable in ``cases``, interleaved over ``rounds``, side by side.
+
+    ``reference`` (default: the first case) is the denominator of every ratio. ``bytes_moved`` maps
+    names to the bytes one call reads plus writes; those rows also get achieved GB/s.
+    Each round runs ``blocked_autorange(min_run_time)`` once per case, in order, so slow drifts of
+    the machine hit every candidate alike; the median is over all rounds' blocks.
+
+    >>> x = torch.ones(1000)
+    >>> c = compare({"clone": x.clone, "view": lambda: x.view(10, 100)}, rounds=1, min_run_time=0.01)
+    >>> [r.name for r in c.rows], c["clone"].ratio
+    (['clone', 'view'], 1.0)
+    """
+    if not isinstance(cases, Mapping) or not cases:
+        raise ValueError("compare() needs a non-empty dict of {name: zero-argument callable}, "
+                         "e.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)}).")
+    for name, fn in cases.items():
+        if not isinstance(name, str):
+            raise TypeError(f"compare(): case names must be str, got {name!r}.")
+        if not callable(fn):
+            raise TypeError(f"compare(): case {name!r} is a {type(fn).__name__}, not a callable; "
+                            f"wrap the expression: lambda: <expression>.")
+    reference = next(iter(cases)) if reference is None else reference
+    if reference not in cases:
+        raise ValueError(f"compare(): reference={reference!r} is not one of the cases {list(cases)}.")
+    bytes_moved = dict(bytes_moved or {})
+    for name, nbytes in bytes_moved.items():
+        if name not in cases:
+            raise ValueError(f"compare(): bytes_moved names {name!r}, which is not one of the cases {list(cases)}.")
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+            raise ValueError(f"compare(): bytes_moved[{name!r}] must be an int >= 0 (bytes per call), got {nbytes!r}.")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"compare(): rounds must be an int >= 1, got {rounds!r}.")
+    if not (isinstance(min_run_time, (int, float)) and min_run_time > 0):
+        raise ValueError(f"compare(): min_run_time must be > 0 seconds, got {min_run_time!r}.")
+    threads = torch.get_num_threads() if num_threads is None else num_threads
+
+    timers = {
+        name: benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label=name)
+        for name, fn in cases.items()
+    }
+    blocks: dict[str, list[Any]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            blocks[name].append(timer.blocked_autorange(min_run_time=min_run_time))
+    merged = {name: benchmark.Measurement.merge(ms)[0] for name, ms in blocks.items()}
+    ref_median = merged[reference].median
+    rows = []
+    for name, m in merged.items():
+        nbytes = bytes_moved.get(name)
+        rows.append(BenchRow(
+            name=name,
+            median_s=m.median,
+            iqr_s=m.iqr,
+            runs=len(m.times),
+            ratio=m.median / ref_median,
+            bytes_moved=nbytes,
+            gb_per_s=None if nbytes is None else nbytes / m.median / 1e9,
+        ))
+    return Comparison(tuple(rows), reference)
+
+
+def same_bytes_copy(like: torch.Tensor) -> tuple[Callable[[], Any], int]:
+    """A callable that copies as many bytes as ``like`` holds into a preallocated buffer, and the bytes
+    it moves per call (read + write = ``2 * numel * itemsize``): the bandwidth yardstick.
+
+    >>> fn, nbytes = same_bytes_copy(torch.zeros(4, 256))
+    >>> nbytes
+    8192
+    """
+    like = require_strided_tensor(like, "same_bytes_copy", "like")
+    nbytes = like.numel() * like.element_size()
+    src = torch.empty(nbytes, dtype=torch.uint8, device=like.device)
+    dst = torch.empty_like(src)
+    src.fill_(1)
+    return (lambda: dst.copy_(src)), 2 * nbytes

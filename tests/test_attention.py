@@ -1,0 +1,220 @@
+"""viewlab.attention matches PyTorch's own attention, masks are built by broadcasting, bad input is explained."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from viewlab import measure
+from viewlab.attention import (
+    SqueezeExcitation,
+    scaled_dot_product_attention,
+    causal_mask,
+    combine_masks,
+    merge_heads,
+    multi_head_self_attention,
+    padding_mask,
+    split_heads,
+)
+
+DOUBLE = dict(dtype=torch.float64)
+
+
+def _qkv(b, h, lq, lk, e, ev=None, gen=None):
+    gen = gen or torch.Generator().manual_seed(0)
+    q = torch.randn(b, h, lq, e, generator=gen, **DOUBLE)
+    k = torch.randn(b, h, lk, e, generator=gen, **DOUBLE)
+    v = torch.randn(b, h, lk, ev or e, generator=gen, **DOUBLE)
+    return q, k, v
+
+
+@pytest.mark.parametrize(
+    "b,h,lq,lk,e",
+    [(1, 1, 1, 1, 4), (2, 4, 5, 5, 8), (3, 2, 7, 4, 16), (4, 8, 1, 9, 2), (2, 3, 6, 6, 5)],
+)
+def test_matches_sdpa_without_mask(b, h, lq, lk, e):
+    q, k, v = _qkv(b, h, lq, lk, e)
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v))
+
+
+@pytest.mark.parametrize("b,h,l,e", [(2, 4, 6, 8), (3, 1, 5, 4), (5, 2, 9, 16)])
+def test_matches_sdpa_with_padding(b, h, l, e):
+    q, k, v = _qkv(b, h, l, l, e)
+    lengths = torch.randint(1, l + 1, (b,), generator=torch.Generator().manual_seed(b))
+    lengths[0] = l  # one unpadded row, the rest random
+    mask = padding_mask(lengths, l)
+    assert mask.shape == (b, 1, 1, l)
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, mask), F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+
+
+@pytest.mark.parametrize("b,h,lq,lk", [(2, 3, 5, 5), (1, 2, 3, 7), (2, 1, 6, 6)])
+def test_matches_sdpa_causal(b, h, lq, lk):
+    q, k, v = _qkv(b, h, lq, lk, 8)
+    ours = scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    torch.testing.assert_close(ours, scaled_dot_product_attention(q, k, v, causal_mask(lq, lk)))
+
+
+def test_matches_sdpa_padding_and_causal_combined_and_float_mask():
+    q, k, v = _qkv(3, 2, 6, 6, 4)
+    mask = combine_masks(padding_mask(torch.tensor([6, 3, 1]), 6), causal_mask(6))
+    assert mask.shape == (3, 1, 6, 6)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, mask), expected)
+    additive = torch.zeros(mask.shape, **DOUBLE).masked_fill(~mask, float("-inf"))
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, additive), expected)
+
+
+def test_custom_scale_and_value_dim_and_broadcast_batch():
+    q, k, v = _qkv(2, 3, 4, 5, 6, ev=3)
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, scale=0.3), F.scaled_dot_product_attention(q, k, v, scale=0.3))
+    # one key/value set shared by every batch item: k and v broadcast over dim 0
+    out = scaled_dot_product_attention(q, k[:1], v[:1])
+    torch.testing.assert_close(out, scaled_dot_product_attention(q, k[:1].expand_as(k), v[:1].expand_as(v)))
+
+
+def test_fully_masked_row_is_zero_like_sdpa_or_nan_when_asked():
+    q, k, v = _qkv(1, 1, 3, 3, 4)
+    mask = torch.ones(3, 3, dtype=torch.bool)
+    mask[1] = False
+    sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    ours = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(ours, sdpa)
+    assert torch.equal(ours[0, 0, 1], torch.zeros(4, **DOUBLE))
+    raw = scaled_dot_product_attention(q, k, v, mask, fully_masked="nan")
+    assert torch.isnan(raw[0, 0, 1]).all() and not torch.isnan(raw[0, 0, [0, 2]]).any()
+
+
+@pytest.mark.parametrize("float_mask", [False, True])
+def test_fully_masked_row_leaves_every_gradient_finite(float_mask):
+    q, k, v = (t.requires_grad_() for t in _qkv(2, 1, 3, 3, 4))
+    mask = padding_mask(torch.tensor([3, 0]), 3)
+    if float_mask:
+        mask = torch.zeros(mask.shape, **DOUBLE).masked_fill(~mask, float("-inf"))
+    grads = torch.autograd.grad(scaled_dot_product_attention(q, k, v, mask).sum(), (q, k, v))
+    assert all(torch.isfinite(g).all() for g in grads)
+    raw = scaled_dot_product_attention(q, k, v, mask, fully_masked="nan")
+    assert torch.isnan(torch.autograd.grad(raw.sum(), v)[0]).any()
+
+
+def test_weights_rows_sum_to_one_and_respect_mask():
+    q, k, v = _qkv(2, 2, 4, 4, 4)
+    mask = padding_mask(torch.tensor([4, 2]), 4)
+    _, w = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, 4, **DOUBLE))
+    assert torch.equal(w[1, :, :, 2:], torch.zeros(2, 4, 2, **DOUBLE))
+
+
+def test_gradients_match_sdpa():
+    q, k, v = (t.requires_grad_() for t in _qkv(2, 2, 5, 5, 4))
+    mask = padding_mask(torch.tensor([5, 3]), 5)
+    grads_ours = torch.autograd.grad(scaled_dot_product_attention(q, k, v, mask, is_causal=False).sum(), (q, k, v))
+    grads_sdpa = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum(), (q, k, v))
+    for a, b in zip(grads_ours, grads_sdpa):
+        torch.testing.assert_close(a, b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    b=st.integers(1, 3), h=st.integers(1, 3), lq=st.integers(1, 6), lk=st.integers(1, 6),
+    e=st.integers(1, 6), seed=st.integers(0, 2**16), causal=st.booleans(),
+)
+def test_matches_sdpa_property(b, h, lq, lk, e, seed, causal):
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = _qkv(b, h, lq, lk, e, gen=gen)
+    lengths = torch.randint(1, lk + 1, (b,), generator=gen)
+    mask = padding_mask(lengths, lk)
+    torch.testing.assert_close(
+        scaled_dot_product_attention(q, k, v, mask, is_causal=causal),
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask & causal_mask(lq, lk) if causal else mask),
+    )
+
+
+@pytest.mark.parametrize("b,l,d,heads", [(2, 5, 8, 2), (3, 7, 12, 4), (1, 1, 6, 6)])
+def test_multi_head_matches_nn_multihead_attention(b, l, d, heads):
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(d, heads, batch_first=True).double().eval()
+    x = torch.randn(b, l, d, **DOUBLE)
+    lengths = torch.arange(l, l - b, -1).clamp(min=1)
+    params = (mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias)
+    with torch.no_grad():
+        ours = multi_head_self_attention(x, heads, *params, lengths=lengths)
+        key_padding = ~padding_mask(lengths, l)[:, 0, 0]  # nn.MultiheadAttention: True = ignore
+        ref, _ = mha(x, x, x, key_padding_mask=key_padding, need_weights=False)
+        torch.testing.assert_close(ours, ref)
+        ours_c = multi_head_self_attention(x, heads, *params, causal=True)
+        ref_c, _ = mha(x, x, x, attn_mask=~causal_mask(l), need_weights=False)
+        torch.testing.assert_close(ours_c, ref_c)
+
+
+def test_masks_are_built_by_broadcasting_and_stay_small():
+    lengths = torch.tensor([5, 2, 7, 1])
+    with measure(device="cpu") as m:
+        mask = padding_mask(lengths, 7)
+    assert mask.shape == (4, 1, 1, 7)
+    assert mask.int().sum(-1).flatten().tolist() == [5, 2, 7, 1]
+    # 4*7 booleans for the mask (plus the 7 positions and the small temporaries freed inside)
+    assert m.allocated_bytes == 4 * 7
+    assert m.peak_bytes < 4 * 7 * 8 * 7  # far below a mask materialised per head and query (B*H*L*L)
+    c = causal_mask(3, 5)
+    assert c.int().tolist() == [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]
+    assert torch.equal(c, torch.ones(3, 5, dtype=torch.bool).tril())
+
+
+def test_split_heads_is_a_view_and_merge_heads_inverts_it():
+    x = torch.randn(2, 5, 12)
+    h = split_heads(x, 3)
+    assert h.shape == (2, 3, 5, 4) and h.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert torch.equal(h[:, 1], x[:, :, 4:8])
+    assert torch.equal(merge_heads(h), x)
+
+
+def test_squeeze_excitation_expand_as_equals_broadcasting():
+    torch.manual_seed(0)
+    se = SqueezeExcitation(32, reduction=8)
+    x = torch.randn(2, 32, 5, 6)
+    assert torch.equal(se(x), se(x, use_expand_as=True))
+    w = se.weights(x)
+    assert w.shape == (2, 32, 1, 1) and ((w > 0) & (w < 1)).all()
+    with measure(device="cpu", log_ops=True) as m:
+        se(x, use_expand_as=True)
+    expand_ops = [op for op in m.ops if op.name == "aten.expand.default"]
+    assert expand_ops and all(op.bytes == 0 for op in expand_ops)
+
+
+def test_errors_name_the_shape_and_the_dimension():
+    q, k, v = _qkv(2, 2, 4, 4, 8)
+    with pytest.raises(ValueError, match=r"same last dim.*dim -1 = 8.*dim -1 = 7"):
+        scaled_dot_product_attention(q, k[..., :7], v)
+    with pytest.raises(ValueError, match=r"same length \(dim -2\)"):
+        scaled_dot_product_attention(q, k, v[..., :3, :])
+    with pytest.raises(ValueError, match=r"size 3 at scores dim 3 must be 1 or 4.*mask\[:, None, None, :\]"):
+        scaled_dot_product_attention(q, k, v, torch.ones(4, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"size 2 at scores dim 2 must be 1 or 4"):
+        scaled_dot_product_attention(q, k, v, torch.ones(2, 4, dtype=torch.bool))  # (B, L) read as (Lq, Lk) with B != L
+    with pytest.raises(TypeError, match="ambiguous"):
+        scaled_dot_product_attention(q, k, v, torch.ones(4, 4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="fully_masked"):
+        scaled_dot_product_attention(q, k, v, fully_masked="ignore")
+    with pytest.raises(TypeError, match="expects a torch.Tensor for `k`"):
+        scaled_dot_product_attention(q, [[1.0]], v)
+    with pytest.raises(ValueError, match=r"dim 2 of x, shape \(2, 3, 10\)\) is 10, not divisible by num_heads=3"):
+        split_heads(torch.zeros(2, 3, 10), 3)
+    with pytest.raises(ValueError, match="must be 1-D"):
+        padding_mask(torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="integers"):
+        padding_mask(torch.tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"exceeds max_len=3; pass max_len >= 5"):
+        padding_mask(torch.tensor([5, 2]), 3)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        combine_masks(torch.ones(2, 3, dtype=torch.bool), torch.ones(4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"reduction=16\): channels // reduction = 0.*reduction <= 8"):
+        SqueezeExcitation(8)
+    with pytest.raises(ValueError, match=r"expects x of shape \(B, 4, H, W\); got shape \(1, 3, 2, 2\) \(dim 1 is 3\)"):
+        SqueezeExcitation(4, reduction=2)(torch.zeros(1, 3, 2, 2))
+    with pytest.raises(ValueError, match=r"lengths must have shape \(B,\) = \(2,\)"):
+        x = torch.zeros(2, 3, 4)
+        w = torch.zeros(12, 4)
+        multi_head_self_attention(x, 2, w, None, torch.zeros(4, 4), None, lengths=torch.tensor([1, 2, 3]))

@@ -1,0 +1,91 @@
+"""viewlab.bench: side-by-side timing. Only structure and arithmetic are asserted, never wall-clock values."""
+
+import pytest
+import torch
+
+from viewlab.bench import BenchRow, Comparison, compare, same_bytes_copy
+
+
+def test_every_case_runs_and_rows_keep_the_given_order():
+    calls = {"a": 0, "b": 0}
+
+    def a():
+        calls["a"] += 1
+
+    def b():
+        calls["b"] += 1
+
+    c = compare({"a": a, "b": b}, rounds=2, min_run_time=0.005)
+    assert [r.name for r in c.rows] == ["a", "b"]
+    assert calls["a"] > 0 and calls["b"] > 0
+    assert c.reference == "a"
+    assert all(r.runs >= 2 and r.median_s > 0 for r in c.rows)  # at least one block per round
+
+
+def test_ratio_and_bandwidth_are_consistent_with_the_medians():
+    x = torch.ones(4096)
+    fn, nbytes = same_bytes_copy(x)
+    c = compare({"copy": fn, "clone": x.clone}, reference="clone", bytes_moved={"copy": nbytes},
+                rounds=1, min_run_time=0.01)
+    assert c["clone"].ratio == 1.0
+    assert c["copy"].ratio == pytest.approx(c["copy"].median_s / c["clone"].median_s)
+    assert c["copy"].gb_per_s == pytest.approx(nbytes / c["copy"].median_s / 1e9)
+    assert c["clone"].bytes_moved is None and c["clone"].gb_per_s is None
+    assert c.speedup("clone", "copy") == pytest.approx(c["clone"].median_s / c["copy"].median_s)
+    text = str(c)
+    assert text.splitlines()[0].split()[:3] == ["candidate", "median", "IQR"]
+    assert "clone" in c._repr_html_()
+
+
+def test_same_bytes_copy_really_copies_the_bytes_of_the_logical_tensor():
+    fn, nbytes = same_bytes_copy(torch.zeros(1, 100, dtype=torch.float64).expand(3, 100))
+    assert nbytes == 2 * 3 * 100 * 8  # read + write, logical size (not the 800-byte storage)
+    out = fn()
+    assert out.numel() == 3 * 100 * 8 and bool((out == 1).all())
+
+
+def test_lookup_of_unknown_candidate_says_which_exist():
+    c = Comparison((BenchRow("x", 1.0, 0.0, 1, 1.0, None, None),), "x")
+    with pytest.raises(KeyError, match=r"no candidate named 'y'; candidates: \['x'\]"):
+        c["y"]
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        (dict(cases={}), ValueError, "non-empty dict"),
+        (dict(cases={"a": 3}), TypeError, "case 'a' is a int, not a callable"),
+        (dict(cases={"a": int}, reference="b"), ValueError, r"reference='b' is not one of the cases \['a'\]"),
+        (dict(cases={"a": int}, bytes_moved={"b": 1}), ValueError, "bytes_moved names 'b'"),
+        (dict(cases={"a": int}, bytes_moved={"a": -1}), ValueError, r"bytes_moved\['a'\] must be an int >= 0"),
+        (dict(cases={"a": int}, rounds=0), ValueError, "rounds must be an int >= 1"),
+        (dict(cases={"a": int}, min_run_time=0), ValueError, "min_run_time must be > 0"),
+    ],
+)
+def test_bad_input_is_explained(kwargs, exc, match):
+    cases = kwargs.pop("cases")
+    with pytest.raises(exc, match=match):
+        compare(cases, **kwargs)
+
+
+def test_same_bytes_copy_rejects_non_tensors():
+    with pytest.raises(TypeError, match="expects a torch.Tensor for `like`"):
+        same_bytes_copy([1, 2, 3])
+
+
+def test_benchmark_script_reports_every_candidate_per_size():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "expand_vs_repeat.py"
+    spec = importlib.util.spec_from_file_location("expand_vs_repeat", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.run([2, 8], rounds=1, min_run_time=0.001, device="cpu", threads=1)
+    assert [s["rows"] for s in result["sizes"]] == [2, 8]
+    for size in result["sizes"]:
+        names = [c["name"] for c in size["candidates"]]
+        assert names == ["same-bytes copy", "expand", "repeat", "copy_ into buffer"]
+        assert size["output_bytes"] == size["rows"] * module.WIDTH * 4
+        copy = size["candidates"][0]
+        assert copy["ratio_to_copy"] == 1.0 and copy["bytes_moved"] == 2 * size["output_bytes"]
