@@ -7,12 +7,32 @@ Importing viewlab starts nothing: no CUDA initialisation, no threads, no pyplot 
 False
 """
 
+from . import bench
+from .attention import (
+    SqueezeExcitation,
+    scaled_dot_product_attention,
+    causal_mask,
+    combine_masks,
+    merge_heads,
+    multi_head_self_attention,
+    padding_mask,
+    split_heads,
+)
+from .broadcast import BroadcastError, BroadcastExplanation, explain_broadcast
 from .draw import draw_layout, show_figure
+from .draw_broadcast import draw_broadcast
+from . import exercises, seed_helpers
 from .layout import Layout, layout, storage_indices
+from .memory import Measurement, OpRecord, measure
+from .monitor import MemoryMonitor
 from .sharing import shares_storage
 from .viewops import OP_CASES, OFFICIAL_VIEW_OPS, observe, view_op_table
 
 __all__ = [
+    "explain_broadcast",
+    "BroadcastError",
+    "BroadcastExplanation",
+    "draw_broadcast",
     "Layout",
     "layout",
     "storage_indices",
@@ -23,5 +43,42 @@ __all__ = [
     "OFFICIAL_VIEW_OPS",
     "observe",
     "view_op_table",
+    "measure",
+    "Measurement",
+    "OpRecord",
+    "MemoryMonitor",
+    "exercises",
+    "seed_helpers",
+    "scaled_dot_product_attention",
+    "padding_mask",
+    "causal_mask",
+    "combine_masks",
+    "split_heads",
+    "merge_heads",
+    "multi_head_self_attention",
+    "SqueezeExcitation",
+    "bench",
 ]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):  # noqa: ANN001 - IPython's hook signature
+    """``%load_ext viewlab``: an always-on memory monitor that marks and measures every cell.
+
+    >>> callable(load_ipython_extension)
+    True
+    """
+    from .monitor import load_ipython_extension as _load
+
+    _load(ipython)
+
+
+def unload_ipython_extension(ipython):  # noqa: ANN001
+    """``%unload_ext viewlab``: stop the cell monitor and show its final plot and per-cell table.
+
+    >>> callable(unload_ipython_extension)
+    True
+    """
+    from .monitor import unload_ipython_extension as _unload
+
+    _unload(ipython)
