@@ -25,11 +25,13 @@ ifeq ($(shell id -u),0)
 ROOT_FLAG := --allow-root
 endif
 
-.PHONY: help lab test test-unit test-notebooks notebooks install clean
+.PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book
 help:
 	@echo "make lab        - install the course into .venv and open JupyterLab on notebooks/"
 	@echo "make test       - unit tests + strict nbval over every notebook"
 	@echo "make notebooks  - re-execute every notebook in place (seeded), so stored outputs are fresh"
+	@echo "make book       - build the Jupyter Book into book/_build/html (offline, warnings are errors)"
+	@echo "make test-book  - build the book, then open every page in headless chromium and check it"
 	@echo "make clean      - remove .venv and build artefacts"
 
 $(BIN)/python:
@@ -66,4 +68,22 @@ notebooks: $(VENV)/.installed-test
 	$(BIN)/python tests/execute_notebooks.py $(NOTEBOOKS)
 
 clean:
-	rm -rf $(VENV) book/_build .pytest_cache .hypothesis src/*.egg-info
+	rm -rf $(VENV) book/_build book/api .pytest_cache .hypothesis src/*.egg-info
+
+# The book: Jupyter Book 1.x (2.x downloads its theme at build time), source folder = repository root
+# so book/_toc.yml points straight at notebooks/*.ipynb. Stored outputs only, offline, every warning is
+# an error. A clean build each time: an incremental one would not repeat warnings of unchanged pages.
+BOOK_HTML := book/_build/html
+$(VENV)/.installed-book: pyproject.toml $(VENV)/.installed-test
+	$(BIN)/python -m pip install -e ".[course,test,book]"
+	touch $@
+
+book: $(VENV)/.installed-book
+	rm -rf book/_build book/api
+	$(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml --path-output book -W --keep-going
+
+# Opens every page in Debian's chromium through Playwright (no browser download): install it with
+# `apt-get install -y chromium`. Screenshots land in test-artifacts/.
+test-book: book
+	@command -v chromium >/dev/null || { echo "make test-book needs Debian's chromium: apt-get install -y chromium"; exit 1; }
+	VIEWLAB_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/test_book.py tests/test_browser_book.py $(PYTEST_ARGS)
