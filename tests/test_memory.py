@@ -199,16 +199,31 @@ def test_other_threads_are_not_counted():
     assert out[0].numel() == 1000 and mine.numel() == 1
 
 
-def test_backend_is_named_and_cpu_is_chosen_without_cuda():
+def test_backend_is_named_and_default_counts_every_device():
     with measure(device="cpu") as m:
         pass
     assert m.backend == "tensor storages (cpu)"
     assert "tensor storages" in str(m)
+    # The default is the same exact backend with or without CUDA, so notebook cells print the same
+    # numbers on a laptop and on a GPU runtime.
+    with measure() as auto:
+        z = torch.zeros(2)
+    assert auto.backend == "tensor storages (all devices)"
+    assert auto.allocated_bytes == z.numel() * 4
     if not torch.cuda.is_available():
         assert resolve_device(None) == torch.device("cpu")
-        with measure() as auto:
-            torch.zeros(2)
-        assert auto.backend == "tensor storages (cpu)"
+
+
+@needs_cuda
+def test_default_counts_cpu_and_cuda_storages_alike():
+    x = torch.ones(1, 256)
+    with measure() as m:
+        a = x.repeat(4, 1)
+        b = x.to("cuda").repeat(4, 1)
+    # The CUDA copy of x is a temporary: in the peak, not in what is still held.
+    assert m.allocated_bytes == a.numel() * 4 + b.numel() * 4
+    assert m.peak_bytes == m.allocated_bytes + 256 * 4
+    del a, b
 
 
 @pytest.mark.parametrize(

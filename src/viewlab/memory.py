@@ -2,7 +2,8 @@
 
 Two backends, chosen from ``device`` and always named in ``m.backend``:
 
-* **tensor storages** (any device, the default without CUDA): every PyTorch operator run inside the
+* **tensor storages** (the default, ``device=None``: storages on every device; ``device="cpu"`` or
+  another device: only that one): every PyTorch operator run inside the
   block is intercepted with a ``TorchDispatchMode``. Each output whose storage is new is counted
   with its exact ``nbytes``, and a weakref callback on that storage subtracts it again when the
   last tensor using it dies. So ``expand`` counts 0 bytes, ``repeat`` counts ``numel * itemsize``,
@@ -10,12 +11,16 @@ Two backends, chosen from ``device`` and always named in ``m.backend``:
   It sees what operators *return*: scratch buffers a kernel uses internally, storages created before
   the block, and work done in other threads are outside it. (``tracemalloc`` is no substitute: it
   sees only Python's own allocator, never torch's.)
-* **cuda allocator** (``device="cuda"``, the default when CUDA is available): PyTorch's caching
+* **cuda allocator** (``device="cuda"``, opt-in): PyTorch's caching
   allocator counters from ``torch.cuda.memory_stats``. ``allocated_bytes`` and ``peak_bytes`` use the
   *requested* byte counters (exact sizes) where the running PyTorch has them, the block-rounded ones
   otherwise; ``reserved_bytes`` is what the allocator holds from the driver. The peak is read from
   the allocator's own peak counter, so no short-lived peak is missed -- but that counter is
   **process-global**, and ``measure`` resets it on entry (``torch.cuda.reset_peak_memory_stats``).
+
+The default is device-agnostic on purpose: the same notebook cell, run on a laptop or on a Colab GPU
+runtime, must report the same exact bytes for the tensors it creates. The allocator view is asked for
+explicitly, where the lesson is about the allocator itself.
 
 Nothing here initialises CUDA at import time.
 """
@@ -115,9 +120,9 @@ def _storage_of(t: torch.Tensor) -> Any:
 class _StorageTracker(TorchDispatchMode):
     """Counts bytes of storages created by operators while active (see module docstring)."""
 
-    def __init__(self, device: torch.device, log_ops: bool = False) -> None:
+    def __init__(self, device: torch.device | None, log_ops: bool = False) -> None:
         super().__init__()
-        self.device = device
+        self.device = device  # None: storages on every device (meta has none)
         self.log_ops = log_ops
         self.ops: list[OpRecord] = []
         self._lock = threading.RLock()  # reentrant: a GC-run finaliser may fire while we hold it
@@ -133,6 +138,8 @@ class _StorageTracker(TorchDispatchMode):
 
     def _matches(self, t: torch.Tensor) -> bool:
         dev = t.device
+        if self.device is None:
+            return dev.type != "meta"
         if dev.type != self.device.type:
             return False
         return self.device.index is None or dev.index == self.device.index
@@ -257,7 +264,7 @@ class Measurement:
     """
 
     backend: str
-    device: torch.device
+    device: torch.device | None  # None: tensor storages on every device
     note: str
     ops: list[OpRecord] = field(default_factory=list)
     _allocated: int = 0
@@ -303,9 +310,9 @@ class Measurement:
 
 
 class _StorageSession:
-    def __init__(self, device: torch.device, log_ops: bool) -> None:
+    def __init__(self, device: torch.device | None, log_ops: bool) -> None:
         self.tracker = _StorageTracker(device, log_ops)
-        self.label = f"{_STORAGE_LABEL} ({device})"
+        self.label = f"{_STORAGE_LABEL} ({'all devices' if device is None else device})"
         self.note = (
             "counts storages returned by operators run in this thread inside the block; storages made "
             "before it, kernels' internal scratch space and other threads are not counted"
@@ -370,8 +377,8 @@ class _CudaSession:
         return _cuda_stats(self.device).get("reserved_bytes.all.current", 0) - self._start_reserved
 
 
-def _session(device: torch.device, log_ops: bool) -> _StorageSession | _CudaSession:
-    if device.type == "cuda":
+def _session(device: torch.device | None, log_ops: bool) -> _StorageSession | _CudaSession:
+    if device is not None and device.type == "cuda":
         return _CudaSession(device, log_ops)
     return _StorageSession(device, log_ops)
 
@@ -379,8 +386,9 @@ def _session(device: torch.device, log_ops: bool) -> _StorageSession | _CudaSess
 class measure:  # noqa: N801 - used like a function: ``with measure() as m``
     """Context manager: how many bytes the code inside allocates (net) and at its peak.
 
-    ``device=None`` picks the CUDA allocator backend when CUDA is available, else the tensor-storage
-    backend on the CPU; ``device="cpu"`` (or any non-CUDA device) always uses tensor storages.
+    ``device=None`` (default) counts exact tensor-storage bytes on every device, so a cell reports the
+    same numbers on a laptop and on a GPU runtime; ``device="cpu"`` counts only CPU storages;
+    ``device="cuda"`` reads the CUDA caching allocator's counters (allocated, reserved, peak).
     ``log_ops=True`` also records one :class:`OpRecord` per operator in ``m.ops``.
 
     >>> x = torch.ones(1, 3)                       # 3 float32 = 12 bytes, made before the block
@@ -399,7 +407,7 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
     def __init__(self, device: Any = None, log_ops: bool = False) -> None:
         if not isinstance(log_ops, bool):
             raise TypeError(f"measure(log_ops=...) expects True or False, got {log_ops!r}.")
-        self._device = resolve_device(device)
+        self._device = None if device is None else resolve_device(device)
         self._log_ops = log_ops
         self._session: _StorageSession | _CudaSession | None = None
         self.result: Measurement | None = None
