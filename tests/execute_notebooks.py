@@ -2,7 +2,8 @@
 
 Seeded and deterministic: PYTHONHASHSEED is fixed and each notebook seeds torch itself. Cells tagged
 ``raises-exception`` may raise (their traceback is the lesson). Cells tagged ``gpu`` run only when
-CUDA is available; otherwise their stored outputs are kept untouched and a note is printed.
+CUDA is available; otherwise the kernel prints GPU_NOT_RUN in their place, so the stored notebook (and
+the book) says plainly that the cell was not run, and why, instead of showing nothing.
 
 Usage: python tests/execute_notebooks.py notebooks/01_views_and_copies.ipynb [...]
 """
@@ -30,6 +31,13 @@ def execution_stamp(cuda: bool) -> dict:
         "device": torch.cuda.get_device_name(0) if cuda else "cpu",
         "cuda": cuda,
     }
+
+
+GPU_NOT_RUN = (
+    "Not run here: this cell needs a CUDA GPU, and this copy of the notebook was executed on a machine "
+    "without one (torch.cuda.is_available() was False). On Colab: Runtime > Change runtime type > GPU, "
+    "then run it."
+)
 
 
 def tidy_outputs(cell: dict, replacements: dict[str, str]) -> None:
@@ -67,13 +75,17 @@ def execute(path: Path, cuda: bool) -> float:
                 continue
             if "gpu" in cell.metadata.get("tags", []) and not cuda:
                 skipped += 1
+                stand_in = nbformat.v4.new_code_cell(f"print({GPU_NOT_RUN!r})")
+                client.execute_cell(stand_in, index)
+                nb.cells[index] = cell  # nbclient stores the executed cell at `index`: put the real one back
+                cell.outputs, cell.execution_count = stand_in.outputs, stand_in.execution_count
                 continue
             client.execute_cell(cell, index)
             tidy_outputs(cell, _path_replacements())
     nb.metadata["viewlab"] = execution_stamp(cuda)
     nbformat.write(nb, path)
     seconds = time.perf_counter() - start
-    note = f", {skipped} gpu cell(s) kept as stored (no CUDA here)" if skipped else ""
+    note = f", {skipped} gpu cell(s) marked 'not run here' (no CUDA)" if skipped else ""
     print(f"executed {path} in {seconds:.1f} s{note}")
     return seconds
 

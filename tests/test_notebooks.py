@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # execute_notebooks is a script beside this file
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
@@ -27,7 +29,7 @@ def test_there_are_notebooks():
 def test_notebook_was_executed_top_to_bottom_in_one_run(path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    counts = [c.execution_count for c in _code_cells(nb) if not ("gpu" in _tags(c) and c.execution_count is None)]
+    counts = [c.execution_count for c in _code_cells(nb)]
     assert None not in counts, f"{path.name}: cells never executed -- run `make notebooks`"
     assert counts == list(range(1, len(counts) + 1)), (
         f"{path.name}: execution counts {counts} show cells run out of order or re-run; run `make notebooks`"
@@ -43,6 +45,20 @@ def test_errors_appear_only_where_announced(path):
             assert errors, f"{path.name}: cell tagged raises-exception did not raise:\n{cell.source}"
         else:
             assert not errors, f"{path.name}: unexpected error in cell:\n{cell.source}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_gpu_cells_say_why_they_did_not_run_on_a_cpu_execution(path):
+    from execute_notebooks import GPU_NOT_RUN
+
+    nb = nbformat.read(path, as_version=4)
+    if nb.metadata.get("viewlab", {}).get("cuda"):
+        pytest.skip("this copy was executed on CUDA")
+    for cell in _code_cells(nb):
+        if "gpu" in _tags(cell):
+            assert GPU_NOT_RUN not in cell.source, f"{path.name}: a gpu cell's source was replaced by the stand-in"
+            text = "".join(o.get("text", "") for o in cell.get("outputs", []))
+            assert text.strip() == GPU_NOT_RUN, f"{path.name}: gpu cell without the not-run note:\n{cell.source}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -1,0 +1,32 @@
+"""tests/execute_notebooks.py (what `make notebooks` runs) on a small real notebook."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from execute_notebooks import GPU_NOT_RUN, execute  # noqa: E402
+
+
+def test_gpu_cells_keep_their_source_and_say_why_they_did_not_run(tmp_path):
+    gpu = new_code_cell("import torch\nx = torch.zeros(1, device='cuda')\nprint(x)")
+    gpu.metadata["tags"] = ["gpu", "nbval-ignore-output"]
+    cells = [new_markdown_cell("# t"), new_code_cell("print('a'); print('b')"), gpu, new_code_cell("print(6 * 7)")]
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+
+    execute(path, cuda=False)
+
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == [1, 2, 3]
+    assert code[1].source == gpu.source and code[1].metadata["tags"] == ["gpu", "nbval-ignore-output"]
+    assert code[1].outputs[0].text.strip() == GPU_NOT_RUN
+    assert code[0].outputs[0].text == "a\nb\n" and len(code[0].outputs) == 1  # split prints merged
+    assert code[2].outputs[0].text == "42\n"
+    assert nb.metadata["viewlab"]["device"] == "cpu" and not nb.metadata["viewlab"]["cuda"]
+    assert all("execution" not in c.metadata for c in code)  # no timing metadata: re-runs do not churn
