@@ -122,7 +122,8 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
     bottom.set_xlim(-0.2, max(hi - lo, 1) + 0.2)
     bottom.set_ylim(-0.5, 1.45)
     shown = f"storage elements {lo}..{hi - 1} of {n_storage}" if hi > lo else f"storage: {n_storage} elements"
-    bottom.set_title(f"{shown} (index above, value inside, reads below when > 1)", fontsize=9)
+    # Two short lines: a one-line caption is wider than the strip for small tensors and gets clipped.
+    bottom.set_title(f"{shown}\nindex above, value inside, xN below = read N times", fontsize=9)
     fig.tight_layout()
     return fig
 
