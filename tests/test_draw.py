@@ -41,7 +41,7 @@ def test_too_large_and_meta_tensors_are_refused_with_advice():
 
 def test_show_figure_returns_png_with_alt_text():
     img = show_figure(draw_layout(torch.arange(3)), alt="three cells")
-    data, meta = img.data, img._repr_png_()[1]
+    data, meta = img.data, img._repr_mimebundle_()[1]["image/png"]
     assert data.startswith(b"\x89PNG") and meta["alt"] == "three cells"
     again = show_figure(draw_layout(torch.arange(3)), alt="three cells").data
     assert data == again  # byte-identical: re-executed notebooks do not churn
@@ -49,3 +49,18 @@ def test_show_figure_returns_png_with_alt_text():
         show_figure(draw_layout(torch.arange(3)), alt=" ")
     with pytest.raises(TypeError, match="matplotlib Figure"):
         show_figure("figure.png", alt="x")
+
+
+def test_show_figure_output_carries_png_alt_and_readable_text_on_this_ipython():
+    """What IPython itself makes of the figure (7.34 on the Colab stack, 8+ elsewhere): the PNG, the alt
+    text in the PNG's metadata (where the book reads it) and a readable text/plain line."""
+    import base64
+
+    from IPython.core.formatters import DisplayFormatter
+
+    figure = show_figure(draw_layout(torch.arange(3)), alt="three elements, stride 1")
+    data, metadata = DisplayFormatter().format(figure)
+    assert base64.b64decode(data["image/png"]) == figure.data and figure.data.startswith(b"\x89PNG")
+    assert metadata["image/png"]["alt"] == "three elements, stride 1"
+    assert data["text/plain"] == "[figure] three elements, stride 1"
+

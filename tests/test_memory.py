@@ -295,3 +295,55 @@ def test_cuda_log_ops_names_the_allocating_op():
         y = x.repeat(8, 1)
     assert [(op.name, op.bytes) for op in m.ops] == [("aten.expand.default", 0), ("aten.repeat.default", 8192)]
     assert y.is_cuda
+
+
+def test_cpu_with_an_index_counts_like_cpu():
+    """Regression: device='cpu:0' (or torch.device('cpu', 0)) used to report 0 bytes for everything."""
+    for device in ("cpu:0", torch.device("cpu", 0)):
+        with measure(device=device) as m:
+            y = torch.zeros(4, 3)
+        assert (m.allocated_bytes, m.backend) == (48, "tensor storages (cpu)"), device
+    assert y.numel() == 12
+
+
+def test_memory_borrowed_from_numpy_is_not_counted():
+    """Regression: torch.from_numpy / torch.as_tensor share the array's memory; torch allocates nothing."""
+    import numpy as np
+
+    arr = np.zeros(1000, dtype=np.float32)
+    with measure() as m:
+        shared = torch.from_numpy(arr)
+        also_shared = torch.as_tensor(arr)
+        copied = torch.tensor(arr)  # a real copy: counted
+    assert m.allocated_bytes == copied.nbytes == 4000
+    assert shared.data_ptr() == also_shared.data_ptr() == arr.ctypes.data
+
+
+def test_requested_equals_allocated_for_storages_and_summary_shows_one_number():
+    with measure(device="cpu") as m:
+        y = torch.ones(1)
+    assert (m.allocated_bytes, m.requested_bytes, m.peak_bytes, m.requested_peak_bytes) == (4, 4, 4, 4)
+    assert m.summary() == "tensor storages (cpu): allocated 4 B, peak 4 B" and m.cuda_counters_before is None
+    assert y.item() == 1.0
+
+
+@needs_cuda
+def test_cuda_allocated_is_block_rounded_and_requested_is_exact():
+    with measure(device="cuda") as m:
+        tiny = torch.ones(1, device="cuda")
+    assert (m.allocated_bytes, m.requested_bytes) == (512, 4)
+    assert "allocated 512 B (requested 4 B)" in m.summary()
+    assert set(m.cuda_counters_before) == {"memory_allocated", "max_memory_allocated", "memory_reserved",
+                                           "max_memory_reserved"}
+    assert tiny.is_cuda
+
+
+@needs_cuda
+def test_cuda_nested_measure_keeps_the_outer_peak():
+    with measure(device="cuda") as outer:
+        big = torch.empty(8 * 2**20, dtype=torch.uint8, device="cuda")
+        del big
+        with measure(device="cuda") as inner:
+            small = torch.empty(1024, dtype=torch.uint8, device="cuda")
+    assert inner.peak_bytes == 1024 and outer.peak_bytes >= 8 * 2**20
+    assert small.is_cuda

@@ -85,6 +85,56 @@ def test_a_forgotten_monitor_does_not_keep_its_thread():
     assert not thread.is_alive()
 
 
+def _modes() -> list:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return _get_current_dispatch_mode_stack()
+
+
+def test_a_dropped_running_monitor_removes_its_dispatch_mode():
+    """Re-running `mon = MemoryMonitor().start()` drops the old monitor while it runs: its mode must go."""
+    mon = MemoryMonitor(device="cpu", display=False).start()
+    assert len(_modes()) == 1
+    thread = mon._thread
+    mon = MemoryMonitor(device="cpu", display=False).start()  # the first one has no reference left
+    assert len(_modes()) == 1, f"the dropped monitor left its mode behind: {_modes()}"
+    mon.stop()
+    del mon
+    thread.join(timeout=3)
+    assert not thread.is_alive() and _modes() == []
+
+
+def test_stop_inside_a_measure_block_removes_its_own_mode_not_the_measure():
+    mon = MemoryMonitor(device="cpu", display=False).start()
+    with viewlab.measure(device="cpu") as m:
+        mon.stop()  # the monitor's mode is below the measure's on the stack
+        r = torch.ones(1, 8).repeat(4, 1)
+    assert m.allocated_bytes == r.numel() * 4, "measure() must still count after the monitor stopped"
+    assert _modes() == []
+
+
+def test_a_failed_start_leaves_no_thread_mode_or_backend(monkeypatch):
+    def broken_widget(self):
+        raise RuntimeError("widget could not be built")
+
+    monkeypatch.setattr(MemoryMonitor, "_show_widget", broken_widget)  # failure injection at the widget step
+    mon = MemoryMonitor(device="cpu", display=True)
+    with pytest.raises(RuntimeError, match="widget could not be built"):
+        mon.start()
+    assert not mon.running and mon._source is None
+    assert not _monitor_threads() and _modes() == []
+    monkeypatch.undo()
+    mon.display = False
+    assert mon.start().stop().samples, "the same monitor starts cleanly afterwards"
+
+
+def test_frames_auto_picks_cell_on_colab_only(monkeypatch):
+    assert MemoryMonitor(device="cpu", display=False).frames_from == "thread"
+    monkeypatch.setitem(__import__("sys").modules, "google.colab", type(__import__("sys"))("google.colab"))
+    assert MemoryMonitor(device="cpu", display=False).frames_from == "cell"
+    assert MemoryMonitor(device="cpu", display=False, frames="thread").frames_from == "thread"
+
+
 def test_monitor_holds_no_reference_to_any_tensor():
     with MemoryMonitor(device="cpu", display=False) as mon:
         t = torch.zeros(10_000)
@@ -157,8 +207,13 @@ def test_restart_continues_the_timeline():
 @pytest.mark.parametrize(
     ("kwargs", "error", "words"),
     [
-        ({"interval": 0.1}, ValueError, "interval >= 0.25"),
-        ({"interval": "fast"}, ValueError, "interval"),
+        ({"interval": 0.1}, ValueError, r"0.25 <= interval <= 60"),
+        ({"interval": float("nan")}, ValueError, r"interval=nan.*0.25 <= interval"),
+        ({"interval": float("inf")}, ValueError, r"interval=inf"),
+        ({"interval": 1e10}, ValueError, r"at least once a minute"),
+        ({"interval": "fast"}, TypeError, r"interval=...\) expects seconds as a number, got str"),
+        ({"frames": "widget"}, ValueError, r"frames='widget'.*'auto', 'thread', 'cell'"),
+        ({"title": 3}, TypeError, "title"),
         ({"backend": "nvml"}, ValueError, "'storages'"),
         ({"display": "yes"}, TypeError, "None, True or False"),
         ({"device": "cpu", "backend": "cuda"}, ValueError, "needs a CUDA device"),
@@ -274,24 +329,33 @@ def _run_in_kernel(codes: list[str], timeout: float = 120) -> list[list[dict]]:
         km.shutdown_kernel(now=True)
 
 
-def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays():
-    warm = "import matplotlib.figure, ipywidgets, torch\nfrom viewlab import MemoryMonitor"
+@pytest.mark.parametrize(("frames", "sender"), [("thread", _THREAD_NAME), ("cell", "MainThread")])
+def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(frames, sender):
+    """Both frame paths in a real kernel: frames arrive while the cell is busy, from the thread the
+    mode promises (recorded by an observer on the image widget, which runs in the sending thread)."""
+    warm = "import matplotlib.figure, ipywidgets, torch, threading\nfrom viewlab import MemoryMonitor"
     loop = (
         "import time\n"
-        "with MemoryMonitor(device='cpu') as mon:\n"
-        "    keep = []\n"
-        "    for i in range(12):\n"
-        "        keep.append(torch.zeros(100_000)); time.sleep(0.25)\n"
-        "print('frames', mon.frames, 'errors', mon.errors)"
+        f"mon = MemoryMonitor(device='cpu', frames={frames!r}).start()\n"
+        "senders = []\n"
+        "mon._image.observe(lambda change: senders.append(threading.current_thread().name), names='value')\n"
+        "keep = []\n"
+        "for i in range(12):\n"
+        "    keep.append(torch.zeros(100_000)); time.sleep(0.25)\n"
+        "busy_senders = list(senders)\n"
+        "mon.stop()\n"
+        "print('frames_from', mon.frames_from, 'senders', sorted(set(busy_senders)), 'errors', mon.errors)"
     )
     _, msgs = _run_in_kernel([warm, loop])
     types = [m["msg_type"] for m in msgs]
     assert "error" not in types, [m["content"] for m in msgs if m["msg_type"] == "error"]
-    frames = [m for m in msgs if m["msg_type"] == "comm_msg" and m.get("buffers")]
-    assert len(frames) >= 2, f"live frames sent while the cell ran: {len(frames)}"
+    text = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    assert f"frames_from {frames} senders [{sender!r}] errors []" in text, text
+    frames_sent = [m for m in msgs if m["msg_type"] == "comm_msg" and m.get("buffers")]
+    assert len(frames_sent) >= 4, f"live frames sent while the cell ran: {len(frames_sent)}"
     idle_t = msgs[-1]["_t"]
-    assert all(f["_t"] < idle_t for f in frames)
-    gaps = [b["_t"] - a["_t"] for a, b in zip(frames, frames[1:])]
+    assert all(f["_t"] < idle_t for f in frames_sent)
+    gaps = [b["_t"] - a["_t"] for a, b in zip(frames_sent, frames_sent[1:])]
     assert all(g >= 0.2 for g in gaps), f"frames came faster than 4 per second: {gaps}"
     displays = [m["content"] for m in msgs if m["msg_type"] == "display_data"]
     widget = [d for d in displays if "application/vnd.jupyter.widget-view+json" in d["data"]]
@@ -299,6 +363,7 @@ def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays():
     htmls = [d for d in displays if "text/html" in d["data"]]
     assert widget and pngs and htmls
     assert "tensor storages (cpu)" in pngs[0]["metadata"]["image/png"]["alt"]
+    assert pngs[0]["data"]["text/plain"].startswith("[figure] Memory over")
     assert "4,800,000 B" in htmls[0]["data"]["text/html"]  # 12 x 400,000 bytes still held at stop
 
 

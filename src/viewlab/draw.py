@@ -12,7 +12,7 @@ from .layout import layout, storage_indices
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
     from matplotlib.figure import Figure
 
-__all__ = ["draw_layout", "show_figure", "MAX_DRAWN_ELEMENTS"]
+__all__ = ["draw_layout", "show_figure", "PNGFigure", "render_png", "MAX_DRAWN_ELEMENTS"]
 
 MAX_DRAWN_ELEMENTS = 64
 # Colour-blind-safe palette (Okabe-Ito); every cell also carries its numbers, so colour is never
@@ -128,11 +128,43 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
     return fig
 
 
-def show_figure(fig: "Figure", alt: str, dpi: int = 100) -> Any:
-    """Render ``fig`` to a PNG and return an ``IPython.display.Image`` that carries ``alt`` text.
+class PNGFigure:
+    """A rendered figure: PNG bytes plus the alt text that describes them, displayable in Jupyter.
+
+    It displays through ``_repr_mimebundle_`` (IPython 6.1 and later), not ``IPython.display.Image``:
+    IPython 7 (Colab's) has no ``alt`` argument there. The output holds the PNG, the alt text in the
+    PNG's output metadata (where the book build reads it), and a readable ``text/plain`` line for
+    viewers that show no images.
+
+    >>> fig = PNGFigure(b"\\x89PNG...", alt="three elements")
+    >>> fig.alt, fig._repr_mimebundle_()[0]["text/plain"]
+    ('three elements', '[figure] three elements')
+    """
+
+    def __init__(self, data: bytes, alt: str) -> None:
+        if not isinstance(data, bytes) or not data:
+            raise TypeError(f"PNGFigure(data=...) expects the PNG file's bytes, got {type(data).__name__}.")
+        if not isinstance(alt, str) or not alt.strip():
+            raise ValueError("PNGFigure(alt=...) needs one sentence saying what the picture shows.")
+        self.data = data
+        self.alt = alt.strip()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
+        import base64
+
+        data = {"image/png": base64.b64encode(self.data).decode("ascii"), "text/plain": f"[figure] {self.alt}"}
+        return data, {"image/png": {"alt": self.alt}}
+
+    def __repr__(self) -> str:
+        return f"PNGFigure({len(self.data):,} bytes, alt={self.alt!r})"
+
+
+def show_figure(fig: "Figure", alt: str, dpi: int = 100) -> PNGFigure:
+    """Render ``fig`` to a PNG and return a :class:`PNGFigure` that carries ``alt`` text.
 
     A plain PNG output survives in the saved notebook and in the static book (no widget state, no
-    backend needed), and the alt text describes it for screen readers.
+    backend needed), and the alt text describes it for screen readers. Works with IPython 7 (Colab)
+    and later.
 
     >>> img = show_figure(draw_layout(torch.arange(3)), alt="three elements, stride 1")
     >>> img.alt
@@ -145,11 +177,18 @@ def show_figure(fig: "Figure", alt: str, dpi: int = 100) -> Any:
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("show_figure() needs alt text: one sentence saying what the picture shows, e.g. "
                          "alt='a 2x3 view reading storage elements 0 to 5'.")
+    return PNGFigure(render_png(fig, dpi=dpi), alt)
+
+
+def render_png(fig: "Figure", dpi: int = 100) -> bytes:
+    """The PNG bytes of ``fig``; identical bytes for identical figures, so re-executed notebooks diff cleanly.
+
+    >>> render_png(draw_layout(torch.arange(3)))[:4]
+    b'\\x89PNG'
+    """
     import io
 
-    from IPython.display import Image
-
     buffer = io.BytesIO()
-    # Fixed metadata keeps the PNG bytes identical between runs, so re-executed notebooks diff cleanly.
+    # No "Software" entry (it carries the matplotlib version): same bytes on every machine.
     fig.savefig(buffer, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
-    return Image(data=buffer.getvalue(), format="png", alt=alt.strip())
+    return buffer.getvalue()

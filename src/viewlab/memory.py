@@ -11,12 +11,18 @@ Two backends, chosen from ``device`` and always named in ``m.backend``:
   It sees what operators *return*: scratch buffers a kernel uses internally, storages created before
   the block, and work done in other threads are outside it. (``tracemalloc`` is no substitute: it
   sees only Python's own allocator, never torch's.)
-* **cuda allocator** (``device="cuda"``, opt-in): PyTorch's caching
-  allocator counters from ``torch.cuda.memory_stats``. ``allocated_bytes`` and ``peak_bytes`` use the
-  *requested* byte counters (exact sizes) where the running PyTorch has them, the block-rounded ones
-  otherwise; ``reserved_bytes`` is what the allocator holds from the driver. The peak is read from
-  the allocator's own peak counter, so no short-lived peak is missed -- but that counter is
-  **process-global**, and ``measure`` resets it on entry (``torch.cuda.reset_peak_memory_stats``).
+* **cuda allocator** (``device="cuda"``, opt-in): PyTorch's caching allocator counters from
+  ``torch.cuda.memory_stats``. One definition of *allocated* throughout: what
+  ``torch.cuda.memory_allocated()`` counts, i.e. whole allocator blocks (sizes rounded up to
+  multiples of 512 bytes). ``requested_bytes`` is the exact size the tensors asked for, printed beside
+  it where the two differ, so the rounding is visible. ``reserved_bytes`` is what the allocator holds
+  from the driver. The peak is read from the allocator's own peak counter, so no short-lived peak is
+  missed -- but that counter is **process-global**: ``measure`` resets it on entry
+  (``torch.cuda.reset_peak_memory_stats``), so afterwards ``torch.cuda.max_memory_allocated()`` is the
+  peak since that reset. ``m.cuda_counters_before`` keeps what your own counters read before
+  ``measure`` touched them, and nested windows compose: before any viewlab reset, the current peak is
+  folded into every viewlab window still open on that device (an outer ``measure``, a
+  ``MemoryMonitor``), so an inner ``measure`` never loses an outer peak.
 
 The default is device-agnostic on purpose: the same notebook cell, run on a laptop or on a Colab GPU
 runtime, must report the same exact bytes for the tensors it creates. The allocator view is asked for
@@ -34,9 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
-__all__ = ["measure", "Measurement", "OpRecord", "resolve_device", "rss_bytes"]
+__all__ = ["measure", "Measurement", "OpRecord", "resolve_device", "rss_bytes", "cuda_process_peak"]
 
 _STORAGE_LABEL = "tensor storages"
 _LIFT_FRESH = torch.ops.aten.lift_fresh.default
@@ -80,6 +86,9 @@ def resolve_device(device: Any = None) -> torch.device:
         ) from exc
     if dev.type == "meta":
         raise ValueError("device='meta': meta tensors have no memory to measure; pass 'cpu' or 'cuda'.")
+    if dev.type == "cpu":
+        # CPU tensors report device index None; 'cpu:0' names the same single device.
+        dev = torch.device("cpu")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(
             f"device={device!r}, but torch.cuda.is_available() is False here. "
@@ -115,6 +124,126 @@ def _storage_of(t: torch.Tensor) -> Any:
         return t.untyped_storage()
     except (RuntimeError, NotImplementedError, TypeError):  # sparse, nested, functional wrappers
         return None
+
+
+def _enter_mode(mode: TorchDispatchMode) -> None:
+    """Push ``mode`` on this thread's dispatch-mode stack (TorchDispatchMode's own bookkeeping)."""
+    TorchDispatchMode.__enter__(mode)
+
+
+def _remove_mode(mode: TorchDispatchMode) -> bool:
+    """Take ``mode`` off this thread's dispatch-mode stack wherever it sits, never "pop the top".
+
+    Modes pushed after it (a ``measure`` inside a monitor, say) are taken off first and put back
+    afterwards in the same order, each with TorchDispatchMode's own exit/enter bookkeeping, so the
+    stack and torch's "a mode is active" flags stay consistent. Returns False when ``mode`` is not on
+    this thread's stack (already removed, or pushed by another thread: mode stacks are per thread).
+    """
+    stack = _get_current_dispatch_mode_stack()
+    if not any(m is mode for m in stack):
+        return False
+    above = []
+    while stack[-1] is not mode:
+        top = stack.pop()
+        TorchDispatchMode.__exit__(top, None, None, None)
+        above.append(top)
+    TorchDispatchMode.__exit__(mode, None, None, None)
+    for top in reversed(above):
+        TorchDispatchMode.__enter__(top)
+    return True
+
+
+# ---------------------------------------------------------------------- CUDA peak windows
+
+_PEAK_KEYS = ("allocated_bytes.all.peak", "requested_bytes.all.peak", "reserved_bytes.all.peak")
+
+
+class _TorchCudaCounters:
+    """The real counters: torch.cuda.memory_stats and torch.cuda.reset_peak_memory_stats."""
+
+    def stats(self, device: torch.device) -> dict[str, int]:
+        return torch.cuda.memory_stats(device)
+
+    def reset_peaks(self, device: torch.device) -> None:
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+class _CudaWindow:
+    """One open viewlab measurement window on a CUDA device (a ``measure`` block, a monitor, a cell)."""
+
+    def __init__(self, ledger: "_CudaLedger", device: torch.device, start: dict[str, int]) -> None:
+        self.ledger = ledger
+        self.device = device
+        self.start = start  # the counters when the window opened
+        self.folded: dict[str, int] = {}  # peaks reached inside the window before a later reset
+
+    def peak(self, key: str) -> int:
+        """Highest value of the peak counter ``key`` since the window opened, across resets."""
+        return max(self.folded.get(key, 0), self.ledger.counters.stats(self.device).get(key, 0))
+
+    def close(self) -> None:
+        self.ledger.close(self)
+
+
+class _CudaLedger:
+    """Process-wide record of viewlab's open CUDA windows.
+
+    torch.cuda has one peak counter per device for the whole process. A window needs it reset at its
+    start, which would erase the peak of every window already open. So every reset goes through
+    :meth:`open`, which first folds the current peak into each open window on that device, and into
+    ``process_peaks`` (the peak of the process as if viewlab had never reset anything).
+    """
+
+    def __init__(self, counters: Any = None) -> None:
+        self.counters = counters if counters is not None else _TorchCudaCounters()
+        self.windows: list[_CudaWindow] = []
+        self.process_peaks: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def open(self, device: torch.device) -> _CudaWindow:
+        with self._lock:
+            stats = self.counters.stats(device)
+            for key in _PEAK_KEYS:
+                value = stats.get(key, 0)
+                slot = (str(device), key)
+                self.process_peaks[slot] = max(self.process_peaks.get(slot, 0), value)
+                for window in self.windows:
+                    if window.device == device:
+                        window.folded[key] = max(window.folded.get(key, 0), value)
+            self.counters.reset_peaks(device)
+            window = _CudaWindow(self, device, dict(self.counters.stats(device)))
+            self.windows.append(window)
+            return window
+
+    def close(self, window: _CudaWindow) -> None:
+        with self._lock:
+            self.windows = [w for w in self.windows if w is not window]
+
+    def process_peak(self, device: torch.device, key: str = "allocated_bytes.all.peak") -> int:
+        """The process's peak of ``key`` on ``device``, counting the peaks that viewlab's resets erased."""
+        with self._lock:
+            return max(self.process_peaks.get((str(device), key), 0), self.counters.stats(device).get(key, 0))
+
+
+_CUDA_LEDGER = _CudaLedger()
+
+
+def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
+    """Peak CUDA bytes of this process so far, as if viewlab had never reset torch's peak counters.
+
+    Keys: ``allocated`` (blocks, like ``torch.cuda.max_memory_allocated``), ``requested`` (exact
+    sizes) and ``reserved`` (like ``torch.cuda.max_memory_reserved``). Needs CUDA.
+
+    >>> cuda_process_peak() if torch.cuda.is_available() else "needs CUDA"  # doctest: +SKIP
+    """
+    dev = resolve_device(device)
+    if dev.type != "cuda":
+        raise ValueError(f"cuda_process_peak(device={device!r}): pass a CUDA device such as 'cuda' or 'cuda:0'.")
+    if dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    names = {"allocated": "allocated_bytes.all.peak", "requested": "requested_bytes.all.peak",
+             "reserved": "reserved_bytes.all.peak"}
+    return {name: _CUDA_LEDGER.process_peak(dev, key) for name, key in names.items()}
 
 
 class _StorageTracker(TorchDispatchMode):
@@ -187,6 +316,8 @@ class _StorageTracker(TorchDispatchMode):
                 if key in done:
                     continue
                 done.add(key)
+                if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
+                    continue
                 nbytes = st.nbytes()
                 if key in self._counted:  # ours already: count growth (resize_, out= resizing)
                     delta = nbytes - self._seen_nbytes[key]
@@ -228,21 +359,19 @@ class _StorageTracker(TorchDispatchMode):
         # A plain weakref with a callback is the cheapest way to hear about the free.
         self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))
 
+    def enter(self) -> None:
+        """Start counting operators run on this thread."""
+        _enter_mode(self)
+
+    def exit(self) -> bool:
+        """Stop counting on this thread: this mode leaves the stack by identity (see _remove_mode)."""
+        return _remove_mode(self)
+
     def close(self) -> None:
         """Stop following frees (drop every weakref) so nothing keeps this tracker alive."""
         with self._lock:
             self.closed = True
             self._refs.clear()
-
-
-def _cuda_stats(device: torch.device) -> dict[str, int]:
-    return torch.cuda.memory_stats(device)
-
-
-def _cuda_keys(stats: dict[str, int]) -> tuple[str, str]:
-    if "requested_bytes.all.current" in stats:
-        return "requested_bytes.all.current", "requested_bytes.all.peak"
-    return "allocated_bytes.all.current", "allocated_bytes.all.peak"
 
 
 @dataclass
@@ -251,9 +380,15 @@ class Measurement:
 
     Attributes:
         backend: which backend measured, e.g. ``"tensor storages (cpu)"`` or ``"cuda allocator (cuda:0)"``.
-        allocated_bytes: net bytes still held at exit (created inside and not yet freed).
-        peak_bytes: highest point above the start reached inside the block.
+        allocated_bytes: net bytes still held at exit (created inside and not yet freed). On CUDA: whole
+            allocator blocks, as ``torch.cuda.memory_allocated()`` counts them (multiples of 512 B).
+        requested_bytes: the same, in the exact sizes tensors asked for (equal to ``allocated_bytes``
+            for tensor storages; smaller on CUDA where block rounding adds bytes).
+        peak_bytes / requested_peak_bytes: highest point above the start reached inside the block.
         reserved_bytes: CUDA only: change in what the caching allocator holds from the driver.
+        cuda_counters_before: CUDA only: your own ``torch.cuda`` counters just before ``measure`` reset
+            the process-global peak (``memory_allocated``, ``max_memory_allocated``, ``memory_reserved``,
+            ``max_memory_reserved``); None for tensor storages.
         ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``.
         note: caveats for this backend (process-global peak reset on CUDA, scope on CPU).
 
@@ -267,8 +402,11 @@ class Measurement:
     device: torch.device | None  # None: tensor storages on every device
     note: str
     ops: list[OpRecord] = field(default_factory=list)
+    cuda_counters_before: dict[str, int] | None = None
     _allocated: int = 0
     _peak: int = 0
+    _requested: int = 0
+    _requested_peak: int = 0
     _reserved: int | None = None
     _live: Any = field(default=None, repr=False)
 
@@ -279,6 +417,14 @@ class Measurement:
     @property
     def peak_bytes(self) -> int:
         return self._live.peak() if self._live is not None else self._peak
+
+    @property
+    def requested_bytes(self) -> int:
+        return self._live.requested() if self._live is not None else self._requested
+
+    @property
+    def requested_peak_bytes(self) -> int:
+        return self._live.requested_peak() if self._live is not None else self._requested_peak
 
     @property
     def reserved_bytes(self) -> int | None:
@@ -292,7 +438,14 @@ class Measurement:
         >>> m.summary()
         'tensor storages (cpu): allocated 1,024 B, peak 1,024 B'
         """
-        text = f"{self.backend}: allocated {self.allocated_bytes:,} B, peak {self.peak_bytes:,} B"
+        allocated, requested = self.allocated_bytes, self.requested_bytes
+        peak, requested_peak = self.peak_bytes, self.requested_peak_bytes
+        text = f"{self.backend}: allocated {allocated:,} B"
+        if requested != allocated:
+            text += f" (requested {requested:,} B)"
+        text += f", peak {peak:,} B"
+        if requested_peak != peak:
+            text += f" (requested {requested_peak:,} B)"
         if self.reserved_bytes is not None:
             text += f", reserved {self.reserved_bytes:+,} B"
         return text
@@ -301,7 +454,8 @@ class Measurement:
         return self.summary()
 
     def __repr__(self) -> str:
-        extra = f", reserved_bytes={self.reserved_bytes}" if self.reserved_bytes is not None else ""
+        extra = f", requested_bytes={self.requested_bytes}" if self.requested_bytes != self.allocated_bytes else ""
+        extra += f", reserved_bytes={self.reserved_bytes}" if self.reserved_bytes is not None else ""
         ops = f", ops=[{len(self.ops)} records]" if self.ops else ""
         return (
             f"Measurement(backend={self.backend!r}, allocated_bytes={self.allocated_bytes}, "
@@ -315,14 +469,16 @@ class _StorageSession:
         self.label = f"{_STORAGE_LABEL} ({'all devices' if device is None else device})"
         self.note = (
             "counts storages returned by operators run in this thread inside the block; storages made "
-            "before it, kernels' internal scratch space and other threads are not counted"
+            "before it, storages borrowed from NumPy, kernels' internal scratch space and other threads "
+            "are not counted"
         )
+        self.counters_before: dict[str, int] | None = None
 
     def start(self) -> None:
-        self.tracker.__enter__()
+        self.tracker.enter()
 
     def stop(self) -> None:
-        self.tracker.__exit__(None, None, None)
+        self.tracker.exit()
         self.tracker.close()
 
     def allocated(self) -> int:
@@ -331,50 +487,82 @@ class _StorageSession:
     def peak(self) -> int:
         return self.tracker.peak
 
+    requested, requested_peak = allocated, peak  # storages have exact sizes: nothing is rounded
+
     def reserved(self) -> None:
         return None
 
 
+def _cuda_device(device: torch.device) -> torch.device:
+    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
+
+
+def _learner_counters(stats: dict[str, int]) -> dict[str, int]:
+    return {
+        "memory_allocated": stats.get("allocated_bytes.all.current", 0),
+        "max_memory_allocated": stats.get("allocated_bytes.all.peak", 0),
+        "memory_reserved": stats.get("reserved_bytes.all.current", 0),
+        "max_memory_reserved": stats.get("reserved_bytes.all.peak", 0),
+    }
+
+
 class _CudaSession:
-    def __init__(self, device: torch.device, log_ops: bool) -> None:
-        if device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
-        self.device = device
-        self.label = f"{_CUDA_LABEL} ({device})"
+    def __init__(self, device: torch.device, log_ops: bool, ledger: _CudaLedger | None = None) -> None:
+        self.ledger = ledger if ledger is not None else _CUDA_LEDGER
+        self.device = _cuda_device(device) if self.ledger is _CUDA_LEDGER else device
+        self.label = f"{_CUDA_LABEL} ({self.device})"
         self.note = (
-            "peak read from torch.cuda's peak counter, which is process-global: measure() reset it on "
-            "entry (torch.cuda.reset_peak_memory_stats), so earlier peaks of this process are gone"
+            "allocated = whole allocator blocks (as torch.cuda.memory_allocated counts them), requested = "
+            "exact sizes; the peak comes from torch.cuda's process-global peak counter, which measure() "
+            "reset on entry: torch.cuda.max_memory_allocated() now reads the peak since then, and "
+            "m.cuda_counters_before holds what it read before"
         )
         self.tracker = _StorageTracker(device, True) if log_ops else None
-        self._start = 0
-        self._start_reserved = 0
-        self._cur_key = self._peak_key = ""
+        self.window: _CudaWindow | None = None
+        self.counters_before: dict[str, int] | None = None
 
     def start(self) -> None:
-        stats = _cuda_stats(self.device)
-        if not stats:  # the allocator has not been used yet in this process
+        stats = self.ledger.counters.stats(self.device)
+        if not stats and self.ledger is _CUDA_LEDGER:  # the allocator has not been used yet
             torch.cuda.init()
-            stats = _cuda_stats(self.device)
-        self._cur_key, self._peak_key = _cuda_keys(stats)
-        self._start = stats.get(self._cur_key, 0)
-        self._start_reserved = stats.get("reserved_bytes.all.current", 0)
-        torch.cuda.reset_peak_memory_stats(self.device)
+            stats = self.ledger.counters.stats(self.device)
+        self.counters_before = _learner_counters(stats)
+        self.window = self.ledger.open(self.device)
         if self.tracker is not None:
-            self.tracker.__enter__()
+            self.tracker.enter()
 
     def stop(self) -> None:
         if self.tracker is not None:
-            self.tracker.__exit__(None, None, None)
+            self.tracker.exit()
             self.tracker.close()
+        if self.window is not None:
+            self.window.close()
+
+    def _now(self, key: str) -> int:
+        return self.ledger.counters.stats(self.device).get(key, 0)
+
+    def _since_start(self, key: str) -> int:
+        assert self.window is not None
+        return self._now(key) - self.window.start.get(key, 0)
+
+    def _peak_since_start(self, key: str, current_key: str) -> int:
+        assert self.window is not None
+        return max(0, self.window.peak(key) - self.window.start.get(current_key, 0))
 
     def allocated(self) -> int:
-        return _cuda_stats(self.device).get(self._cur_key, 0) - self._start
+        return self._since_start("allocated_bytes.all.current")
+
+    def requested(self) -> int:
+        return self._since_start("requested_bytes.all.current")
 
     def peak(self) -> int:
-        return max(0, _cuda_stats(self.device).get(self._peak_key, 0) - self._start)
+        return self._peak_since_start("allocated_bytes.all.peak", "allocated_bytes.all.current")
+
+    def requested_peak(self) -> int:
+        return self._peak_since_start("requested_bytes.all.peak", "requested_bytes.all.current")
 
     def reserved(self) -> int:
-        return _cuda_stats(self.device).get("reserved_bytes.all.current", 0) - self._start_reserved
+        return self._since_start("reserved_bytes.all.current")
 
 
 def _session(device: torch.device | None, log_ops: bool) -> _StorageSession | _CudaSession:
@@ -423,6 +611,7 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
             device=self._device,
             note=self._session.note,
             ops=tracker.ops if tracker is not None and self._log_ops else [],
+            cuda_counters_before=self._session.counters_before,
             _live=self._session,
         )
         return self.result
@@ -432,6 +621,8 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
         session, result = self._session, self.result
         result._allocated = session.allocated()
         result._peak = session.peak()
+        result._requested = session.requested()
+        result._requested_peak = session.requested_peak()
         result._reserved = session.reserved()
         session.stop()
         result._live = None

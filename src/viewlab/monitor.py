@@ -11,12 +11,23 @@ Backends: ``"storages"`` (exact bytes of tensor storages made since start, any d
 counters: allocated, reserved, peak), ``"rss"`` (process resident memory, approximate, sampling
 only). ``"auto"`` picks ``"cuda"`` when CUDA is available, else ``"storages"``.
 
+Where live frames come from (``frames=``): ``"thread"`` -- the sampling thread draws and sends each
+frame; ``"cell"`` -- the thread running the cell sends them, between two operators (a dispatch-mode
+hook whose cost between frames is one clock read) and at every ``mark()``, at most 4 a second, while
+the sampling thread only samples. Colab's front end does not show widget updates sent from a
+background thread (googlecolab/colabtools#3373), so ``"auto"`` picks ``"cell"`` on Colab (detected by
+``google.colab`` in ``sys.modules``) and ``"thread"`` elsewhere. In ``"cell"`` mode a single operator
+that runs for seconds shows no new frame until it returns.
+
 The monitor never holds a tensor: it keeps numbers only.
 """
 
 from __future__ import annotations
 
+import functools
 import html
+import math
+import sys
 import threading
 import time
 import weakref
@@ -25,12 +36,16 @@ from typing import Any
 
 import torch
 
-from .memory import _StorageTracker, _cuda_keys, _cuda_stats, resolve_device, rss_bytes
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .memory import _CUDA_LEDGER, _CudaWindow, _enter_mode, _remove_mode, _StorageTracker, resolve_device, rss_bytes
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
 
 MIN_INTERVAL = 0.25  # seconds: at most 4 frames a second
+MAX_INTERVAL = 60.0  # seconds: a monitor that samples less often than this shows nothing live
 _BACKENDS = ("auto", "storages", "cuda", "rss")
+_FRAME_SOURCES = ("auto", "thread", "cell")
 _THREAD_NAME = "viewlab-memory-monitor"
 
 
@@ -111,24 +126,30 @@ class _StorageSource(_Source):
     def __init__(self, device: torch.device) -> None:
         # The first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per
         # process). Pay that here, before the timeline starts, not inside the learner's plot.
-        with _StorageTracker(device) as warm:
+        warm = _StorageTracker(device)
+        warm.enter()
+        try:
             torch.empty(0)
-        warm.close()
+        finally:
+            warm.exit()
+            warm.close()
         self.tracker = _StorageTracker(device)
         self.label = f"tensor storages ({device})"
         self.line = "tensor storages made since start"
         self._entered = 0
 
     def enter_thread(self) -> None:
-        self.tracker.__enter__()
+        self.tracker.enter()
         self._entered += 1
 
     def exit_thread(self) -> None:
         if self._entered:
             self._entered -= 1
-            self.tracker.__exit__(None, None, None)
+            self.tracker.exit()
 
     def close(self) -> None:
+        while self._entered:
+            self.exit_thread()
         self.tracker.close()
 
     def read(self) -> tuple[int, int, None]:
@@ -145,37 +166,48 @@ class _StorageSource(_Source):
 
 
 class _CudaSource(_Source):
-    """The caching allocator's counters. The peak counter is process-global: this source resets it
-    at start, on reset and at each cell start, and keeps the running maximum itself so no peak is lost."""
+    """The caching allocator's counters (allocated = whole blocks, as ``torch.cuda.memory_allocated``).
 
-    def __init__(self, device: torch.device) -> None:
-        if device.index is None:
+    The peak counter is process-global. The monitor opens a window in viewlab's CUDA ledger at start
+    (and one per cell in cell mode); each window's reset first folds the current peak into every
+    window still open, so a ``measure`` inside the monitor, or a cell window, never loses its peak.
+    """
+
+    def __init__(self, device: torch.device, ledger: Any = None) -> None:
+        self.ledger = ledger if ledger is not None else _CUDA_LEDGER
+        if device.index is None and self.ledger is _CUDA_LEDGER:
             device = torch.device("cuda", torch.cuda.current_device())
         self.device = device
         self.label = f"cuda allocator ({device})"
         self.line = "allocated (cuda allocator)"
-        stats = _cuda_stats(device)
-        if not stats:
+        if not self.ledger.counters.stats(device) and self.ledger is _CUDA_LEDGER:
             torch.cuda.init()
-            stats = _cuda_stats(device)
-        self._cur, self._peak = _cuda_keys(stats)
-        self._peak_before = 0
-        torch.cuda.reset_peak_memory_stats(device)
+        self._window: _CudaWindow = self.ledger.open(device)
+        self._cell: _CudaWindow | None = None
 
     def read(self) -> tuple[int, int, int]:
-        s = _cuda_stats(self.device)
-        return s.get(self._cur, 0), max(self._peak_before, s.get(self._peak, 0)), s.get("reserved_bytes.all.current", 0)
+        s = self.ledger.counters.stats(self.device)
+        return (s.get("allocated_bytes.all.current", 0), self._window.peak("allocated_bytes.all.peak"),
+                s.get("reserved_bytes.all.current", 0))
 
     def reset_peak(self) -> None:
-        self._peak_before = 0
-        torch.cuda.reset_peak_memory_stats(self.device)
+        self._window.close()
+        self._window = self.ledger.open(self.device)
 
     def begin_window(self) -> None:
-        self._peak_before = self.read()[1]
-        torch.cuda.reset_peak_memory_stats(self.device)
+        if self._cell is not None:
+            self._cell.close()
+        self._cell = self.ledger.open(self.device)
 
     def window_peak(self) -> int:
-        return _cuda_stats(self.device).get(self._peak, 0)
+        window = self._cell if self._cell is not None else self._window
+        return window.peak("allocated_bytes.all.peak")
+
+    def close(self) -> None:
+        self._window.close()
+        if self._cell is not None:
+            self._cell.close()
+            self._cell = None
 
 
 class _RssSource(_Source):
@@ -211,6 +243,28 @@ def _in_kernel() -> bool:
     return ip is not None and getattr(ip, "kernel", None) is not None
 
 
+def _on_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+class _FrameHook(TorchDispatchMode):
+    """``frames="cell"``: after each operator on the cell's thread, one clock read; when a frame is
+    due, the monitor samples and sends it from this thread. Holds the monitor only weakly."""
+
+    def __init__(self, monitor: "MemoryMonitor") -> None:
+        super().__init__()
+        self._monitor = weakref.ref(monitor)
+        self.due = 0.0  # perf_counter() time from which the next frame may be sent
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        out = func(*args, **(kwargs or {}))
+        if time.perf_counter() >= self.due:
+            mon = self._monitor()
+            if mon is not None:
+                mon._frame_from_cell()
+        return out
+
+
 def _sampler(ref: "weakref.ReferenceType[MemoryMonitor]", stop: threading.Event, interval: float) -> None:
     """Thread body. Holds only a weak reference, so a forgotten monitor does not keep it alive."""
     while not stop.wait(interval):
@@ -221,9 +275,9 @@ def _sampler(ref: "weakref.ReferenceType[MemoryMonitor]", stop: threading.Event,
             mon._take_sample()
             # At most 4 frames a second; on a slow machine drawing takes at most about a quarter of the
             # time (it competes with the cell for the GIL), but a frame still comes at least every second.
-            gap = min(max(interval, 3 * mon._frame_cost), 1.0)
-            if mon._widget is not None and time.perf_counter() - mon._frame_time >= gap:
-                mon._push_frame()
+            if mon.frames_from == "thread" and mon._widget is not None:
+                if time.perf_counter() - mon._frame_time >= mon._frame_gap():
+                    mon._push_frame()
         except Exception as exc:  # noqa: BLE001 - never let the thread die silently
             mon.errors.append(f"{type(exc).__name__}: {exc}")
         del mon
@@ -242,9 +296,13 @@ class MemoryMonitor:
         rss: also record the process RSS (approximate) as an extra line.
         display: None shows the live widget only inside a Jupyter kernel; False never displays.
         title: title for the plot.
+        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the
+            thread running the cell, between operators and at each mark; needed on Colab) or
+            ``"auto"`` (``"cell"`` on Colab, else ``"thread"``). ``mon.frames_from`` says which was
+            picked; ``mon.frames`` counts the frames sent.
 
     The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot
-    still updates, it is pushed from the sampling thread). In a script nothing is displayed; the
+    still updates: frames are sent as ``frames`` says). In a script nothing is displayed; the
     data is in ``mon.samples``, ``mon.marks``, ``mon.cells``:
 
     >>> mon = MemoryMonitor(device="cpu", display=False)
@@ -268,14 +326,24 @@ class MemoryMonitor:
         rss: bool = False,
         display: bool | None = None,
         title: str | None = None,
+        frames: str = "auto",
     ) -> None:
-        if backend not in _BACKENDS:
+        if not isinstance(backend, str) or backend not in _BACKENDS:
             raise ValueError(f"MemoryMonitor(backend={backend!r}): choose one of {', '.join(map(repr, _BACKENDS))}.")
-        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval < MIN_INTERVAL:
+        if not isinstance(frames, str) or frames not in _FRAME_SOURCES:
             raise ValueError(
-                f"MemoryMonitor(interval={interval!r}): the monitor samples at most 4 times a second; "
-                f"pass interval >= {MIN_INTERVAL} (seconds)."
+                f"MemoryMonitor(frames={frames!r}): choose one of {', '.join(map(repr, _FRAME_SOURCES))} "
+                "('cell' sends live frames from the cell's own thread, as Colab needs)."
             )
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)):
+            raise TypeError(f"MemoryMonitor(interval=...) expects seconds as a number, got {type(interval).__name__}.")
+        if not math.isfinite(interval) or not MIN_INTERVAL <= interval <= MAX_INTERVAL:
+            raise ValueError(
+                f"MemoryMonitor(interval={interval!r}): the monitor samples at most 4 times a second and "
+                f"at least once a minute; pass {MIN_INTERVAL} <= interval <= {MAX_INTERVAL} (seconds)."
+            )
+        if title is not None and not isinstance(title, str):
+            raise TypeError(f"MemoryMonitor(title=...) expects a string or None, got {type(title).__name__}.")
         if display not in (None, True, False):
             raise TypeError(f"MemoryMonitor(display=...) expects None, True or False, got {display!r}.")
         self.device = resolve_device(device) if backend != "rss" else torch.device("cpu")
@@ -295,7 +363,9 @@ class MemoryMonitor:
         self.marks: list[Mark] = []
         self.cells: list[CellRecord] = []
         self.errors: list[str] = []
+        self.frames_from = ("cell" if _on_colab() else "thread") if frames == "auto" else frames
         self.frames = 0  # live frames sent to the widget
+        self._hook: _FrameHook | None = None  # frames="cell": the mode on the cell's thread
         self._frame_time = 0.0  # perf_counter() of the last frame sent
         self._frame_lock = threading.Lock()
         self._frame_cost = 0.0  # seconds the last frame took to draw
@@ -358,21 +428,47 @@ class MemoryMonitor:
         """
         if self._thread is not None:
             raise RuntimeError("this MemoryMonitor is already running; call mon.stop() first.")
-        with self._lock:
-            if self._source is None:
-                self._source = self._make_source()
-            if not self._cell_mode:
-                self._source.enter_thread()
-            self._t0 = time.perf_counter()
-            self._stop_event = threading.Event()
-            self._take_sample()
-            self._thread = threading.Thread(
-                target=_sampler, args=(weakref.ref(self), self._stop_event, self.interval), name=_THREAD_NAME, daemon=True
-            )
-            self._thread.start()
-        if self.display:
-            self._show_widget()
+        made_source = entered = False
+        try:
+            with self._lock:
+                if self._source is None:
+                    self._source = self._make_source()
+                    made_source = True
+                if not self._cell_mode:
+                    self._source.enter_thread()
+                    entered = True
+                self._t0 = time.perf_counter()
+                self._stop_event = threading.Event()
+                self._take_sample()
+                thread = threading.Thread(
+                    target=_sampler, args=(weakref.ref(self), self._stop_event, self.interval), name=_THREAD_NAME,
+                    daemon=True,
+                )
+                thread.start()
+                self._thread = thread
+            if self.display:
+                self._show_widget()
+                if self.frames_from == "cell" and not self._cell_mode:
+                    self._enter_hook()
+        except BaseException:
+            self._undo_start(made_source, entered)  # a failed start leaves no thread, mode or backend behind
+            raise
         return self
+
+    def _undo_start(self, made_source: bool, entered: bool) -> None:
+        event, thread = self._stop_event, self._thread
+        if event is not None:
+            event.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+        self._thread = self._stop_event = None
+        self._exit_hook()
+        if self._source is not None:
+            if entered:
+                self._source.exit_thread()
+            if made_source:
+                self._source.close()
+                self._source = None
 
     def stop(self, show: bool | None = None) -> "MemoryMonitor":
         """Stop the thread, take a last sample, and (in a notebook) show the final PNG + summary.
@@ -388,6 +484,7 @@ class MemoryMonitor:
         event.set()
         if thread is not threading.current_thread():
             thread.join(timeout=10)
+        self._exit_hook()
         with self._lock:
             self._take_sample()
             self._offset = self._now()
@@ -451,6 +548,11 @@ class MemoryMonitor:
             sample = self._take_sample()  # so the plot's lines step exactly at the mark
             mark = Mark(sample.t, label.strip(), sample.allocated)
             self.marks.append(mark)
+        if self._hook is not None and self._widget is not None:
+            if time.perf_counter() - self._frame_time >= MIN_INTERVAL:
+                self._frame_from_cell()
+            else:  # too soon after the last frame: the next operator boundary sends it
+                self._hook.due = self._frame_time + MIN_INTERVAL
         return mark
 
     def __enter__(self) -> "MemoryMonitor":
@@ -469,9 +571,19 @@ class MemoryMonitor:
             self.close()
 
     def __del__(self) -> None:
-        event = getattr(self, "_stop_event", None)
-        if event is not None:
-            event.set()
+        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its
+        # dispatch modes behind, or every later operator stays slow. Mode stacks are per thread: this
+        # removes them when the last reference goes on the thread that started it (the usual case).
+        try:
+            event = getattr(self, "_stop_event", None)
+            if event is not None:
+                event.set()
+            self._exit_hook()
+            source = getattr(self, "_source", None)
+            if source is not None:
+                source.close()
+        except Exception:  # noqa: BLE001 - never raise from a finaliser (e.g. at interpreter exit)
+            pass
 
     def _make_source(self) -> _Source:
         if self.backend_kind == "cuda":
@@ -498,6 +610,8 @@ class MemoryMonitor:
             assert self._source is not None
             if self._cell_mode:
                 self._source.enter_thread()  # the storage backend sees this cell's operators
+                if self.frames_from == "cell" and self._widget is not None:
+                    self._enter_hook()
             self._source.begin_window()
             self._cell_open = (label, self._now(), self._read()[0])
             self._take_sample()
@@ -514,6 +628,7 @@ class MemoryMonitor:
             sample = self._take_sample() if self.running else self.samples[-1]
             window_peak = self._source.window_peak()
             if self._cell_mode:
+                self._exit_hook()
                 self._source.exit_thread()
             record = CellRecord(label, start, sample.t, sample.allocated - allocated0, max(0, window_peak - allocated0))
             self.cells.append(record)
@@ -635,9 +750,11 @@ class MemoryMonitor:
         return f"<table class='viewlab-memory'>{body}</table>"
 
     def _show_final(self) -> None:
-        from IPython.display import HTML, Image, display
+        from IPython.display import HTML, display
 
-        display(Image(data=self.png(), format="png", alt=self.alt_text()), HTML(self.summary_html()))
+        from .draw import PNGFigure
+
+        display(PNGFigure(self.png(), alt=self.alt_text()), HTML(self.summary_html()))
 
     # ------------------------------------------------------------------ widget
 
@@ -647,9 +764,10 @@ class MemoryMonitor:
 
             self._image = w.Image(format="png", layout=w.Layout(width="560px"))
             buttons = []
-            for name, action in (("start", self._on_start), ("stop", self._on_stop), ("reset", self._on_reset)):
+            for name in ("start", "stop", "reset"):
                 button = w.Button(description=name, layout=w.Layout(width="70px"))
-                button.on_click(action)
+                # Weakly: ipywidgets keeps every widget alive, and a dropped monitor must be collectable.
+                button.on_click(functools.partial(_click, weakref.ref(self), f"_on_{name}"))
                 buttons.append(button)
             self._status = w.Label(value="live memory monitor")
             self._widget = w.VBox([w.HBox([*buttons, self._status]), self._image])
@@ -660,17 +778,53 @@ class MemoryMonitor:
         self._push_frame()  # first frame now (this also warms up matplotlib before the thread draws)
         self._set_status("running")
 
-    def _push_frame(self) -> None:
-        if self._image is not None:
-            start = time.perf_counter()
-            png = self.png()
-            with self._frame_lock:  # not self._lock: the cell's own thread must never wait for a frame
-                if time.perf_counter() - self._frame_time < MIN_INTERVAL:  # never two frames within 0.25 s
-                    time.sleep(MIN_INTERVAL - (time.perf_counter() - self._frame_time))
-                self._image.value = png
-                self._frame_time = time.perf_counter()
-                self._frame_cost = self._frame_time - start
-                self.frames += 1
+    def _push_frame(self, wait: bool = True) -> bool:
+        """Draw and send one frame; never two within 0.25 s (``wait=False``: skip instead of sleeping)."""
+        if self._image is None:
+            return False
+        if not wait and time.perf_counter() - self._frame_time < MIN_INTERVAL:
+            return False
+        start = time.perf_counter()
+        png = self.png()
+        with self._frame_lock:  # not self._lock: the cell's own thread must never wait for a frame
+            if time.perf_counter() - self._frame_time < MIN_INTERVAL:  # never two frames within 0.25 s
+                if not wait:
+                    return False
+                time.sleep(MIN_INTERVAL - (time.perf_counter() - self._frame_time))
+            self._image.value = png
+            self._frame_time = time.perf_counter()
+            self._frame_cost = self._frame_time - start
+            self.frames += 1
+        return True
+
+    def _frame_gap(self) -> float:
+        # At most 4 frames a second; on a slow machine drawing takes at most about a quarter of the time
+        # (it competes with the cell), but a frame still comes at least every second.
+        return min(max(self.interval, 3 * self._frame_cost), 1.0)
+
+    def _frame_from_cell(self) -> None:
+        """frames="cell": sample and send a frame from the thread running the cell (never sleeps)."""
+        hook = self._hook
+        try:
+            if self.running:
+                self._take_sample()
+                self._push_frame(wait=False)
+        except Exception as exc:  # noqa: BLE001 - a frame must never break the learner's cell
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            if hook is not None:
+                hook.due = time.perf_counter() + self._frame_gap()
+
+    def _enter_hook(self) -> None:
+        if self._hook is None:
+            self._hook = _FrameHook(self)
+        self._hook.due = self._frame_time + self._frame_gap()
+        _enter_mode(self._hook)
+
+    def _exit_hook(self) -> None:
+        hook = getattr(self, "_hook", None)
+        if hook is not None:
+            _remove_mode(hook)
 
     def _set_status(self, text: str) -> None:
         if self._status is not None:
@@ -685,6 +839,12 @@ class MemoryMonitor:
 
     def _on_reset(self, _button: Any = None) -> None:
         self.reset()
+
+
+def _click(ref: "weakref.ReferenceType[MemoryMonitor]", action: str, _button: Any = None) -> None:
+    mon = ref()
+    if mon is not None:
+        getattr(mon, action)()
 
 
 def _ipython() -> Any:
