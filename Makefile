@@ -4,7 +4,7 @@
 PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
-# Which torch to install before the course package. The package itself only asks for torch>=2.2
+# Which torch to install before the course package. The package itself only asks for torch>=2.5
 # (Colab and conda bring their own). The default is the CPU build this project is developed
 # and tested with; a plain `torch` from PyPI is a multi-GB CUDA build on Linux. Override it:
 #   make lab TORCH_SPEC=torch            # whatever pip picks (CUDA build on Linux)
@@ -25,13 +25,14 @@ ifeq ($(shell id -u),0)
 ROOT_FLAG := --allow-root
 endif
 
-.PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book
+.PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book test-colab
 help:
 	@echo "make lab        - install the course into .venv and open JupyterLab on notebooks/"
 	@echo "make test       - unit tests + strict nbval over every notebook"
 	@echo "make notebooks  - re-execute every notebook in place (seeded), so stored outputs are fresh"
 	@echo "make book       - build the Jupyter Book into book/_build/html (offline, warnings are errors)"
 	@echo "make test-book  - build the book, then open every page in headless chromium and check it"
+	@echo "make test-colab - the same notebooks and widget tests on Colab's own package versions (.venv-colab)"
 	@echo "make clean      - remove .venv and build artefacts"
 
 $(BIN)/python:
@@ -68,7 +69,7 @@ notebooks: $(VENV)/.installed-test
 	$(BIN)/python tests/execute_notebooks.py $(NOTEBOOKS)
 
 clean:
-	rm -rf $(VENV) book/_build book/api .pytest_cache .hypothesis src/*.egg-info
+	rm -rf $(VENV) $(COLAB_VENV) book/_build book/api .pytest_cache .hypothesis src/*.egg-info
 
 # The book: Jupyter Book 1.x (2.x downloads its theme at build time), source folder = repository root
 # so book/_toc.yml points straight at notebooks/*.ipynb. Stored outputs only, offline, every warning is
@@ -87,3 +88,32 @@ book: $(VENV)/.installed-book
 test-book: book
 	@command -v chromium >/dev/null || { echo "make test-book needs Debian's chromium: apt-get install -y chromium"; exit 1; }
 	VIEWLAB_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/test_book.py tests/test_browser_book.py $(PYTEST_ARGS)
+
+# Colab's package stack (tests/colab-pins.txt: IPython 7, ipykernel 6, ipywidgets 7, ...) in a second venv.
+# Installed in three steps so the middle one can be checked: Colab's pins, then viewlab exactly as the
+# Colab setup cell installs it (a change to any pinned package would force a runtime restart on Colab:
+# tests/test_colab_stack.py compares the two freezes), then the test runner's extras.
+COLAB_VENV ?= .venv-colab
+COLAB_BIN  := $(COLAB_VENV)/bin
+COLAB_OUT  := $(COLAB_VENV)/executed
+$(COLAB_VENV)/.installed: tests/colab-pins.txt pyproject.toml
+	rm -rf $(COLAB_VENV)
+	$(PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_BIN)/python -m pip install --quiet --upgrade pip
+	$(COLAB_BIN)/python -m pip install $(TORCH_PIP_ARGS) $(if $(strip $(TORCH_SPEC)),"$(TORCH_SPEC)") -r tests/colab-pins.txt
+	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-before.txt
+	$(COLAB_BIN)/python -m pip install -e .
+	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-after.txt
+	$(COLAB_BIN)/python -m pip install "nbval==0.11.0" "pyyaml>=6"
+	touch $@
+
+# Widget, monitor, figure and IPython-extension tests; then every notebook executed with Colab's nbclient
+# (copies, the committed notebooks stay as they are); then strict nbval of the committed notebooks.
+COLAB_TESTS := tests/test_colab_stack.py tests/test_monitor.py tests/test_draw.py tests/test_memory.py \
+	tests/test_cuda_windows.py tests/test_versions.py tests/test_executor.py
+test-colab: $(COLAB_VENV)/.installed
+	VIEWLAB_COLAB_VENV=$(COLAB_VENV) PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest $(COLAB_TESTS) -p no:cacheprovider $(PYTEST_ARGS)
+	rm -rf $(COLAB_OUT)
+	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python tests/execute_notebooks.py --out-dir $(COLAB_OUT) $(NOTEBOOKS)
+	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest -p tests.nbval_hooks --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)

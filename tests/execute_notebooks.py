@@ -5,7 +5,10 @@ Seeded and deterministic: PYTHONHASHSEED is fixed and each notebook seeds torch 
 CUDA is available; otherwise the kernel prints GPU_NOT_RUN in their place, so the stored notebook (and
 the book) says plainly that the cell was not run, and why, instead of showing nothing.
 
-Usage: python tests/execute_notebooks.py notebooks/01_views_and_copies.ipynb [...]
+Usage: python tests/execute_notebooks.py [--out-dir DIR] notebooks/01_views_and_copies.ipynb [...]
+
+``--out-dir DIR`` writes the executed copies into DIR and leaves the notebooks untouched (cells still run
+in the notebook's own folder, so relative paths keep working); ``make test-colab`` uses it.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def tidy_outputs(cell: dict, replacements: dict[str, str]) -> None:
     cell.outputs = merged
 
 
-def execute(path: Path, cuda: bool) -> float:
+def execute(path: Path, cuda: bool, out_dir: Path | None = None) -> float:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
@@ -83,10 +86,11 @@ def execute(path: Path, cuda: bool) -> float:
             client.execute_cell(cell, index)
             tidy_outputs(cell, _path_replacements())
     nb.metadata["viewlab"] = execution_stamp(cuda)
-    nbformat.write(nb, path)
+    target = path if out_dir is None else out_dir / path.name
+    nbformat.write(nb, target)
     seconds = time.perf_counter() - start
     note = f", {skipped} gpu cell(s) marked 'not run here' (no CUDA)" if skipped else ""
-    print(f"executed {path} in {seconds:.1f} s{note}")
+    print(f"executed {path} in {seconds:.1f} s{note}" + ("" if out_dir is None else f" -> {target}"))
     return seconds
 
 
@@ -106,9 +110,17 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("PYTHONHASHSEED", "0")
     import torch
 
+    out_dir = None
+    if argv[0] == "--out-dir":
+        if len(argv) < 3:
+            print(__doc__)
+            return 2
+        out_dir = Path(argv[1])
+        out_dir.mkdir(parents=True, exist_ok=True)
+        argv = argv[2:]
     cuda = torch.cuda.is_available()
     for name in argv:
-        execute(Path(name), cuda)
+        execute(Path(name), cuda, out_dir)
     return 0
 
 

@@ -1,0 +1,112 @@
+"""The lowest torch the course needs, and every behaviour of torch it relies on that changed over time.
+
+One place for all of them: each entry names the behaviour, the torch version it arrived in (from
+PyTorch's release notes), where the course relies on it, and a check that runs it on the torch you
+have. ``pyproject.toml`` and ``environment.yml`` declare ``torch>=TORCH_FLOOR``; a test keeps the three
+in step and runs every check.
+
+>>> TORCH_FLOOR
+'2.5'
+>>> all(b.check() for b in BEHAVIOURS)
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+__all__ = ["TORCH_FLOOR", "BEHAVIOURS", "Behaviour", "torch_at_least", "check_torch"]
+
+TORCH_FLOOR = "2.5"
+
+
+def torch_at_least(version: str, installed: str | None = None) -> bool:
+    """True when the installed torch (or ``installed``) is at least ``version`` ("2.5", "2.5.1").
+
+    >>> torch_at_least("2.5", installed="2.11.0+cu128"), torch_at_least("2.5", installed="2.4.1")
+    (True, False)
+    """
+    if not isinstance(version, str):
+        raise TypeError(f"torch_at_least(version=...) expects a string such as '2.5', got {type(version).__name__}.")
+
+    def parts(text: str) -> tuple[int, ...]:
+        numbers = []
+        for piece in text.split("+")[0].split("."):
+            digits = "".join(ch for ch in piece if ch.isdigit())
+            if not digits:
+                break
+            numbers.append(int(digits))
+        return tuple(numbers)
+
+    have = parts(installed if installed is not None else torch.__version__)
+    want = parts(version)
+    if not want:
+        raise ValueError(f"torch_at_least(version={version!r}): pass a version such as '2.5' or '2.5.1'.")
+    return have[: len(want)] >= want
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """One torch behaviour the course relies on, the version it arrived in, and a check that runs it."""
+
+    name: str
+    since: str
+    used_in: str
+    check: Callable[[], bool]
+
+
+def _sdpa_fully_masked_row_is_zero() -> bool:
+    q, k, v = torch.ones(1, 1, 2, 4), torch.ones(1, 1, 3, 4), torch.arange(12.0).reshape(1, 1, 3, 4)
+    mask = torch.tensor([[True, True, True], [False, False, False]])  # the second query sees no key
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return bool((out[0, 0, 1] == 0).all()) and not bool(out.isnan().any())
+
+
+def _untyped_storage_is_shared_by_views() -> bool:
+    base = torch.arange(6)
+    return base.untyped_storage().data_ptr() == base.view(2, 3).t().untyped_storage().data_ptr()
+
+
+def _typed_storage_warns_deprecated() -> bool:
+    import warnings
+
+    from torch.storage import _reset_warn_typed_storage_removal
+
+    _reset_warn_typed_storage_removal()  # the warning is shown once per process
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.zeros(1).storage()
+    return any("TypedStorage is deprecated" in str(w.message) for w in caught)
+
+
+def _memory_history_takes_python_stacks() -> bool:
+    import inspect
+
+    record = getattr(torch.cuda.memory, "_record_memory_history", None)
+    return record is not None and "stacks" in inspect.signature(record).parameters
+
+
+BEHAVIOURS: tuple[Behaviour, ...] = (
+    Behaviour("scaled_dot_product_attention returns 0 (not NaN) for a query whose mask row is all False",
+              "2.5", "notebooks 04 and 05 (fully masked rows); viewlab.attention matches it",
+              _sdpa_fully_masked_row_is_zero),
+    Behaviour("Tensor.untyped_storage() exists and views share it", "2.0",
+              "every notebook; viewlab.layout, viewlab.sharing, viewlab.measure", _untyped_storage_is_shared_by_views),
+    Behaviour("Tensor.storage() warns that TypedStorage is deprecated", "2.0", "notebook 01",
+              _typed_storage_warns_deprecated),
+    Behaviour("torch.cuda.memory._record_memory_history(stacks='python')", "2.1", "notebook 06 (memory snapshot)",
+              _memory_history_takes_python_stacks),
+)
+
+
+def check_torch() -> list[str]:
+    """Run every check on this torch; return the names of the behaviours that do not hold (none on a
+    torch at or above the floor).
+
+    >>> check_torch()
+    []
+    """
+    return [b.name for b in BEHAVIOURS if not b.check()]

@@ -1,0 +1,51 @@
+"""The torch floor is declared once in code (viewlab.versions) and the same in pyproject and environment.yml;
+every version-dependent behaviour the course relies on holds on the torch installed here."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from viewlab.versions import BEHAVIOURS, TORCH_FLOOR, check_torch, torch_at_least
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_floor_is_the_same_in_pyproject_and_environment():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert f"torch>={TORCH_FLOOR}" in deps
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    assert f"pytorch>={TORCH_FLOOR}" in env
+
+
+def test_no_behaviour_needs_more_than_the_floor():
+    assert all(torch_at_least(b.since, installed=TORCH_FLOOR) for b in BEHAVIOURS)
+
+
+@pytest.mark.parametrize("behaviour", BEHAVIOURS, ids=lambda b: b.name[:50])
+def test_each_behaviour_holds_on_this_torch(behaviour):
+    assert torch_at_least(TORCH_FLOOR), "this torch is below the declared floor"
+    assert behaviour.check(), f"{behaviour.name} (since torch {behaviour.since}) does not hold here"
+
+
+def test_check_torch_reports_nothing_here():
+    assert check_torch() == []
+
+
+@pytest.mark.parametrize(
+    ("want", "have", "expected"),
+    [("2.5", "2.5.0", True), ("2.5", "2.4.1", False), ("2.5", "2.11.0+cu128", True), ("2.5.1", "2.5.0", False),
+     ("2.5", "2.6.0.dev20241001", True), ("2.10", "2.9.1", False)],
+)
+def test_torch_at_least_compares_numerically(want, have, expected):
+    assert torch_at_least(want, installed=have) is expected
+
+
+def test_torch_at_least_rejects_bad_versions():
+    with pytest.raises(ValueError, match="pass a version such as '2.5'"):
+        torch_at_least("latest")
+    with pytest.raises(TypeError, match="expects a string"):
+        torch_at_least(2.5)
