@@ -41,19 +41,23 @@ CHROMIUM_ARGS = [
 LOOP_SECONDS = 10
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "monitor"  # git-ignored
 
-NOTEBOOK_CELLS = [
-    "import time\nimport torch, ipywidgets, matplotlib.figure\nfrom viewlab import MemoryMonitor",
-    (
-        "with MemoryMonitor(device='cpu', title='browser test') as mon:\n"
-        "    keep = []\n"
-        f"    for i in range({LOOP_SECONDS * 4}):\n"
-        "        keep.append(torch.zeros(50_000 * (i % 7 + 1)))\n"
-        "        if i % 9 == 8:\n"
-        "            keep.clear()\n"
-        "        time.sleep(0.25)\n"
-        "print('frames sent:', mon.frames)"
-    ),
-]
+FRAME_SOURCES = ("thread", "cell")  # who sends live frames: the sampling thread, or the cell's own thread
+
+
+def notebook_cells(frames: str) -> list[str]:
+    return [
+        "import time\nimport torch, ipywidgets, matplotlib.figure\nfrom viewlab import MemoryMonitor",
+        (
+            f"with MemoryMonitor(device='cpu', title='browser test', frames={frames!r}) as mon:\n"
+            "    keep = []\n"
+            f"    for i in range({LOOP_SECONDS * 4}):\n"
+            "        keep.append(torch.zeros(50_000 * (i % 7 + 1)))\n"
+            "        if i % 9 == 8:\n"
+            "            keep.clear()\n"
+            "        time.sleep(0.25)\n"
+            "print('frames sent:', mon.frames, 'from', mon.frames_from)"
+        ),
+    ]
 
 
 def _free_port() -> int:
@@ -76,12 +80,12 @@ def _wait_for_server(url: str, proc: subprocess.Popen, timeout: float = 120) -> 
     raise TimeoutError(f"jupyter lab did not answer at {url} within {timeout} s")
 
 
-@pytest.fixture
-def lab(tmp_path):
+@pytest.fixture(params=FRAME_SOURCES)
+def lab(tmp_path, request):
     root = tmp_path / "lab"
     root.mkdir()
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(src) for src in NOTEBOOK_CELLS]
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in notebook_cells(request.param)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, root / "live.ipynb")
     port = _free_port()
@@ -98,7 +102,7 @@ def lab(tmp_path):
     url = f"http://127.0.0.1:{port}/"
     try:
         _wait_for_server(url, proc)
-        yield url, root
+        yield url, root, request.param
     finally:
         proc.terminate()
         try:
@@ -122,8 +126,8 @@ def _changed_fraction(png_a: bytes, png_b: bytes) -> float:
 def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    url, root = lab
-    evidence = Path(os.environ.get("VIEWLAB_BROWSER_EVIDENCE", ARTIFACTS))
+    url, root, frames = lab
+    evidence = Path(os.environ.get("VIEWLAB_BROWSER_EVIDENCE", ARTIFACTS)) / f"frames-{frames}"
     evidence.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -150,7 +154,7 @@ def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_p
                 " return i && i.naturalWidth > 0; }",
                 timeout=60_000,
             )
-            # skip the very first frame (drawn at start): wait for one the sampling thread sent
+            # skip the very first frame (drawn at start): wait for one sent while the loop runs
             src_0 = widget_img.get_attribute("src")
             page.wait_for_function(
                 "(s) => { const i = document.querySelector('.jp-OutputArea .widget-image');"
@@ -191,6 +195,8 @@ def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_p
     assert pngs, f"no final PNG stored in the saved notebook; outputs: {[list(o.get('data', {})) for o in outputs]}"
     assert "tensor storages (cpu)" in pngs[0]["metadata"]["image/png"]["alt"]
     assert any("text/html" in o.get("data", {}) and "viewlab-memory" in o["data"]["text/html"] for o in outputs)
+    printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert f"from {frames}" in printed, printed
     (evidence / "summary.json").write_text(
         json.dumps({"changed_fraction": changed, "saved_outputs": [list(o.get("data", {})) for o in outputs]}, indent=1)
     )
