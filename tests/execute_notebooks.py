@@ -9,6 +9,9 @@ Usage: python tests/execute_notebooks.py [--out-dir DIR] notebooks/01_views_and_
 
 ``--out-dir DIR`` writes the executed copies into DIR and leaves the notebooks untouched (cells still run
 in the notebook's own folder, so relative paths keep working); ``make test-colab`` uses it.
+``--cuda-peaks FILE`` (on a machine with a CUDA GPU) writes each notebook's peak GPU memory to FILE as JSON,
+read in the notebook's own kernel after its last cell, with peaks erased by viewlab's resets counted back in.
+A notebook that fails is reported and the others still run; the exit status is 1 if any failed.
 """
 
 from __future__ import annotations
@@ -67,7 +70,31 @@ def tidy_outputs(cell: dict, replacements: dict[str, str]) -> None:
     cell.outputs = merged
 
 
-def execute(path: Path, cuda: bool, out_dir: Path | None = None) -> float:
+PEAK_PROBE = (
+    "import json as _json, torch as _torch\n"
+    "from viewlab.memory import cuda_process_peak as _peak\n"
+    "print('VIEWLAB_CUDA_PEAK', _json.dumps(_peak() if _torch.cuda.is_initialized() else None))"
+)
+
+
+def _read_cuda_peak(client: NotebookClient, nb: nbformat.NotebookNode) -> dict | None:
+    """Run PEAK_PROBE as an extra last cell (removed again) and parse what it printed."""
+    import json
+
+    probe = nbformat.v4.new_code_cell(PEAK_PROBE)
+    nb.cells.append(probe)
+    try:
+        client.execute_cell(probe, len(nb.cells) - 1)
+    finally:
+        nb.cells.pop()
+    for out in probe.outputs:
+        for line in out.get("text", "").splitlines():
+            if line.startswith("VIEWLAB_CUDA_PEAK "):
+                return json.loads(line.split(" ", 1)[1])
+    return None
+
+
+def execute(path: Path, cuda: bool, out_dir: Path | None = None, peaks: dict | None = None) -> float:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
@@ -85,6 +112,8 @@ def execute(path: Path, cuda: bool, out_dir: Path | None = None) -> float:
                 continue
             client.execute_cell(cell, index)
             tidy_outputs(cell, _path_replacements())
+        if peaks is not None:  # None where CUDA was never used
+            peaks[path.name] = _read_cuda_peak(client, nb)
     nb.metadata["viewlab"] = execution_stamp(cuda)
     target = path if out_dir is None else out_dir / path.name
     nbformat.write(nb, target)
@@ -110,18 +139,31 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("PYTHONHASHSEED", "0")
     import torch
 
-    out_dir = None
-    if argv[0] == "--out-dir":
+    out_dir = peaks_file = None
+    while argv and argv[0] in ("--out-dir", "--cuda-peaks"):
         if len(argv) < 3:
             print(__doc__)
             return 2
-        out_dir = Path(argv[1])
-        out_dir.mkdir(parents=True, exist_ok=True)
+        if argv[0] == "--out-dir":
+            out_dir = Path(argv[1])
+            out_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            peaks_file = Path(argv[1])
         argv = argv[2:]
     cuda = torch.cuda.is_available()
+    peaks: dict | None = {} if peaks_file is not None else None
+    failed = []
     for name in argv:
-        execute(Path(name), cuda, out_dir)
-    return 0
+        try:
+            execute(Path(name), cuda, out_dir, peaks)
+        except Exception as exc:  # noqa: BLE001 - report every notebook, then fail
+            print(f"FAILED {name}: {type(exc).__name__}: {exc}")
+            failed.append(name)
+    if peaks_file is not None:
+        import json
+
+        peaks_file.write_text(json.dumps(peaks, indent=1))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

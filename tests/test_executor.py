@@ -30,3 +30,34 @@ def test_gpu_cells_keep_their_source_and_say_why_they_did_not_run(tmp_path):
     assert code[2].outputs[0].text == "42\n"
     assert nb.metadata["viewlab"]["device"] == "cpu" and not nb.metadata["viewlab"]["cuda"]
     assert all("execution" not in c.metadata for c in code)  # no timing metadata: re-runs do not churn
+
+
+def test_out_dir_leaves_the_notebook_alone_and_cuda_peaks_are_read_in_its_kernel(tmp_path):
+    import json
+
+    from execute_notebooks import main
+
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("import viewlab\nprint(6 * 7)")]), path)
+    before = path.read_text()
+    peaks, out = tmp_path / "peaks.json", tmp_path / "out"
+    assert main(["--out-dir", str(out), "--cuda-peaks", str(peaks), str(path)]) == 0
+    assert path.read_text() == before, "--out-dir must not touch the notebook itself"
+    executed = nbformat.read(out / "probe.ipynb", as_version=4)
+    assert executed.cells[0].outputs[0].text == "42\n" and len(executed.cells) == 1  # the probe cell is gone
+    import torch
+
+    expected = None if not torch.cuda.is_available() else json.loads(peaks.read_text())["probe.ipynb"]
+    assert json.loads(peaks.read_text()) == {"probe.ipynb": expected}
+
+
+def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, capsys):
+    from execute_notebooks import main
+
+    bad, good = tmp_path / "a_bad.ipynb", tmp_path / "b_good.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("1 / 0")]), bad)
+    nbformat.write(new_notebook(cells=[new_code_cell("print('fine')")]), good)
+    assert main([str(bad), str(good)]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "ZeroDivisionError" in out and "executed" in out and "b_good.ipynb" in out
+    assert nbformat.read(good, as_version=4).cells[0].outputs[0].text == "fine\n"

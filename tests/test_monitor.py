@@ -367,6 +367,28 @@ def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(frames, se
     assert "4,800,000 B" in htmls[0]["data"]["text/html"]  # 12 x 400,000 bytes still held at stop
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA; torch.cuda.is_available() is False")
+@pytest.mark.parametrize("frames", ["thread", "cell"])
+def test_in_a_kernel_cuda_monitor_streams_frames(frames):
+    """The CUDA allocator backend, live, in a real kernel, with both frame paths; prints the frame count."""
+    warm = "import matplotlib.figure, ipywidgets, torch\nfrom viewlab import MemoryMonitor\ntorch.zeros(1, device='cuda')"
+    loop = (
+        "import time\n"
+        f"with MemoryMonitor(device='cuda', frames={frames!r}) as mon:\n"
+        "    keep = []\n"
+        "    for i in range(12):\n"
+        "        keep.append(torch.zeros(2**20, device='cuda')); torch.cuda.synchronize(); time.sleep(0.25)\n"
+        "print('cuda frames', mon.frames, 'from', mon.frames_from, 'errors', mon.errors, 'backend', mon.backend)"
+    )
+    _, msgs = _run_in_kernel([warm, loop])
+    assert "error" not in [m["msg_type"] for m in msgs], [m["content"] for m in msgs if m["msg_type"] == "error"]
+    text = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    print(f"[gpu-check] frames={frames}: {text.strip()}")
+    assert f"from {frames} errors [] backend cuda allocator" in text, text
+    sent = [m for m in msgs if m["msg_type"] == "comm_msg" and m.get("buffers")]
+    assert len(sent) >= 4, f"live frames sent while the CUDA cell ran: {len(sent)}"
+
+
 def test_in_a_kernel_load_ext_prints_one_line_per_cell():
     msgs = _run_in_kernel(["%load_ext viewlab", "import torch\nx = torch.ones(1, 512)", "e = x.expand(64, 512)",
                            "r = x.repeat(64, 1)", "%unload_ext viewlab"])
