@@ -400,6 +400,28 @@ def test_in_a_kernel_load_ext_prints_one_line_per_cell():
     assert any("image/png" in d["data"] for d in final) and any("text/html" in d["data"] for d in final)
 
 
+def test_in_a_kernel_load_ext_with_cell_frames_streams_during_a_busy_cell_and_cleans_up():
+    """The per-cell monitor as Colab gets it (frames='cell'): frames arrive while a later cell is busy, each
+    cell still gets its line, and after unloading no dispatch mode is left on the kernel's thread."""
+    load = (
+        "from viewlab.monitor import load_ipython_extension, unload_ipython_extension\n"
+        "mon = load_ipython_extension(get_ipython(), device='cpu', frames='cell')"
+    )
+    busy = "import time, torch\nkeep = []\nfor i in range(10):\n    keep.append(torch.zeros(25_000)); time.sleep(0.25)"
+    after = (
+        "unload_ipython_extension(get_ipython())\n"
+        "from torch.utils._python_dispatch import _get_current_dispatch_mode_stack\n"
+        "print('modes left', len(_get_current_dispatch_mode_stack()), 'frames_from', mon.frames_from)"
+    )
+    msgs = _run_in_kernel(["import torch, ipywidgets, matplotlib.figure", load, busy, after])
+    busy_frames = [m for m in msgs[2] if m["msg_type"] == "comm_msg" and m.get("buffers")]
+    assert len(busy_frames) >= 3, f"frames sent from the cell's thread during the busy cell: {len(busy_frames)}"
+    busy_text = "".join(m["content"]["text"] for m in msgs[2] if m["msg_type"] == "stream")
+    assert "+1,000,000 B still held" in busy_text, busy_text
+    text = "".join(m["content"]["text"] for m in msgs[3] if m["msg_type"] == "stream")
+    assert "modes left 0 frames_from cell" in text, text
+
+
 # ---------------------------------------------------------------- CUDA (skipped without a GPU)
 
 
