@@ -90,7 +90,10 @@ import torch
 import viewlab
 
 device = f"CUDA ({{torch.cuda.get_device_name(0)}})" if torch.cuda.is_available() else "CPU"
-print(f"Verified with torch {{torch.__version__}} on {{device}} (viewlab {{viewlab.__version__}})")'''
+print(f"Verified with torch {{torch.__version__}} on {{device}} (viewlab {{viewlab.__version__}})")
+differs = viewlab.versions.check_torch()  # behaviours this course relies on that this torch lacks
+if differs:
+    print(f"Warning: the course needs torch>={{viewlab.versions.TORCH_FLOOR}}; here these differ:", *differs, sep="\\n- ")'''
 
 
 def _title_cell(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:

@@ -460,3 +460,29 @@ def test_overhead_benchmark_runs_and_writes_all_conditions(tmp_path):
     assert set(data["ratio_to_off"]) == {"off", "sampling", "per-op", "per-op+log"}
     assert data["ratio_to_off"]["off"] == 1.0 and data["ops"] == 200
     assert not _monitor_threads()
+
+
+def test_load_ext_with_a_bad_shell_leaves_nothing_behind():
+    from viewlab.monitor import cell_monitor, load_ipython_extension
+
+    with pytest.raises(TypeError, match=r"expects the IPython shell \(get_ipython\(\)\), got NoneType"):
+        load_ipython_extension(None, device="cpu", display=False)
+
+    class RefusingEvents:  # a shell whose event registry rejects the second hook
+        def __init__(self):
+            self.hooks = []
+
+        def register(self, name, hook):
+            if name == "post_run_cell":
+                raise ValueError("unknown event")
+            self.hooks.append((name, hook))
+
+        def unregister(self, name, hook):
+            self.hooks.remove((name, hook))
+
+    shell = type("Shell", (), {})()
+    shell.events = RefusingEvents()
+    with pytest.raises(ValueError, match="unknown event"):
+        load_ipython_extension(shell, device="cpu", display=False)
+    assert shell.events.hooks == [] and cell_monitor() is None
+    assert not _monitor_threads() and _modes() == []

@@ -7,7 +7,7 @@ Importing viewlab starts nothing: no CUDA initialisation, no threads, no pyplot 
 False
 """
 
-from . import bench
+from . import bench, versions
 from .attention import (
     SqueezeExcitation,
     scaled_dot_product_attention,

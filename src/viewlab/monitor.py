@@ -874,11 +874,25 @@ def load_ipython_extension(ip: Any, **kwargs: Any) -> MemoryMonitor:
     global _CELL_MONITOR
     if _CELL_MONITOR is not None:
         return _CELL_MONITOR
+    events = getattr(ip, "events", None)
+    if events is None or not callable(getattr(events, "register", None)):
+        raise TypeError(
+            f"load_ipython_extension(ip) expects the IPython shell (get_ipython()), got {type(ip).__name__}; "
+            "in a notebook write `%load_ext viewlab`."
+        )
     mon = MemoryMonitor(**kwargs)
     mon._cell_mode = True
     mon.start()
-    ip.events.register("pre_run_cell", mon.pre_run_cell)
-    ip.events.register("post_run_cell", mon.post_run_cell)
+    registered = []
+    try:
+        for name, hook in (("pre_run_cell", mon.pre_run_cell), ("post_run_cell", mon.post_run_cell)):
+            events.register(name, hook)
+            registered.append((name, hook))
+    except BaseException:  # leave nothing behind: no hook, no thread, no mode
+        for name, hook in registered:
+            events.unregister(name, hook)
+        mon.close()
+        raise
     _CELL_MONITOR = mon
     return mon
 

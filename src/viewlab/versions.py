@@ -75,10 +75,13 @@ def _typed_storage_warns_deprecated() -> bool:
 
     from torch.storage import _reset_warn_typed_storage_removal
 
-    _reset_warn_typed_storage_removal()  # the warning is shown once per process
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.zeros(1).storage()
+    _reset_warn_typed_storage_removal()  # the warning is shown once per process...
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.zeros(1).storage()
+    finally:
+        _reset_warn_typed_storage_removal()  # ...so the learner's own first .storage() still shows it
     return any("TypedStorage is deprecated" in str(w.message) for w in caught)
 
 
