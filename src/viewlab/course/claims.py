@@ -49,6 +49,7 @@ __all__ = [
     "table",
     "counts",
     "format_table",
+    "show",
 ]
 
 #: The one verdict vocabulary of the course.
@@ -1307,6 +1308,38 @@ def counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     for r in rows:
         out[r["article"]][r["verdict"]] += 1
     return out
+
+
+def _facts_text(facts: Mapping[str, Any]) -> str:
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {fmt(x)}" for k, x in v.items()) + "}"
+        return repr(v)
+
+    return "; ".join(f"{k} = {fmt(v)}" for k, v in facts.items())
+
+
+def show(claim_id: str, width: int = 108) -> dict[str, Any]:
+    """Run one claim's evidence, judge it, print the restatement, the facts, the verdict and why;
+    return the row (as in :func:`table`).
+
+    >>> row = show("A21")
+    A21 · 000 expand · 4.1 Errors · API
+    claim:    torch.ones(1, 5).expand(2, -1) gives shape torch.Size([2, 5]).
+    evidence: shape = (2, 5)
+    verdict:  true -- shape (2, 5)
+    """
+    import textwrap
+
+    claim = get(claim_id)
+    (row,) = table(claims=[claim])
+    print(f"{claim.id} · {claim.article} · {claim.section} · {claim.kind}")
+    for label, text in (("claim", claim.statement), ("evidence", _facts_text(row["evidence"])),
+                        ("verdict", f"{row['verdict']} -- {row['why']}")):
+        print(textwrap.fill(text, width, initial_indent=f"{label + ':':<10}", subsequent_indent=" " * 10))
+    return row
 
 
 def format_table(rows: Iterable[Mapping[str, Any]], width: int = 60) -> str:
