@@ -80,7 +80,7 @@ def test_registry_is_well_formed():
 
 
 def test_a_judge_must_answer_in_the_vocabulary():
-    bad = dataclasses.replace(cl.get("A21"), judge=lambda f: ("half right", "x"))
+    bad = dataclasses.replace(cl.get("A22"), judge=lambda f: ("half right", "x"))
     with pytest.raises(ValueError, match="not one of"):
         cl.judge(bad, {"shape": (2, 5)})
 

@@ -491,6 +491,24 @@ def _j_pool_weights(f: Mapping[str, Any]) -> Verdict:
     return "false", f"the expand allocated {f['expand_bytes']:,} B"
 
 
+def _ev_per_sample() -> Facts:
+    w = torch.randn(1, 8, requires_grad=True)
+    x = torch.randn(4, 6, 8)
+    stretched = w.expand(len(x), 8)[:, None, :]
+    (_pool_expanded(x, w)).sum().backward()
+    return {"parameter_shape": tuple(w.shape), "batch_stride": stretched.stride(0),
+            "grad_shape": tuple(w.grad.shape), "grad_is_batch_sum": torch.allclose(w.grad, x.sum((0, 1), keepdim=True)[0])}
+
+
+def _j_per_sample(f: Mapping[str, Any]) -> Verdict:
+    if f["batch_stride"] == 0 and f["parameter_shape"][0] == 1:
+        return "false", (f"all samples share one {f['parameter_shape']} weight row: the expanded weights have batch "
+                         f"stride 0, and its gradient is summed over the batch (shape {f['grad_shape']}, equals the "
+                         f"batch sum: {f['grad_is_batch_sum']}); own weights per sample would need a (batch, D) "
+                         "parameter, and a fixed batch size")
+    return "true", f"each sample reads its own weights (parameter {f['parameter_shape']}, batch stride {f['batch_stride']})"
+
+
 def _device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -1127,50 +1145,53 @@ CLAIMS: tuple[Claim, ...] = (
        "In its weighted-pooling layer, self.weights.expand(batch, -1) stretches the learnable weights over the batch "
        "without allocating new memory.",
        _ev_pool_weights, _j_pool_weights, false={"expand_bytes": 128}),
-    _c("A15", A, "3.1 Memory, expand vs repeat", "memory",
+    _c("A15", A, "2.3 Broadcasting combined", "semantics",
+       "The pooling example's scenario: giving different samples their own learnable weight parameters.",
+       _ev_per_sample, _j_per_sample, true={"batch_stride": 8, "parameter_shape": (4, 8)}),
+    _c("A16", A, "3.1 Memory, expand vs repeat", "memory",
        "Measured with torch.cuda.memory_allocated(), expanding a (1, 1024) tensor to (1024, 1024) leaves allocated "
        "memory essentially unchanged.",
        _ev_allocated_expand, _j_allocated_expand, false={"expand_bytes": 4 * 2**20}),
-    _c("A16", A, "3.1 Memory, expand vs repeat", "memory",
+    _c("A17", A, "3.1 Memory, expand vs repeat", "memory",
        "Measured the same way, repeat(1024, 1) of that tensor adds 8 MB.",
        _ev_allocated_repeat, _j_allocated_repeat, true={"repeat_bytes": 8 * 2**20}),
-    _c("A17", A, "3.2 Autograd graph", "semantics",
+    _c("A18", A, "3.2 Autograd graph", "semantics",
        "Under autograd, x.expand(4) records only the single original tensor, while x.repeat(4) records every copy operation.",
        _ev_graph, _j_graph, true={"repeat_nodes": ["AccumulateGrad", "CopyBackwards", "RepeatBackward0"]}),
-    _c("A18", A, "3.2 Autograd graph", "speed",
+    _c("A19", A, "3.2 Autograd graph", "speed",
        "So expand's backward pass is more efficient: it needs only one gradient accumulation.",
        _ev_backward, _j_backward,
        true={"expand_median_s": 1e-4, "expand_iqr_s": 1e-6, "repeat_median_s": 3e-4, "repeat_iqr_s": 1e-6},
        false={"expand_median_s": 1e-4, "expand_iqr_s": 1e-6, "repeat_median_s": 1.05e-4, "repeat_iqr_s": 1e-6},
        not_checkable_here={"expand_median_s": 1e-4, "expand_iqr_s": 8e-5, "repeat_median_s": 1.5e-4, "repeat_iqr_s": 8e-5,
                            "expand_backward_bytes": 0}),
-    _c("A19", A, "4.1 Errors", "semantics",
+    _c("A20", A, "4.1 Errors", "semantics",
        "Expanding a (2, 3) tensor to (4, 3) raises an error because its first dimension is not 1.",
        _ev_nonsingleton_error, _j_nonsingleton_error, false={"error": None}),
-    _c("A20", A, "4.1 Errors", "API",
+    _c("A21", A, "4.1 Errors", "API",
        "torch.ones(1, 5).expand(-1, 10) gives shape torch.Size([1, 10]) (-1 has a special meaning).",
        _ev_minus_one_grow, _j_minus_one_grow, true={"error": None, "shape": (1, 10)}),
-    _c("A21", A, "4.1 Errors", "API",
+    _c("A22", A, "4.1 Errors", "API",
        "torch.ones(1, 5).expand(2, -1) gives shape torch.Size([2, 5]).",
        _ev_minus_one_keep, _j_minus_one_keep, false={"shape": (1, 5)}),
-    _c("A22", A, "4.2 With other APIs", "memory",
+    _c("A23", A, "4.2 With other APIs", "memory",
        "A (1, 3, 224) tensor, permute(1, 0, 2) then expand(3, 256, 224), gives an efficient transposed expansion of "
        "shape [3, 256, 224].",
        _ev_permute_expand, _j_permute_expand, false={"bytes": 688128}),
-    _c("A23", A, "4.2 With other APIs", "memory",
-       "Calling contiguous() before modifying an expand() result only increases memory use temporarily.",
+    _c("A24", A, "4.2 With other APIs", "memory",
+       "Calling contiguous() on an expand() result before modifying it increases memory use only temporarily.",
        _ev_contiguous_temporary, _j_contiguous_temporary, true={"held_while_result_lives": 0}),
-    _c("A24", A, "4.2 With other APIs", "semantics",
+    _c("A25", A, "4.2 With other APIs", "semantics",
        "In its example, original.expand(100, 100).contiguous() can be written (row 0 set to 0) without affecting original.",
        _ev_contiguous_example, _j_contiguous_example,
        true={"row_original_changed": False, "square_original_changed": False},
        false={"row_original_changed": True, "square_original_changed": True}),
-    _c("A25", A, "conclusion", "memory",
+    _c("A26", A, "conclusion", "memory",
        "In the author's projects, sensible use of expand() cut GPU memory use by 30-70 %, especially for video "
        "sequences and 3-D point clouds.",
        _ev_saving_range, _j_saving_range,
        true={"savings": {"a": 0.5, "b": 0.4}}, false={"savings": {"a": 0.0, "b": 0.9}}),
-    _c("A26", A, "conclusion", "advice",
+    _c("A27", A, "conclusion", "advice",
        "Rule of thumb: when data must be repeated more than 16 times along a dimension, prefer expand().",
        _ev_threshold, _j_threshold,
        true={"bytes_by_count": {2: (4096, 4096), 17: (0, 34816)}},
@@ -1252,7 +1273,7 @@ assert len(_BY_ID) == len(CLAIMS), "claim ids must be unique"
 def get(claim_id: str) -> Claim:
     """The claim with this id.
 
-    >>> get("A20").article
+    >>> get("A21").article
     '000 expand'
     """
     try:
@@ -1264,7 +1285,7 @@ def get(claim_id: str) -> Claim:
 def judge(claim: Claim, facts: Mapping[str, Any]) -> Verdict:
     """Apply ``claim.judge`` to ``facts`` and check that the verdict is one of :data:`VERDICTS`.
 
-    >>> judge(get("A21"), {"shape": (2, 5)})[0], judge(get("A21"), {"shape": (1, 5)})[0]
+    >>> judge(get("A22"), {"shape": (2, 5)})[0], judge(get("A22"), {"shape": (1, 5)})[0]
     ('true', 'false')
     """
     verdict, why = claim.judge(facts)
@@ -1279,7 +1300,7 @@ def table(claims: Iterable[Claim] | None = None, ids: Iterable[str] | None = Non
     """Run every claim's evidence and judge it: one dict per claim with keys
     ``id, article, statement, verdict, why, evidence``.
 
-    >>> [r["verdict"] for r in table(ids=["A20", "A21"])]
+    >>> [r["verdict"] for r in table(ids=["A21", "A22"])]
     ['false', 'true']
     """
     chosen = list(CLAIMS if claims is None else claims)
@@ -1325,8 +1346,8 @@ def show(claim_id: str, width: int = 108) -> dict[str, Any]:
     """Run one claim's evidence, judge it, print the restatement, the facts, the verdict and why;
     return the row (as in :func:`table`).
 
-    >>> row = show("A21")
-    A21 · 000 expand · 4.1 Errors · API
+    >>> row = show("A22")
+    A22 · 000 expand · 4.1 Errors · API
     claim:    torch.ones(1, 5).expand(2, -1) gives shape torch.Size([2, 5]).
     evidence: shape = (2, 5)
     verdict:  true -- shape (2, 5)
@@ -1345,8 +1366,8 @@ def show(claim_id: str, width: int = 108) -> dict[str, Any]:
 def format_table(rows: Iterable[Mapping[str, Any]], width: int = 60) -> str:
     """A plain-text summary: id, verdict and the statement (shortened to ``width`` characters).
 
-    >>> print(format_table([{"id": "A21", "verdict": "true", "statement": "expand(2, -1) gives (2, 5)."}]))
-    A21  true                expand(2, -1) gives (2, 5).
+    >>> print(format_table([{"id": "A22", "verdict": "true", "statement": "expand(2, -1) gives (2, 5)."}]))
+    A22  true                expand(2, -1) gives (2, 5).
     """
     lines = []
     for r in rows:
