@@ -1179,7 +1179,7 @@ CLAIMS: tuple[Claim, ...] = (
        "shape [3, 256, 224].",
        _ev_permute_expand, _j_permute_expand, false={"bytes": 688128}),
     _c("A24", A, "4.2 With other APIs", "memory",
-       "Calling contiguous() on an expand() result before modifying it increases memory use only temporarily.",
+       "Calling contiguous() on an expand() result before modifying it increases memory use temporarily.",
        _ev_contiguous_temporary, _j_contiguous_temporary, true={"held_while_result_lives": 0}),
     _c("A25", A, "4.2 With other APIs", "semantics",
        "In its example, original.expand(100, 100).contiguous() can be written (row 0 set to 0) without affecting original.",
