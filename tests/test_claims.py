@@ -77,6 +77,10 @@ def test_registry_is_well_formed():
         cl.get("Z9")
     with pytest.raises(KeyError, match="unknown claim ids"):
         cl.table(ids=["Z9"])
+    with pytest.raises(TypeError, match="must be a list of claim ids"):
+        cl.table(ids="A01")
+    with pytest.raises(TypeError, match="must hold Claim objects"):
+        cl.table(claims=["A01"])
 
 
 def test_a_judge_must_answer_in_the_vocabulary():

@@ -1304,7 +1304,13 @@ def table(claims: Iterable[Claim] | None = None, ids: Iterable[str] | None = Non
     ['false', 'true']
     """
     chosen = list(CLAIMS if claims is None else claims)
+    bad = [c for c in chosen if not isinstance(c, Claim)]
+    if bad:
+        raise TypeError(f"table(): `claims` must hold Claim objects (from viewlab.course.claims.CLAIMS), got "
+                        f"{type(bad[0]).__name__}.")
     if ids is not None:
+        if isinstance(ids, str):
+            raise TypeError(f"table(): `ids` must be a list of claim ids such as ['A01', 'B02'], got the string {ids!r}.")
         ids = list(ids)
         unknown = [i for i in ids if i not in _BY_ID]
         if unknown:
