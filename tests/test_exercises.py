@@ -216,7 +216,7 @@ def test_fresh_copies_keep_strides_but_not_memory():
 def test_docstring_examples_run():
     import doctest
 
-    import viewlab.exercise_bank.nb05_pitfalls as bank
+    import viewlab.course.exercise_bank.nb05_pitfalls as bank
     import viewlab.exercises as module
 
     for m in (module, bank):

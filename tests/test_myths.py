@@ -1,6 +1,6 @@
-"""The source articles' helpers, rebuilt (viewlab.seed_helpers), against what PyTorch actually does.
+"""The source articles' helpers, rebuilt (viewlab.course.article_helpers), against what PyTorch actually does.
 
-Notebook 05's myth table rests on these facts; here they are checked on many generated shape pairs.
+The claims registry (viewlab.course.claims) rests on these facts; here they are checked on many generated shape pairs.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import viewlab.seed_helpers as sh
+import viewlab.course.article_helpers as sh
 from viewlab import measure, shares_storage
 
 SHAPE = st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple)
@@ -86,20 +86,7 @@ def test_bad_shapes_are_rejected_with_reasons():
         sh.article_broadcast_shape((True, 2), (2,))
 
 
-def test_claim_table_validates_and_counts():
-    t = sh.ClaimTable()
-    t.add("A1", "art", "c", "false", "raises RuntimeError")
-    with pytest.raises(ValueError, match="verdict must be one of"):
-        t.add("A2", "art", "c", "wrong", "e")
-    with pytest.raises(ValueError, match="already recorded"):
-        t.add("A1", "art", "c", "true", "e")
-    with pytest.raises(ValueError, match="give the evidence"):
-        t.add("A3", "art", "c", "true", "  ")
-    assert t.counts()["false"] == 1 and len(t) == 1
-    assert "1 claims -- true: 0, false: 1" in str(t) and "<table>" in t._repr_html_()
-
-
-# ---- facts the myth table's verdicts rest on, checked against this PyTorch ----------------------
+# ---- facts the claims' verdicts rest on, checked against this PyTorch ----------------------
 def test_expand_with_minus_one_cannot_grow_a_non_singleton_dim():
     with pytest.raises(RuntimeError, match="must match the existing size"):
         torch.ones(1, 5).expand(-1, 10)

@@ -21,7 +21,7 @@ from .attention import (
 from .broadcast import BroadcastError, BroadcastExplanation, explain_broadcast
 from .draw import draw_layout, show_figure
 from .draw_broadcast import draw_broadcast
-from . import exercises, seed_helpers
+from . import exercises
 from .layout import Layout, layout, storage_indices
 from .memory import Measurement, OpRecord, measure
 from .monitor import MemoryMonitor
@@ -48,7 +48,6 @@ __all__ = [
     "OpRecord",
     "MemoryMonitor",
     "exercises",
-    "seed_helpers",
     "scaled_dot_product_attention",
     "padding_mask",
     "causal_mask",

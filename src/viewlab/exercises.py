@@ -32,7 +32,7 @@ not solved yet
 
 Adding exercises for your notebook (authors of other notebooks)
 -----------------------------------------------------------------
-Exercises are data. Create ``src/viewlab/exercise_bank/nbNN_<topic>.py`` (one module per notebook;
+Exercises are data. Create ``src/viewlab/course/exercise_bank/nbNN_<topic>.py`` (one module per notebook;
 every module in that package is found automatically) and call :func:`register` at import time::
 
     from viewlab.exercises import Exercise, register, tensors
@@ -765,7 +765,7 @@ def _load_banks() -> None:
     if _LOADED:
         return
     _LOADED = True
-    from . import exercise_bank
+    from .course import exercise_bank
 
     for info in sorted(pkgutil.iter_modules(exercise_bank.__path__), key=lambda m: m.name):
         importlib.import_module(f"{exercise_bank.__name__}.{info.name}")

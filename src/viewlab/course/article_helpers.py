@@ -6,7 +6,7 @@ The course was prompted by two blog posts (in Chinese): "PyTorch张量扩展的�
 ``a.expand_as(b)`` will work, and a ``safe_expand_as`` built on it; it also states the broadcasting
 rules in three steps. Here each is re-implemented from its description, *including its flaw*, next
 to a corrected version; ``tests/test_myths.py`` compares both with what PyTorch actually does on
-thousands of shape pairs, and notebook 05 shows the counterexamples.
+thousands of shape pairs, and :mod:`viewlab.course.claims` judges the articles' claims with them.
 
 >>> article_check_expandable((1, 3), (3,))   # the article's logic says yes ...
 True
@@ -16,7 +16,6 @@ False
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
@@ -28,9 +27,6 @@ __all__ = [
     "safe_expand_as",
     "article_broadcast_shape",
     "torch_can_expand",
-    "Claim",
-    "ClaimTable",
-    "VERDICTS",
 ]
 
 
@@ -59,10 +55,7 @@ def article_check_expandable(a: Any, b: Any) -> bool:
     (True, False)
     """
     sa, sb = _shape(a, "a", "article_check_expandable"), _shape(b, "b", "article_check_expandable")
-    for dim_a, dim_b in zip(reversed(sa), reversed(sb)):
-        if dim_a != dim_b and dim_a != 1:
-            return False
-    return True
+    return all(size == 1 or size == target for size, target in zip(reversed(sa), reversed(sb)))
 
 
 def expand_problem(a: Any, b: Any) -> str | None:
@@ -142,72 +135,3 @@ def torch_can_expand(a: Sequence[int], b: Sequence[int]) -> bool:
     except RuntimeError:
         return False
     return True
-
-
-# ----------------------------------------------------------------------------------------------
-# The myth table: one row per claim of the articles, with a verdict computed by executed code
-# ----------------------------------------------------------------------------------------------
-VERDICTS: tuple[str, ...] = ("true", "false", "misleading", "not checkable here")
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One factual claim of a source article, restated in our words, with the evidence we computed."""
-
-    id: str
-    article: str
-    claim: str
-    verdict: str
-    evidence: str
-
-
-class ClaimTable:
-    """Collects :class:`Claim` rows and renders them as text or HTML, with verdict counts.
-
-    >>> t = ClaimTable()
-    >>> t.add("X1", "expand()", "expand copies no data", "true", "shares storage: True")
-    >>> t.counts()
-    {'true': 1, 'false': 0, 'misleading': 0, 'not checkable here': 0}
-    """
-
-    def __init__(self) -> None:
-        self.rows: list[Claim] = []
-
-    def add(self, id: str, article: str, claim: str, verdict: str, evidence: str) -> None:
-        """Record one claim. ``verdict`` must be one of :data:`VERDICTS`; ids must be unique."""
-        if verdict not in VERDICTS:
-            raise ValueError(f"claim {id}: verdict must be one of {VERDICTS}, got {verdict!r}.")
-        if any(r.id == id for r in self.rows):
-            raise ValueError(f"claim id {id!r} was already recorded; ids must be unique.")
-        if not evidence.strip():
-            raise ValueError(f"claim {id}: give the evidence the verdict rests on.")
-        self.rows.append(Claim(id, article, claim, verdict, evidence))
-
-    def counts(self) -> dict[str, int]:
-        """How many claims got each verdict (all verdicts listed, zeros included)."""
-        return {v: sum(r.verdict == v for r in self.rows) for v in VERDICTS}
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __str__(self) -> str:
-        lines = [f"{r.id:<4} {r.verdict:<18} {r.claim}\n     evidence: {r.evidence}" for r in self.rows]
-        counts = ", ".join(f"{v}: {n}" for v, n in self.counts().items())
-        return "\n".join(lines + [f"{len(self.rows)} claims -- {counts}"])
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        import html
-
-        marks = {"true": "✔ true", "false": "✘ false", "misleading": "⚠ misleading",
-                 "not checkable here": "? not checkable here"}
-        body = "".join(
-            f"<tr><td>{html.escape(r.id)}</td><td>{html.escape(r.article)}</td><td>{html.escape(r.claim)}</td>"
-            f"<td><b>{html.escape(marks[r.verdict])}</b></td><td><code>{html.escape(r.evidence)}</code></td></tr>"
-            for r in self.rows
-        )
-        counts = ", ".join(f"{v}: {n}" for v, n in self.counts().items())
-        head = "".join(f"<th>{h}</th>" for h in ("id", "article", "claim (restated)", "verdict", "evidence (computed)"))
-        return (f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-                f"<p>{len(self.rows)} claims &mdash; {html.escape(counts)}</p>")

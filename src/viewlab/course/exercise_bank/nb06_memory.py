@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from ..exercises import Exercise, register, tensors
-from ..memory import measure
+from ...exercises import Exercise, register, tensors
+from ...memory import measure
 
 _FLOAT_DTYPES = (torch.float16, torch.float32, torch.float64)
 

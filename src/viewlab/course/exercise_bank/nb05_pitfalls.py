@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from ..exercises import Exercise, register, tensors
-from ..seed_helpers import article_check_expandable
+from ...exercises import Exercise, register, tensors
+from ..article_helpers import article_check_expandable
 
 
 def _batch_inputs() -> Any:
@@ -174,7 +174,7 @@ def _shape_pairs() -> Any:
 
 def _can_expand(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     # expand may add leading dims but never drop them; aligned from the right, each size of a
-    # must equal b's or be 1 (viewlab.seed_helpers.can_expand explains the failing dimension).
+    # must equal b's or be 1 (viewlab.course.article_helpers.can_expand explains the failing dimension).
     return len(a) <= len(b) and all(x == y or x == 1 for x, y in zip(a[::-1], b[::-1]))
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ..exercises import Exercise, register, tensors
+from ...exercises import Exercise, register, tensors
 
 
 def _matrix_inputs() -> Any:
