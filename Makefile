@@ -110,7 +110,7 @@ $(COLAB_VENV)/.installed: tests/colab-pins.txt pyproject.toml
 # Widget, monitor, figure and IPython-extension tests; then every notebook executed with Colab's nbclient
 # (copies, the committed notebooks stay as they are); then strict nbval of the committed notebooks.
 COLAB_TESTS := tests/test_colab_stack.py tests/test_monitor.py tests/test_draw.py tests/test_memory.py \
-	tests/test_cuda_windows.py tests/test_versions.py tests/test_executor.py
+	tests/test_cuda_windows.py tests/test_versions.py tests/test_executor.py tests/test_sentinels.py
 test-colab: $(COLAB_VENV)/.installed
 	VIEWLAB_COLAB_VENV=$(COLAB_VENV) PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest $(COLAB_TESTS) -p no:cacheprovider $(PYTEST_ARGS)
 	rm -rf $(COLAB_OUT)

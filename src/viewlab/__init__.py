@@ -25,6 +25,15 @@ from . import exercises
 from .layout import Layout, layout, storage_indices
 from .memory import Measurement, OpRecord, measure
 from .monitor import MemoryMonitor
+from .sentinels import (
+    BroadcastStretchError,
+    BroadcastWarning,
+    CopyError,
+    held_by_ipython,
+    release_ipython_refs,
+    views_only,
+    watch_broadcasts,
+)
 from .sharing import shares_storage
 from .viewops import OP_CASES, OFFICIAL_VIEW_OPS, observe, view_op_table
 
@@ -57,6 +66,13 @@ __all__ = [
     "multi_head_self_attention",
     "SqueezeExcitation",
     "bench",
+    "views_only",
+    "CopyError",
+    "watch_broadcasts",
+    "BroadcastWarning",
+    "BroadcastStretchError",
+    "held_by_ipython",
+    "release_ipython_refs",
 ]
 __version__ = "0.1.0"
 
