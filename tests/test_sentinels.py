@@ -177,7 +177,7 @@ def test_allow_outer_silences_intended_outer_products():
 
 
 def test_bad_watch_arguments():
-    with pytest.raises(ValueError, match="pass 'warn' or 'raise'"):
+    with pytest.raises(ValueError, match="pass 'warn', 'raise' or a function"):
         watch_broadcasts(action="log")
     with pytest.raises(TypeError, match="True or False"):
         watch_broadcasts(allow_outer="yes")

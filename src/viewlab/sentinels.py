@@ -366,7 +366,8 @@ def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
     and target of different shapes. One-sided broadcasts (a bias ``(D,)`` on ``(N, D)``, a scale
     ``(1, C, 1, 1)`` on ``(B, C, H, W)``, a scalar) are never reported. ``action="warn"`` issues a
     :class:`BroadcastWarning`; ``"raise"`` raises :class:`BroadcastStretchError`. ``allow_outer=True``
-    silences intended outer products (loss-shape checks stay on).
+    silences intended outer products (loss-shape checks stay on). ``action`` may also be a function: it is
+    called with each report's text (to collect them, say) and the code goes on.
 
     >>> pred, target = torch.zeros(4, 1), torch.zeros(4)
     >>> with warnings.catch_warnings(record=True) as seen:
@@ -377,15 +378,18 @@ def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
     >>> len(seen), diff.shape
     (1, torch.Size([4, 4]))
     """
-    if action not in ("warn", "raise"):
-        raise ValueError(f"watch_broadcasts(action={action!r}): pass 'warn' or 'raise'.")
+    if not callable(action) and action not in ("warn", "raise"):
+        raise ValueError(f"watch_broadcasts(action={action!r}): pass 'warn', 'raise' or a function taking the message.")
     if not isinstance(allow_outer, bool):
         raise TypeError(f"watch_broadcasts(allow_outer=...) expects True or False, got {allow_outer!r}.")
 
     def report(message: str) -> None:
-        if action == "raise":
+        if callable(action):
+            action(message)
+        elif action == "raise":
             raise BroadcastStretchError(message)
-        warnings.warn(message, BroadcastWarning, stacklevel=2)
+        else:
+            warnings.warn(message, BroadcastWarning, stacklevel=2)
 
     def make() -> tuple[TorchFunctionMode, TorchDispatchMode]:
         recorder = _LossWatch(report)
