@@ -216,7 +216,8 @@ def test_in_a_kernel_output_history_and_a_traceback_keep_tensors_alive_until_rel
         "torch.zeros(1000, 250)",  # a cell whose value is a 1,000,000-byte tensor: Out[2] and _ keep it
         "def f():\n    big = torch.ones(500_000)\n    raise RuntimeError('boom')\nf()",  # the traceback keeps big
         "mine = torch.ones(10)\nmine",  # shown, but also held by the learner's own variable
-        "for h in held_by_ipython():\n    print(h.where, h.shape, h.bytes)",
+        "for h in held_by_ipython():\n    print(h.where, h.shape, h.bytes)\n"
+        "print('only traceback', [h.where for h in held_by_ipython(sources=('traceback',))])",
         "print('freed', release_ipython_refs())\nprint('left', [h.where for h in held_by_ipython()])",
         "import gc\nfor o in gc.get_objects():\n    if isinstance(o, torch.Tensor) and o.numel() in (250000, 500000):\n        print('ALIVE', o.shape, [type(r).__name__ for r in gc.get_referrers(o)])",
         "print('mine still there', mine.shape)",
@@ -225,12 +226,28 @@ def test_in_a_kernel_output_history_and_a_traceback_keep_tensors_alive_until_rel
     assert "Out[2] (1000, 250) 1000000" in held and "_2 (1000, 250) 1000000" in held
     assert "traceback: f() local 'big' (500000,) 2000000" in held
     assert "(10,)" not in held, "a tensor the learner still names is not reported"
+    assert "only traceback [\"traceback: f() local 'big'\"]" in held, held
     assert "freed 3000000" in texts[5] and "left []" in texts[5]
     assert "mine still there torch.Size([10])" in texts[7], texts[6]
 
 
-def test_outside_ipython_it_says_so():
-    from viewlab.sentinels import held_by_ipython
+def test_outside_ipython_it_says_so_and_bad_sources_are_named():
+    from types import SimpleNamespace
+
+    from viewlab.sentinels import held_by_ipython, release_ipython_refs
 
     with pytest.raises(RuntimeError, match="works inside IPython or Jupyter"):
         held_by_ipython()
+    shell = SimpleNamespace(user_ns={"Out": {1: torch.zeros(4)}})
+    with pytest.raises(ValueError, match=r"release_ipython_refs\(sources='logs'\): pass some of"):
+        release_ipython_refs(shell, sources="logs")
+    assert release_ipython_refs(shell, sources="traceback") == 0 and 1 in shell.user_ns["Out"]
+    assert release_ipython_refs(shell, sources="history") == 16 and shell.user_ns["Out"] == {}
+
+
+def test_in_a_kernel_the_error_names_the_line_of_the_cell():
+    texts = _kernel_run([
+        "from viewlab import views_only\nimport torch\nx = torch.zeros(2, 3).t()\ntry:\n"
+        "    with views_only():\n        y = x.reshape(6)\nexcept Exception as err:\n    print(err)",
+    ])
+    assert "At line 6 of this cell: y = x.reshape(6)" in texts[0], texts[0]

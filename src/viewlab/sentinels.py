@@ -48,7 +48,9 @@ def _learner_line() -> str | None:
         name = frame.filename.replace("\\", "/")
         if "/torch/" in name or "/viewlab/" in name or name.endswith(("contextlib.py", "functools.py")):
             continue
-        where = f"{frame.filename}:{frame.lineno}"
+        # A notebook cell's file is a temporary name (ipykernel_<pid>/<hash>.py): say "this cell" instead.
+        in_cell = "ipykernel_" in name or name.startswith("<ipython-input")
+        where = f"line {frame.lineno} of this cell" if in_cell else f"{frame.filename}:{frame.lineno}"
         return f"{where}: {frame.line.strip()}" if frame.line else where
     return None
 
@@ -429,29 +431,44 @@ def _shell(ip: Any) -> Any:
 
 
 _HISTORY_NAMES = ("_", "__", "___")
+_SOURCES = ("history", "result", "traceback")
 
 
-def _history_slots(ip: Any) -> list[tuple[str, Any]]:
+def _sources(sources: Any, where: str) -> tuple[str, ...]:
+    given = sources
+    if isinstance(sources, str):
+        sources = (sources,)
+    if not isinstance(sources, (list, tuple, set)) or not sources or not set(sources) <= set(_SOURCES):
+        raise ValueError(f"{where}(sources={given!r}): pass some of {_SOURCES} "
+                         "(output history, the last result, the last stored traceback).")
+    return tuple(sources)
+
+
+def _history_slots(ip: Any, sources: tuple[str, ...] = _SOURCES) -> list[tuple[str, Any]]:
     ns = ip.user_ns
     slots: list[tuple[str, Any]] = []
-    out = ns.get("Out") or ns.get("_oh") or {}
-    for number, value in sorted(out.items()) if isinstance(out, dict) else []:
-        slots.append((f"Out[{number}]", value))
-    for name in _HISTORY_NAMES:
-        if name in ns:
-            slots.append((name, ns[name]))
-    for name, value in ns.items():
-        if name.startswith("_") and name[1:].isdigit():
-            slots.append((name, value))
-    result = getattr(getattr(ip, "last_execution_result", None), "result", None)
-    if result is not None:
-        slots.append(("the last execution result", result))
-    tb = getattr(sys, "last_traceback", None) or getattr(getattr(ip, "InteractiveTB", None), "tb", None)
-    while tb is not None:
-        frame = tb.tb_frame
-        for local, value in frame.f_locals.items():
-            slots.append((f"traceback: {frame.f_code.co_name}() local {local!r}", value))
-        tb = tb.tb_next
+    if "history" in sources:
+        out = ns.get("Out") or ns.get("_oh") or {}
+        for number, value in sorted(out.items()) if isinstance(out, dict) else []:
+            slots.append((f"Out[{number}]", value))
+        for name in _HISTORY_NAMES:
+            if name in ns:
+                slots.append((name, ns[name]))
+        for name, value in ns.items():
+            if name.startswith("_") and name[1:].isdigit():
+                slots.append((name, value))
+    if "result" in sources:
+        result = getattr(getattr(ip, "last_execution_result", None), "result", None)
+        if result is not None:
+            slots.append(("the last execution result", result))
+    if "traceback" in sources:
+        tb = getattr(sys, "last_traceback", None) or getattr(getattr(ip, "InteractiveTB", None), "tb", None)
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code.co_name != "<module>":  # a cell's own frame: its locals are your namespace
+                for local, value in frame.f_locals.items():
+                    slots.append((f"traceback: {frame.f_code.co_name}() local {local!r}", value))
+            tb = tb.tb_next
     return slots
 
 
@@ -465,25 +482,26 @@ def _tensors_in(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def held_by_ipython(ip: Any = None) -> list[HeldTensor]:
+def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]:
     """Tensors kept alive only by IPython: output history (``Out``, ``_``, ``__``, ``___``, ``_N``), the last
     execution result, or the locals of the last stored traceback (after an error such as an out-of-memory).
 
     A tensor whose storage one of your own variables also reaches is not listed (releasing it would free
     nothing).
-    ``ip`` defaults to the running shell (``get_ipython()``). See :func:`release_ipython_refs`.
+    ``ip`` defaults to the running shell (``get_ipython()``); ``sources`` picks some of ``"history"``,
+    ``"result"`` and ``"traceback"``. See :func:`release_ipython_refs`.
 
     >>> from types import SimpleNamespace                      # a stand-in shell: just its namespace
     >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
     >>> [(h.where, h.shape, h.bytes) for h in held_by_ipython(shell)]
     [('Out[3]', (250,), 1000)]
     """
-    ip = _shell(ip)
+    ip, sources = _shell(ip), _sources(sources, "held_by_ipython")
     # Storages one of your own variables also reaches: releasing IPython's reference would free nothing.
     own = {_storage_key(t) for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ("Out", "In")
            for t in _tensors_in(v)}
     held, seen = [], set()
-    for where, value in _history_slots(ip):
+    for where, value in _history_slots(ip, sources):
         for t in _tensors_in(value):
             key = _storage_key(t)
             if key in own or (where, key) in seen:
@@ -493,11 +511,11 @@ def held_by_ipython(ip: Any = None) -> list[HeldTensor]:
     return held
 
 
-def release_ipython_refs(ip: Any = None) -> int:
+def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
     """Drop IPython's own references to tensors (history entries, ``_``/``__``/``___``, ``_N``, the last
     result, the last traceback) and return how many bytes of storage that freed (storages that really died).
 
-    Your own variables are untouched.
+    Your own variables are untouched. ``sources`` as for :func:`held_by_ipython`.
 
     >>> from types import SimpleNamespace
     >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
@@ -507,9 +525,9 @@ def release_ipython_refs(ip: Any = None) -> int:
     import gc
     import weakref
 
-    ip = _shell(ip)
+    ip, sources = _shell(ip), _sources(sources, "release_ipython_refs")
     watched = {}  # storage key -> (weak reference to the storage, its bytes)
-    for _where, value in _history_slots(ip):
+    for _where, value in _history_slots(ip, sources):
         for t in _tensors_in(value):
             if t.layout == torch.strided:
                 storage = t.untyped_storage()
@@ -518,30 +536,30 @@ def release_ipython_refs(ip: Any = None) -> int:
             del t  # no reference of ours may outlive the loop
         value = None
     ns = ip.user_ns
-    out = ns.get("Out")
+    out = ns.get("Out") if "history" in sources else None
     if isinstance(out, dict):
         for number in [n for n, v in out.items() if _tensors_in(v)]:
             del out[number]
     # IPython pushes _, __, ___ and _N with interactive=False, which also records them in user_ns_hidden.
-    for space in (ns, getattr(ip, "user_ns_hidden", None) or {}):
+    for space in (ns, getattr(ip, "user_ns_hidden", None) or {}) if "history" in sources else ():
         for name in list(space):
             if _tensors_in(space[name]):
                 if name in _HISTORY_NAMES:
                     space[name] = None
                 elif name.startswith("_") and name[1:].isdigit():
                     del space[name]
-    hook = getattr(ip, "displayhook", None)
+    hook = getattr(ip, "displayhook", None) if "history" in sources else None
     for attr in _HISTORY_NAMES:
         if hook is not None and _tensors_in(getattr(hook, attr, None)):
             setattr(hook, attr, None)
-    result = getattr(ip, "last_execution_result", None)
+    result = getattr(ip, "last_execution_result", None) if "result" in sources else None
     if result is not None and _tensors_in(getattr(result, "result", None)):
         result.result = None
-    if getattr(sys, "last_traceback", None) is not None:
+    if "traceback" in sources and getattr(sys, "last_traceback", None) is not None:
         sys.last_traceback = sys.last_value = sys.last_type = None
         if hasattr(sys, "last_exc"):
             sys.last_exc = None
-    for printer in ("InteractiveTB", "SyntaxTB"):  # IPython's traceback printers keep the last one too
+    for printer in ("InteractiveTB", "SyntaxTB") if "traceback" in sources else ():  # IPython's traceback printers keep the last one too
         if getattr(getattr(ip, printer, None), "tb", None) is not None:
             getattr(ip, printer).tb = None
     gc.collect()
