@@ -142,7 +142,7 @@ def test_the_classic_loss_bug_is_caught_with_shapes_dims_and_fix():
     text = str(err.value)
     assert "(8, 1) and (8,) to (8, 8)" in text and "64 elements" in text
     assert "operand 0 (8, 1) along dim 1 (1 -> 8)" in text and "operand 1 (8,) along dim 0 (missing -> 8)" in text
-    assert "squeeze(1)" in text and "allow_outer=True" in text
+    assert "squeeze dim 1 of operand 0 ((8, 1) -> (8,))" in text and "allow_outer=True" in text
 
 
 def test_loss_functions_with_different_input_and_target_shapes_are_reported():

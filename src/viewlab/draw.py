@@ -160,7 +160,7 @@ class PNGFigure:
 
 
 def show_figure(fig: "Figure", alt: str, dpi: int = 100) -> PNGFigure:
-    """Render ``fig`` to a PNG and return a :class:`PNGFigure` that carries ``alt`` text.
+    """Render ``fig`` to a PNG and return a ``PNGFigure`` that carries ``alt`` text.
 
     A plain PNG output survives in the saved notebook and in the static book (no widget state, no
     backend needed), and the alt text describes it for screen readers. Works with IPython 7 (Colab)

@@ -327,10 +327,13 @@ def _stretch_message(func: Any, recorder: _CallRecorder, shapes: list, stretched
     for n in result:
         numel *= n
     first, second = shapes[0], shapes[1]
-    fix = ("make the shapes equal first, e.g. "
-           + (f"x.squeeze({len(first) - 1})" if len(first) > len(second) and first[-1] == 1 else
-              f"y.unsqueeze(-1)" if len(second) < len(first) else "x.reshape(y.shape)")
-           + "; if an outer product is what you meant, pass allow_outer=True")
+    if len(first) == len(second) + 1 and first[-1] == 1 and first[:-1] == second:
+        fix = f"squeeze dim {len(first) - 1} of operand 0 ({first} -> {first[:-1]})"
+    elif len(second) == len(first) + 1 and second[-1] == 1 and second[:-1] == first:
+        fix = f"squeeze dim {len(second) - 1} of operand 1 ({second} -> {second[:-1]})"
+    else:
+        fix = "make the operands' shapes equal first (reshape or view_as one of them)"
+    fix += "; if an outer product is what you meant, pass allow_outer=True"
     line = _learner_line()
     return (f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
             f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
