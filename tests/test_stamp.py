@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import tomllib  # on Python 3.10, conftest.py provides it (tomli)
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,16 +20,18 @@ sys.path.insert(0, str(ROOT / "tools"))
 import colab_stamp  # noqa: E402  (programs in tools/)
 import stamp  # noqa: E402
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: tomli, which pytest itself depends on there
-    import tomli as tomllib
-
 OLD = colab_stamp.repository_url()
 NEW = "https://github.com/Someone-Else/tensor-course"
 TOOL = [sys.executable, str(ROOT / "tools" / "stamp.py")]
-COPIED = ["pyproject.toml", "CITATION.cff", "README.md", "CONTRIBUTING.md", "book/_config.yml", "book/*.md",
-          "notebooks/*.ipynb"]
+COPIED = [
+    "pyproject.toml",
+    "CITATION.cff",
+    "README.md",
+    "CONTRIBUTING.md",
+    "book/_config.yml",
+    "book/*.md",
+    "notebooks/*.ipynb",
+]
 
 
 @pytest.fixture
@@ -52,6 +55,7 @@ def _everything(root: Path) -> str:
 
 # --- the committed repository -----------------------------------------------------------------------
 
+
 def test_every_place_outside_the_notebooks_agrees_with_pyproject():
     found = stamp.problems(ROOT, notebooks=False)
     assert not found, "\n".join(found) + "\nFix: make stamp"
@@ -70,6 +74,7 @@ def test_pages_url_is_the_owner_lowercased_and_the_repository_name():
 
 
 # --- stamping a copy --------------------------------------------------------------------------------
+
 
 def test_stamp_moves_every_place_to_the_new_url(checkout):
     result = _stamp(checkout, "--repo", NEW)
@@ -107,8 +112,9 @@ def test_check_names_each_place_that_disagrees(checkout):
     assert _stamp(checkout).returncode == 0  # re-stamp from pyproject: everything agrees
     assert _stamp(checkout, "--check").returncode == 0
     citation = checkout / "CITATION.cff"
-    citation.write_text(citation.read_text(encoding="utf-8").replace(OLD, "https://github.com/stale/place"),
-                        encoding="utf-8")
+    citation.write_text(
+        citation.read_text(encoding="utf-8").replace(OLD, "https://github.com/stale/place"), encoding="utf-8"
+    )
     nb_path = sorted((checkout / "notebooks").glob("*.ipynb"))[0]
     nb = nbformat.read(nb_path, as_version=4)
     nb.cells[0].source = nb.cells[0].source.replace(OLD.removeprefix("https://github.com/"), "stale/place")
@@ -129,10 +135,16 @@ def test_a_url_that_is_not_a_github_repository_is_refused_and_nothing_changes(ch
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make (elsewhere: python tools/stamp.py --repo URL)")
 def test_make_stamp_passes_repo_to_the_tool():
-    dry = subprocess.run(["make", "-n", "--no-print-directory", "stamp", f"REPO={NEW}"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    dry = subprocess.run(
+        ["make", "-n", "--no-print-directory", "stamp", f"REPO={NEW}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert dry.returncode == 0, dry.stderr
     assert f'tools/stamp.py --repo "{NEW}"' in dry.stdout
-    plain = subprocess.run(["make", "-n", "--no-print-directory", "stamp"], cwd=ROOT, capture_output=True, text=True,
-                           timeout=60)
+    plain = subprocess.run(
+        ["make", "-n", "--no-print-directory", "stamp"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert "tools/stamp.py" in plain.stdout and "--repo" not in plain.stdout

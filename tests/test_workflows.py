@@ -32,8 +32,9 @@ def _actionlint() -> str:
 
 
 def _lint(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([_actionlint(), "-color=false", *args], cwd=ROOT, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [_actionlint(), "-color=false", *args], cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120
+    )
 
 
 def _triggers(workflow: dict) -> dict:
@@ -54,6 +55,7 @@ def _uses(job: dict) -> list[str]:
 
 # --- actionlint -------------------------------------------------------------------------------------
 
+
 def test_every_workflow_passes_actionlint():
     files = sorted(p.relative_to(ROOT).as_posix() for p in WORKFLOWS.glob("*.yml"))
     assert {".github/workflows/book.yml", ".github/workflows/test.yml"} <= set(files)
@@ -68,6 +70,7 @@ def test_actionlint_really_rejects_a_broken_workflow():
 
 
 # --- tests workflow ---------------------------------------------------------------------------------
+
 
 def test_tests_run_on_push_pull_request_and_weekly():
     on = _triggers(TEST_WF)
@@ -115,7 +118,9 @@ def test_weekly_run_upgrades_torch_and_jupyter_without_caps():
         step = next(s for s in _steps(TEST_WF["jobs"][name]) if "schedule" in str(s.get("if", "")))
         upgrades = " ".join(line for line in step["run"].splitlines() if "--upgrade" in line)
         for package in ("torch", "jupyterlab", "ipykernel", "ipywidgets", "nbclient", "nbval"):
-            assert re.search(rf"(?<![\w-]){package}(?![\w-])", upgrades), f"{name}: weekly run does not upgrade {package}"
+            assert re.search(rf"(?<![\w-]){package}(?![\w-])", upgrades), (
+                f"{name}: weekly run does not upgrade {package}"
+            )
         assert not re.search(r"[<>=~]=?\d", upgrades), f"{name}: the weekly upgrade must not cap versions: {upgrades}"
 
 
@@ -125,6 +130,7 @@ def test_colab_stack_job_runs_make_test_colab():
 
 
 # --- book workflow ----------------------------------------------------------------------------------
+
 
 def test_book_is_built_on_every_push_and_pull_request():
     on = _triggers(BOOK_WF)
