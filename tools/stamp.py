@@ -152,7 +152,7 @@ def stamp_repository(root: Path, repo_url: str | None = None) -> list[Path]:
     changed = []
     for path, new in _rewrites(root, old_url, repo_url).items():
         if path.read_text(encoding="utf-8") != new:
-            path.write_text(new, encoding="utf-8")
+            path.write_text(new, encoding="utf-8", newline="")  # keep "\n" on Windows too
             changed.append(path)
     assert colab_stamp.repository_url(root / "pyproject.toml") == repo_url
     for path in _notebooks(root):
