@@ -25,7 +25,7 @@ ifeq ($(shell id -u),0)
 ROOT_FLAG := --allow-root
 endif
 
-.PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book test-colab
+.PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book test-colab stamp lint
 help:
 	@echo "make lab        - install the course into .venv and open JupyterLab on notebooks/"
 	@echo "make test       - unit tests + strict nbval over every notebook"
@@ -33,6 +33,8 @@ help:
 	@echo "make book       - build the Jupyter Book into book/_build/html (offline, warnings are errors)"
 	@echo "make test-book  - build the book, then open every page in headless chromium and check it"
 	@echo "make test-colab - the same notebooks and widget tests on Colab's own package versions (.venv-colab)"
+	@echo "make stamp      - re-stamp the repository URL everywhere (REPO=https://github.com/OWNER/NAME to move it)"
+	@echo "make lint       - ruff (lint + format check) over tools/, benchmarks/ and book/_ext"
 	@echo "make clean      - remove .venv and build artefacts"
 
 $(BIN)/python:
@@ -66,7 +68,21 @@ test-notebooks: $(VENV)/.installed-test
 		-p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)
 
 notebooks: $(VENV)/.installed-test
-	$(BIN)/python tests/execute_notebooks.py $(NOTEBOOKS)
+	$(BIN)/python tools/execute_notebooks.py $(NOTEBOOKS)
+
+# The repository URL lives in pyproject.toml ([project.urls] Repository). `make stamp REPO=https://github.com/OWNER/NAME`
+# writes a new one there and into the book config, CITATION.cff, README badges and links, and every notebook's
+# Colab badge and setup cell; plain `make stamp` re-stamps from the URL already there. Then: make notebooks.
+REPO ?=
+stamp: $(VENV)/.installed-test
+	$(BIN)/python tools/stamp.py $(if $(strip $(REPO)),--repo "$(REPO)")
+
+# Ruff (settings in pyproject.toml [tool.ruff]) over the helper programs, benchmarks and the book's extension.
+# src/ and tests/ are not in the list yet. Fix what it reports with `ruff check --fix` / `ruff format`.
+LINT_PATHS := tools benchmarks book/_ext
+lint: $(VENV)/.installed-test
+	$(BIN)/python -m ruff check $(LINT_PATHS)
+	$(BIN)/python -m ruff format --check $(LINT_PATHS)
 
 clean:
 	rm -rf $(VENV) $(COLAB_VENV) book/_build book/api .pytest_cache .hypothesis src/*.egg-info
@@ -114,6 +130,6 @@ COLAB_TESTS := tests/test_colab_stack.py tests/test_monitor.py tests/test_draw.p
 test-colab: $(COLAB_VENV)/.installed
 	VIEWLAB_COLAB_VENV=$(COLAB_VENV) PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest $(COLAB_TESTS) -p no:cacheprovider $(PYTEST_ARGS)
 	rm -rf $(COLAB_OUT)
-	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python tests/execute_notebooks.py --out-dir $(COLAB_OUT) $(NOTEBOOKS)
+	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python tools/execute_notebooks.py --out-dir $(COLAB_OUT) $(NOTEBOOKS)
 	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest -p tests.nbval_hooks --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)

@@ -47,9 +47,10 @@ def run(rows: list[int], rounds: int, min_run_time: float, device: str, threads:
         table = compare(
             {
                 "same-bytes copy": copy_fn,
-                "expand": lambda: row.expand(r, WIDTH),
-                "repeat": lambda: row.repeat(r, 1),
-                "copy_ into buffer": lambda: buffer.copy_(row.expand(r, WIDTH)),
+                # Defaults bind this iteration's r and buffer (compare() runs them before the next one).
+                "expand": lambda r=r: row.expand(r, WIDTH),
+                "repeat": lambda r=r: row.repeat(r, 1),
+                "copy_ into buffer": lambda r=r, buffer=buffer: buffer.copy_(row.expand(r, WIDTH)),
             },
             bytes_moved={"same-bytes copy": copy_bytes, "repeat": out_bytes, "copy_ into buffer": out_bytes},
             rounds=rounds,
@@ -58,16 +59,24 @@ def run(rows: list[int], rounds: int, min_run_time: float, device: str, threads:
         )
         print(f"R = {r} rows ({out_bytes:,} bytes of output) on {out['device']}")
         print(table, end="\n\n")
-        out["sizes"].append({
-            "rows": r,
-            "output_bytes": out_bytes,
-            "candidates": [
-                {"name": x.name, "median_s": x.median_s, "iqr_s": x.iqr_s, "ratio_to_copy": x.ratio,
-                 "bytes_moved": x.bytes_moved, "gb_per_s": x.gb_per_s}
-                for x in table.rows
-            ],
-            "repeat_over_expand": table.speedup("repeat", "expand"),
-        })
+        out["sizes"].append(
+            {
+                "rows": r,
+                "output_bytes": out_bytes,
+                "candidates": [
+                    {
+                        "name": x.name,
+                        "median_s": x.median_s,
+                        "iqr_s": x.iqr_s,
+                        "ratio_to_copy": x.ratio,
+                        "bytes_moved": x.bytes_moved,
+                        "gb_per_s": x.gb_per_s,
+                    }
+                    for x in table.rows
+                ],
+                "repeat_over_expand": table.speedup("repeat", "expand"),
+            }
+        )
         del buffer
     return out
 
@@ -78,8 +87,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--min-run-time", type=float, default=0.1)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--threads", type=int, default=1,
-                        help="intra-op threads (default 1: stable on a shared machine; more for peak bandwidth)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="intra-op threads (default 1: stable on a shared machine; more for peak bandwidth)",
+    )
     parser.add_argument("--no-save", action="store_true", help="print only; do not write the JSON file")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():

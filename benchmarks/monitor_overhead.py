@@ -93,8 +93,10 @@ def main(argv: list[str] | None = None) -> dict:
     width = max(map(len, conditions))
     print(f"{args.ops:,} small ops on {args.device}, median of {args.repeats} (torch {torch.__version__})")
     for c in conditions:
-        print(f"  {c:<{width}}  {result['median_seconds'][c]:8.4f} s  {result['per_op_microseconds'][c]:7.2f} us/op"
-              f"  x{result['ratio_to_off'][c]:.2f}")
+        print(
+            f"  {c:<{width}}  {result['median_seconds'][c]:8.4f} s  {result['per_op_microseconds'][c]:7.2f} us/op"
+            f"  x{result['ratio_to_off'][c]:.2f}"
+        )
     print(f"written to {args.out}")
     return result
 

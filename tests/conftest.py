@@ -5,8 +5,16 @@ run cannot turn red by luck; locally, examples vary between runs to find new fai
 """
 
 import os
+import sys
 
 from hypothesis import settings
+
+if sys.version_info < (3, 11):
+    # tomllib (Python 3.11+) is tomli under its new name; pytest itself depends on tomli on 3.10.
+    # Loaded before any test module, so `import tomllib` in the tests works on the 3.10 floor too.
+    import tomli
+
+    sys.modules.setdefault("tomllib", tomli)
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)

@@ -18,8 +18,8 @@ import nbformat
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import colab_stamp  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import colab_stamp  # noqa: E402  (a program in tools/)
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"

@@ -15,13 +15,13 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import colab_stamp  # noqa: E402  (a tool in tests/, like execute_notebooks.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import colab_stamp  # noqa: E402  (a program in tools/, like execute_notebooks.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 URL = colab_stamp.repository_url()
-STAMP_COMMAND = "python tests/colab_stamp.py notebooks/*.ipynb && make notebooks"
+STAMP_COMMAND = "make stamp && make notebooks"
 
 
 def _toy(title: str = "# 09 · A toy\n\n**Learning objectives.** none, it is a toy.") -> nbformat.NotebookNode:
@@ -177,11 +177,11 @@ def test_stamped_toy_executes_and_passes_strict_nbval(tmp_path):
     """End to end on a small notebook: stamp, execute with the project's executor, nbval strictly."""
     path = tmp_path / "09_toy.ipynb"
     nbformat.write(_toy(), path)
-    tool = [sys.executable, str(ROOT / "tests" / "colab_stamp.py")]
+    tool = [sys.executable, str(ROOT / "tools" / "colab_stamp.py")]
     assert subprocess.run([*tool, "--check", str(path)], capture_output=True).returncode == 1
     subprocess.run([*tool, str(path)], check=True, capture_output=True)
     assert subprocess.run([*tool, "--check", str(path)], capture_output=True).returncode == 0
-    subprocess.run([sys.executable, str(ROOT / "tests" / "execute_notebooks.py"), str(path)], check=True,
+    subprocess.run([sys.executable, str(ROOT / "tools" / "execute_notebooks.py"), str(path)], check=True,
                    capture_output=True, timeout=300, cwd=ROOT)
     nb = nbformat.read(path, as_version=4)
     assert [c.execution_count for c in nb.cells if c.cell_type == "code"] == [1, 2, 3]

@@ -28,6 +28,7 @@ def _pyproject_requirements() -> dict[str, str]:
 
 
 def _conda_requirements() -> tuple[dict[str, str], list[str]]:
+    """Every requirement of environment.yml, conda's and those under ``pip:`` (PyPI-only packages) alike."""
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda, pip = {}, []
     for dep in env["dependencies"]:
@@ -36,6 +37,10 @@ def _conda_requirements() -> tuple[dict[str, str], list[str]]:
             continue
         name, spec = _split(dep)
         conda[CONDA_TO_PYPI.get(name, name)] = spec
+    for dep in pip:
+        if not dep.startswith("-"):
+            name, spec = _split(dep)
+            conda[name] = spec
     return conda, pip
 
 

@@ -1,4 +1,4 @@
-"""tests/execute_notebooks.py (what `make notebooks` runs) on a small real notebook."""
+"""tools/execute_notebooks.py (what `make notebooks` runs) on a small real notebook."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from execute_notebooks import GPU_NOT_RUN, execute  # noqa: E402
 
 
@@ -61,3 +61,15 @@ def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, capsy
     out = capsys.readouterr().out
     assert "FAILED" in out and "ZeroDivisionError" in out and "executed" in out and "b_good.ipynb" in out
     assert nbformat.read(good, as_version=4).cells[0].outputs[0].text == "fine\n"
+
+
+def test_a_folder_stands_for_its_notebooks_in_order(tmp_path, capsys):
+    from execute_notebooks import main
+
+    for name, value in (("b_second.ipynb", 2), ("a_first.ipynb", 1)):
+        nbformat.write(new_notebook(cells=[new_code_cell(f"print({value})")]), tmp_path / name)
+    (tmp_path / "notes.txt").write_text("not a notebook")
+    assert main([str(tmp_path)]) == 0
+    executed = [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("executed")]
+    assert [Path(p).name for p in executed] == ["a_first.ipynb", "b_second.ipynb"]
+    assert nbformat.read(tmp_path / "b_second.ipynb", as_version=4).cells[0].outputs[0].text == "2\n"

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # execute_notebooks is a script beside this file
+sys.path.insert(0, str(ROOT / "tools"))  # execute_notebooks is a program in tools/
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 

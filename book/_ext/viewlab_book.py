@@ -4,11 +4,11 @@
    alt text in the output's metadata (``{"image/png": {"alt": ...}}``); MyST-NB only copies width and
    height from there, so without this every <img> would get its file name as alt text. A notebook
    figure that has no alt text at all is reported as a warning, which fails the strict build.
-2. No page loads an image from another host: the Colab badge that tests/colab_stamp.py puts in each
+2. No page loads an image from another host: the Colab badge that tools/colab_stamp.py puts in each
    notebook points at Colab's own SVG (right for Colab and GitHub); in the book it is swapped for the
    local copy in book/_static, and the link around it stays a launch link.
 3. Each notebook page says what it was verified with, right under its title: the torch version and
-   device that tests/execute_notebooks.py stores in the notebook's metadata (``"viewlab"``) when it
+   device that tools/execute_notebooks.py stores in the notebook's metadata (``"viewlab"``) when it
    executes it. A notebook without that stamp was not executed by the executor: the build warns,
    which fails the strict build ("run make notebooks").
 4. No script is included twice: sphinx-thebe 0.3 adds its inline configuration script twice, so every
@@ -71,7 +71,7 @@ class VerifiedWith(SphinxTransform):
         if not stamp or "torch_version" not in stamp:
             logger.warning(
                 "notebook has no execution stamp (metadata 'viewlab'); execute it with "
-                "tests/execute_notebooks.py (make notebooks) before building the book",
+                "tools/execute_notebooks.py (make notebooks) before building the book",
                 location=self.env.docname,
             )
             return
@@ -131,8 +131,15 @@ def _drop_duplicate_scripts(app: Sphinx, pagename: str, templatename: str, conte
 
 # MathJax's other combined bundles: each is a complete alternative to tex-chtml.js, never loaded by it.
 UNUSED_MATHJAX_BUNDLES = (
-    "mml-chtml.js", "mml-svg.js", "tex-mml-chtml.js", "tex-mml-svg.js", "tex-svg.js", "tex-svg-full.js",
-    "tex-chtml-full.js", "tex-chtml-full-speech.js", "node-main.js",
+    "mml-chtml.js",
+    "mml-svg.js",
+    "tex-mml-chtml.js",
+    "tex-mml-svg.js",
+    "tex-svg.js",
+    "tex-svg-full.js",
+    "tex-chtml-full.js",
+    "tex-chtml-full-speech.js",
+    "node-main.js",
 )
 
 

@@ -5,7 +5,8 @@ Seeded and deterministic: PYTHONHASHSEED is fixed and each notebook seeds torch 
 CUDA is available; otherwise the kernel prints GPU_NOT_RUN in their place, so the stored notebook (and
 the book) says plainly that the cell was not run, and why, instead of showing nothing.
 
-Usage: python tests/execute_notebooks.py [--out-dir DIR] notebooks/01_views_and_copies.ipynb [...]
+Usage: python tools/execute_notebooks.py [--out-dir DIR] notebooks/01_views_and_copies.ipynb [...]
+       python tools/execute_notebooks.py notebooks          (a folder: all its notebooks, sorted)
 
 ``--out-dir DIR`` writes the executed copies into DIR and leaves the notebooks untouched (cells still run
 in the notebook's own folder, so relative paths keep working); ``make test-colab`` uses it.
@@ -56,7 +57,12 @@ def tidy_outputs(cell: dict, replacements: dict[str, str]) -> None:
     """
     merged: list = []
     for out in cell.get("outputs", []):
-        if merged and out.output_type == "stream" and merged[-1].output_type == "stream" and merged[-1].name == out.name:
+        if (
+            merged
+            and out.output_type == "stream"
+            and merged[-1].output_type == "stream"
+            and merged[-1].name == out.name
+        ):
             merged[-1].text += out.text
             continue
         if out.output_type == "error":
@@ -96,7 +102,9 @@ def _read_cuda_peak(client: NotebookClient, nb: nbformat.NotebookNode) -> dict |
 
 def execute(path: Path, cuda: bool, out_dir: Path | None = None, peaks: dict | None = None) -> float:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=900, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(path.parent)}}
+    )
     start = time.perf_counter()
     skipped = 0
     with client.setup_kernel():
@@ -153,7 +161,9 @@ def main(argv: list[str]) -> int:
     cuda = torch.cuda.is_available()
     peaks: dict | None = {} if peaks_file is not None else None
     failed = []
-    for name in argv:
+    # A folder stands for its notebooks, sorted (shells without globbing, e.g. Windows' cmd: `notebooks`).
+    names = [str(nb) for arg in argv for nb in (sorted(Path(arg).glob("*.ipynb")) if Path(arg).is_dir() else [arg])]
+    for name in names:
         try:
             execute(Path(name), cuda, out_dir, peaks)
         except Exception as exc:  # noqa: BLE001 - report every notebook, then fail

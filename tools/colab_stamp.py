@@ -15,8 +15,11 @@ listing every notebook that disagrees (what tests/test_colab_stamp.py runs). Aft
 re-execute the notebooks (``make notebooks``) so the setup cell has its output.
 
 Usage:
-    python tests/colab_stamp.py notebooks/*.ipynb            # stamp in place
-    python tests/colab_stamp.py --check notebooks/*.ipynb    # report, change nothing
+    python tools/colab_stamp.py notebooks/*.ipynb            # stamp in place
+    python tools/colab_stamp.py --check notebooks/*.ipynb    # report, change nothing
+
+To move the course to another repository, change the URL everywhere at once with
+``make stamp REPO=https://github.com/OWNER/NAME`` (tools/stamp.py, which calls this tool for the notebooks).
 """
 
 from __future__ import annotations
@@ -24,8 +27,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tomllib
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser under its old name (pytest itself depends on it there)
+    import tomli as tomllib
 
 import nbformat
 
@@ -45,7 +52,9 @@ def repository_url(pyproject: Path = ROOT / "pyproject.toml") -> str:
     project = tomllib.loads(pyproject.read_text())["project"]
     url = project.get("urls", {}).get("Repository")
     if not url:
-        raise ValueError(f"{pyproject}: add the course's GitHub URL as [project.urls] Repository = \"https://github.com/OWNER/REPO\"")
+        raise ValueError(
+            f'{pyproject}: add the course\'s GitHub URL as [project.urls] Repository = "https://github.com/OWNER/REPO"'
+        )
     if not _GITHUB.fullmatch(url):
         raise ValueError(
             f"{pyproject}: [project.urls] Repository = {url!r} is not a GitHub repository URL of the form "
@@ -60,8 +69,12 @@ def colab_url(repo_url: str, notebook: str, branch: str = DEFAULT_BRANCH) -> str
     if not match:
         raise ValueError(f"colab_url(): {repo_url!r} is not https://github.com/OWNER/REPO")
     if "/" in notebook or not notebook.endswith(".ipynb"):
-        raise ValueError(f"colab_url(): expected a notebook file name like '01_views_and_copies.ipynb', got {notebook!r}")
-    return f"https://colab.research.google.com/github/{match['owner']}/{match['repo']}/blob/{branch}/notebooks/{notebook}"
+        raise ValueError(
+            f"colab_url(): expected a notebook file name like '01_views_and_copies.ipynb', got {notebook!r}"
+        )
+    return (
+        f"https://colab.research.google.com/github/{match['owner']}/{match['repo']}/blob/{branch}/notebooks/{notebook}"
+    )
 
 
 def badge_markdown(repo_url: str, notebook: str, branch: str = DEFAULT_BRANCH) -> str:
@@ -77,7 +90,7 @@ def install_spec(repo_url: str) -> str:
 def setup_source(repo_url: str) -> str:
     """Source of the setup cell. Harmless outside Colab: it installs nothing and only reports."""
     return f'''# Setup. On Google Colab this installs the course helpers (viewlab) from the course repository;
-# anywhere else it installs nothing. Stamped by tests/colab_stamp.py -- edit that tool, not this cell.
+# anywhere else it installs nothing. Stamped by tools/colab_stamp.py -- edit that tool, not this cell.
 import importlib
 import subprocess
 import sys
@@ -123,7 +136,9 @@ def problems(nb: nbformat.NotebookNode, name: str, repo_url: str, branch: str = 
     badge = badge_markdown(repo_url, name, branch)
     badge_lines = [line for line in title.source.split("\n") if "colab.research.google.com" in line]
     if badge_lines != [badge]:
-        found.append(f"{name}: the title cell needs exactly this badge line under the title:\n  {badge}\n  found: {badge_lines}")
+        found.append(
+            f"{name}: the title cell needs exactly this badge line under the title:\n  {badge}\n  found: {badge_lines}"
+        )
     setups = [i for i, c in enumerate(nb.cells) if SETUP_TAG in c.metadata.get("tags", [])]
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     if len(setups) != 1:
@@ -168,7 +183,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if any notebook disagrees")
-    parser.add_argument("--branch", default=DEFAULT_BRANCH, help=f"branch the Colab links open (default {DEFAULT_BRANCH})")
+    parser.add_argument(
+        "--branch", default=DEFAULT_BRANCH, help=f"branch the Colab links open (default {DEFAULT_BRANCH})"
+    )
     parser.add_argument("--pyproject", type=Path, default=ROOT / "pyproject.toml")
     args = parser.parse_args(argv)
     repo_url = repository_url(args.pyproject)

