@@ -49,3 +49,19 @@ def test_show_figure_returns_png_with_alt_text():
         show_figure(draw_layout(torch.arange(3)), alt=" ")
     with pytest.raises(TypeError, match="matplotlib Figure"):
         show_figure("figure.png", alt="x")
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 3), (0, 2, 3), (2, 3, 0)])
+def test_zero_size_rank_3_draws_an_empty_grid_regression(shape):
+    fig = draw_layout(torch.zeros(shape))
+    texts = _texts(fig)
+    assert not any(t.startswith("@") for t in texts)  # no cell, so no storage index is read
+    assert not any(t.startswith("(") for t in texts)  # and no row label
+    assert f"shape {shape}" in fig.axes[0].get_title()
+
+
+def test_draw_layout_rejects_bad_arguments_by_name():
+    with pytest.raises(TypeError, match=r"draw_layout\(\): `title` must be a str or None; got int 3"):
+        draw_layout(torch.zeros(2), title=3)
+    with pytest.raises(TypeError, match=r"draw_layout\(\): `t` must be a tensor of plain numbers.*dequantize"):
+        draw_layout(torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.qint8))
