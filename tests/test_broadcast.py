@@ -389,7 +389,7 @@ def test_draw_broadcast_errors_name_draw_broadcast_not_its_helper_regression():
     with pytest.raises(TypeError, match=r"^draw_broadcast\(\): `op` must be a str; got list"):
         draw_broadcast(torch.zeros(2), torch.zeros(2), op=["+"])  # was: unhashable type: 'list'
     with pytest.raises(TypeError, match=r"^draw_broadcast\(\): op='-' is not defined for bool"):
-        draw_broadcast(torch.zeros(2, dtype=torch.bool), torch.zeros(2))
+        draw_broadcast(torch.zeros(2, dtype=torch.bool), torch.zeros(2), op="-")
     # the same mistakes, made with explain_broadcast itself, name explain_broadcast
     with pytest.raises(ValueError, match=r"^explain_broadcast\(\): got 2 operands but 1 names"):
         explain_broadcast(torch.zeros(2), torch.zeros(2), names=["a"])
