@@ -28,6 +28,7 @@ import torch
 # Dtype families, as names that read well in a message ("must hold floats").
 FLOAT, COMPLEX, INT, BOOL = "float", "complex", "int", "bool"
 _KIND_WORDS = {FLOAT: "floating-point numbers", COMPLEX: "complex numbers", INT: "integers", BOOL: "booleans"}
+INT64_MAX = 2**63 - 1  # sizes beyond this do not fit torch's int64 sizes
 _KIND_FIX = {FLOAT: ".float()", COMPLEX: ".to(torch.complex64)", INT: ".long()", BOOL: ".bool()"}
 
 

@@ -27,9 +27,9 @@ import torch
 from torch import nn
 
 from ._checks import (
-    BOOL,
     FLOAT,
     INT,
+    INT64_MAX,
     require_allocation,
     require_bool,
     require_choice,
@@ -67,7 +67,7 @@ def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
     if lengths.numel() and int(lengths.min()) < 0:
         raise ValueError(f"{func}(): lengths must be >= 0, got {lengths.tolist()}.")
     longest = int(lengths.max()) if lengths.numel() else 0
-    max_len = longest if max_len is None else require_int(max_len, func, "max_len")
+    max_len = longest if max_len is None else require_int(max_len, func, "max_len", maximum=INT64_MAX)
     if longest > max_len:
         raise ValueError(
             f"{func}(): a length ({longest}) exceeds max_len={max_len}; "
@@ -104,8 +104,8 @@ def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> tor
     >>> causal_mask(3).int().tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
-    q_len = require_int(q_len, "causal_mask", "q_len")
-    k_len = q_len if k_len is None else require_int(k_len, "causal_mask", "k_len")
+    q_len = require_int(q_len, "causal_mask", "q_len", maximum=INT64_MAX)
+    k_len = q_len if k_len is None else require_int(k_len, "causal_mask", "k_len", maximum=INT64_MAX)
     device = require_device(device, "causal_mask")
     if device is not None:
         require_environment_device(device, "causal_mask")

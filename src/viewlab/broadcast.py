@@ -36,7 +36,7 @@ __all__ = [
     "NEW_DIM",
 ]
 
-Operand = Union[torch.Tensor, torch.Size, Sequence[int]]
+_Operand = Union[torch.Tensor, torch.Size, Sequence[int]]
 
 EQUAL = "equal"
 STRETCHED = "stretched from 1"
@@ -449,7 +449,7 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
 
 # ----- the explainer ------------------------------------------------------------------------------
 def explain_broadcast(
-    *operands: Operand,
+    *operands: _Operand,
     names: Sequence[str] | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> BroadcastExplanation:

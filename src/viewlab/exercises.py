@@ -92,6 +92,10 @@ __all__ = [
     "tensors",
     "shapes",
     "LAYOUTS",
+    "MAX_DIMS",
+    "MAX_ELEMENTS",
+    "MAX_EXAMPLES",
+    "UnknownExercise",
     "PASSED",
     "FAILED",
     "NOT_SOLVED",
@@ -100,7 +104,7 @@ __all__ = [
 PASSED, FAILED, NOT_SOLVED = "passed", "failed", "not solved yet"
 LAYOUTS: tuple[str, ...] = ("contiguous", "transposed", "strided", "offset", "expanded")
 _MEMORY = (None, "view", "copy")
-MAX_PICTURE_ELEMENTS = 48
+_MAX_PICTURE_ELEMENTS = 48
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,7 +490,7 @@ class CheckResult:
         for t in (first_in, exp, got):
             if t is None:
                 continue
-            if t.layout != torch.strided or t.numel() > MAX_PICTURE_ELEMENTS or t.is_complex():
+            if t.layout != torch.strided or t.numel() > _MAX_PICTURE_ELEMENTS or t.is_complex():
                 return None
         mask = None
         if tuple(exp.shape) == tuple(got.shape) and exp.dtype == got.dtype:
