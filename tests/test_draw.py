@@ -65,3 +65,17 @@ def test_draw_layout_rejects_bad_arguments_by_name():
         draw_layout(torch.zeros(2), title=3)
     with pytest.raises(TypeError, match=r"draw_layout\(\): `t` must be a tensor of plain numbers.*dequantize"):
         draw_layout(torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.qint8))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="show_figure is being rewritten in another change; its dpi check lands with that rewrite "
+                          "(viewlab._checks.require_number(dpi, 'show_figure', 'dpi', above=0) does it)")
+@pytest.mark.parametrize("dpi", ["high", -5, 0, float("nan"), float("inf")])
+def test_show_figure_rejects_an_unknown_dpi_by_name(dpi):
+    fig = draw_layout(torch.arange(3))
+    try:
+        show_figure(fig, alt="three elements", dpi=dpi)
+    except (TypeError, ValueError) as err:
+        assert str(err).startswith("show_figure(): `dpi` must be"), str(err)
+    else:
+        raise AssertionError(f"show_figure(dpi={dpi!r}) returned a picture")
