@@ -119,8 +119,8 @@ def test_min_run_time_that_never_ends_is_refused_regression(value):
 
 
 def test_compare_refuses_what_would_time_out_or_fail_inside_the_timer():
-    with pytest.raises(ValueError, match=r"would time for at least 1,000 s"):
-        compare({"a": lambda: None}, rounds=1000, min_run_time=1.0, reference=None)
+    kind, got = _outcome_within(10, lambda: compare({"a": lambda: None}, rounds=1000, min_run_time=1.0))
+    assert kind == "raised" and "would time for at least 1,000 s" in str(got), (kind, got)
     with pytest.raises(TypeError, match=r"case 'a' takes arguments \(x\)"):
         compare({"a": lambda x: x})
     with pytest.raises(TypeError, match=r"compare\(\): `reference` must be a str or None; got list"):
