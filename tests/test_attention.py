@@ -284,3 +284,10 @@ def test_masks_check_their_arguments():
         combine_masks(causal_mask(2), causal_mask(2, device="meta"))
     with pytest.raises(ValueError, match=r"padding_mask\(\): `lengths` must be a tensor that holds values"):
         padding_mask(torch.zeros(2, dtype=torch.long, device="meta"))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantized = torch.quantize_per_tensor(torch.tensor([2.0, 1.0]), 1.0, 0, torch.qint8)
+    with pytest.raises(TypeError, match=r"padding_mask\(\): `lengths` must be a tensor of plain numbers"):
+        padding_mask(quantized)  # found by the fuzz suite: used to return a wrong mask

@@ -67,3 +67,12 @@ def test_observe_takes_an_op_name_regression():
         observe("expnd")
     with pytest.raises(TypeError, match=r"observe\(\): `case` must be an OpCase"):
         observe(None)
+
+
+def test_view_op_table_rejects_an_array_for_documented():
+    import numpy as np
+    from viewlab import view_op_table
+
+    # found by the fuzz suite: used to fail with numpy's "truth value of an array ... is ambiguous"
+    with pytest.raises(ValueError, match=r"view_op_table\(\): `documented` must be one of 'view', 'copy', 'depends'"):
+        view_op_table(np.array(["view"]))
