@@ -205,48 +205,23 @@ def _scores_shape(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[in
     return (*batch, q.shape[-2], k.shape[-2])
 
 
-def _attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights, func):  # noqa: ANN001, ANN202
-    """Validate every argument (errors name ``func``), then compute."""
+def _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights, func):  # noqa: ANN001, ANN202
+    """Validate every argument of attention (errors name ``func``); return the scale to use."""
     _check_qkv(q, k, v, func)
     require_bool(is_causal, func, "is_causal")
     require_bool(return_weights, func, "return_weights")
     require_choice(fully_masked, func, "fully_masked", ("zero", "nan"))
-    if scale is not None:
-        scale = require_number(scale, func, "scale")
     scores_shape = _scores_shape(q, k, v)
     if mask is not None:
         _check_mask(mask, scores_shape, q, func)
     require_allocation(3 * math.prod(scores_shape) * q.element_size(), func,
                        f"the attention scores of shape {scores_shape}", q.device)
-    lq, lk, e = q.shape[-2], k.shape[-2], q.shape[-1]
-    if scale is None:
-        # With head dim 0 every score is an empty dot product, 0, whatever the scale: use 1 (as SDPA's
-        # result shows: uniform weights, the mean of v) instead of dividing by sqrt(0).
-        scale = 1.0 / math.sqrt(e) if e else 1.0
-    scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk): one dot product per (query, key) pair
-    scores = scores * scale
-    keep = None
-    if is_causal:
-        keep = causal_mask(lq, lk, device=q.device)
-    if mask is not None:
-        if mask.dtype == torch.bool:
-            keep = mask if keep is None else keep & mask
-        else:
-            scores = scores + mask
-    if keep is not None:
-        # masked_fill broadcasts `keep` against the scores: nothing is expanded in memory.
-        scores = scores.masked_fill(~keep, float("-inf"))
-    dead = None
-    if fully_masked == "zero":
-        # Rows with nothing to attend to: give softmax finite scores there (so neither the output nor
-        # any gradient sees 0/0 = NaN), then zero those rows' weights.
-        dead = torch.isneginf(scores).all(dim=-1, keepdim=True)
-        scores = scores.masked_fill(dead, 0.0)
-    weights = torch.softmax(scores, dim=-1)
-    if dead is not None:
-        weights = weights.masked_fill(dead, 0.0)
-    out = weights @ v
-    return (out, weights) if return_weights else out
+    if scale is not None:
+        return require_number(scale, func, "scale")
+    # With head dim 0 every score is an empty dot product, 0, whatever the scale: use 1 (SDPA's result is
+    # the same: uniform weights, the mean of v) instead of dividing by sqrt(0).
+    e = q.shape[-1]
+    return 1.0 / math.sqrt(e) if e else 1.0
 
 
 def scaled_dot_product_attention(
@@ -276,7 +251,33 @@ def scaled_dot_product_attention(
     >>> scaled_dot_product_attention(q, k, v, mask=no_keys)[0, 0].tolist()
     [0.0, 0.0, 0.0]
     """
-    return _attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights, "scaled_dot_product_attention")
+    scale = _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights,
+                             "scaled_dot_product_attention")
+    lq, lk = q.shape[-2], k.shape[-2]
+    scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk): one dot product per (query, key) pair
+    scores = scores * scale
+    keep = None
+    if is_causal:
+        keep = causal_mask(lq, lk, device=q.device)
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            keep = mask if keep is None else keep & mask
+        else:
+            scores = scores + mask
+    if keep is not None:
+        # masked_fill broadcasts `keep` against the scores: nothing is expanded in memory.
+        scores = scores.masked_fill(~keep, float("-inf"))
+    dead = None
+    if fully_masked == "zero":
+        # Rows with nothing to attend to: give softmax finite scores there (so neither the output nor
+        # any gradient sees 0/0 = NaN), then zero those rows' weights.
+        dead = torch.isneginf(scores).all(dim=-1, keepdim=True)
+        scores = scores.masked_fill(dead, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    if dead is not None:
+        weights = weights.masked_fill(dead, 0.0)
+    out = weights @ v
+    return (out, weights) if return_weights else out
 
 
 def _split_heads(x: Any, num_heads: Any, func: str, arg: str = "x") -> torch.Tensor:
@@ -389,7 +390,8 @@ def multi_head_self_attention(
         mask = _padding_mask(lengths, length, func)  # (B, 1, 1, L)
     qkv = nn.functional.linear(x, in_proj_weight, in_proj_bias)  # (B, L, 3D)
     q, k, v = (_split_heads(t, num_heads, func) for t in qkv.chunk(3, dim=-1))  # each (B, H, L, Dh)
-    out = _attention(q, k, v, mask, causal, None, "zero", False, func)
+    _check_attention(q, k, v, mask, causal, None, "zero", False, func)  # errors name this function
+    out = scaled_dot_product_attention(q, k, v, mask, is_causal=causal)
     return nn.functional.linear(_merge_heads(out, func), out_proj_weight, out_proj_bias)
 
 
