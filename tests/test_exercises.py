@@ -284,3 +284,11 @@ def test_registry_errors_name_the_function_called_regression():
         ex.check_exercise("05-flatten-any", lambda x: x, max_examples=0)
     with pytest.raises(ValueError, match=r"check\(\): `rtol` must be a finite number >= 0; got float nan"):
         ex.check(lambda x: x, lambda x: x, inputs=[(1,)], rtol=float("nan"))
+
+
+def test_a_failing_reference_is_reported_by_the_function_called():
+    # a RuntimeError as before, and a ValueError (the reference and the inputs given do not fit), naming check()
+    with pytest.raises(ValueError, match=r"^check\(\): the reference solution raised AttributeError"):
+        check(lambda x: x, lambda x: x.t(), inputs=[(2,)])
+    with pytest.raises(RuntimeError, match=r"^check\(\): the reference solution raised"):
+        check(lambda x: x, lambda x: x.t(), inputs=[(2,)])

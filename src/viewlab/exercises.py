@@ -434,6 +434,11 @@ class _ReferenceError(RuntimeError):
     """The reference solution itself failed: a bug in the exercise, never the learner's fault."""
 
 
+class _ReferenceFailed(RuntimeError, ValueError):
+    """What :func:`check` raises when the reference fails on an input: the reference and the inputs given do
+    not fit together (a ``ValueError`` about the arguments; a ``RuntimeError`` as it always was)."""
+
+
 @dataclass
 class _Failure(Exception):
     reason: str
@@ -653,6 +658,7 @@ _QUIET_HEALTH_CHECKS = ("too_slow", "filter_too_much", "data_too_large", "large_
 
 
 MAX_EXAMPLES = 10_000
+_RTOL, _ATOL = 1e-5, 1e-6  # default tolerances for floating-point results
 
 
 def _require_learner_fn(learner_fn: Any, func: str) -> None:
@@ -676,8 +682,8 @@ def check(
     memory: str | None = None,
     examples: Sequence[tuple[Any, ...]] = (),
     max_examples: int = 60,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float = _RTOL,
+    atol: float = _ATOL,
     hint: str | None = None,
     title: str = "check",
     extra: Sequence[Callable[[tuple[Any, ...], Any], str | None]] = (),
@@ -708,14 +714,20 @@ def check(
     >>> (r.passed, r.status)
     (True, 'passed')
     """
-    func = "check"
+    return _check(learner_fn, reference_fn, inputs, memory, examples, max_examples, rtol, atol, hint, title, extra,
+                  "check")
+
+
+def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, examples: Any, max_examples: Any,
+           rtol: Any, atol: Any, hint: Any, title: Any, extra: Any, func: str) -> CheckResult:
+    """:func:`check`, with every error naming ``func``, the function the learner called."""
     _require_learner_fn(learner_fn, func)
     if not callable(reference_fn):
-        raise TypeError(f"check(): reference_fn must be callable, got {type(reference_fn).__name__}.")
+        raise TypeError(f"{func}(): reference_fn must be callable, got {type(reference_fn).__name__}.")
     if memory is not None:
         require_str(memory, func, "memory", allow_none=True)
     if memory not in _MEMORY:
-        raise ValueError(f"check(): memory must be None, 'view' or 'copy', got {memory!r}.")
+        raise ValueError(f"{func}(): memory must be None, 'view' or 'copy', got {memory!r}.")
     _require_max_examples(max_examples, func)
     rtol = require_number(rtol, func, "rtol", minimum=0)
     atol = require_number(atol, func, "atol", minimum=0)
@@ -737,7 +749,7 @@ def check(
         explicit += [tuple(a) if isinstance(a, tuple) else (a,) for a in inputs]
         strategy = None
     else:
-        raise TypeError("check(): inputs must be a hypothesis strategy of argument tuples "
+        raise TypeError(f"{func}(): inputs must be a hypothesis strategy of argument tuples "
                         "(e.g. st.tuples(viewlab.exercises.tensors())) or a non-empty list of argument tuples.")
     count = 0
     reference_errors: list[_ReferenceError] = []
@@ -766,7 +778,7 @@ def check(
         finally:
             if reference_errors:
                 first = reference_errors[0]
-                raise RuntimeError(str(first)) from first.__cause__
+                raise _ReferenceFailed(f"{func}(): {first}") from first.__cause__
     except _NotSolved:
         msg = (f"{title}: not solved yet. `{name}` is still a stub (it raised NotImplementedError or returned "
                "... / None). Write its body, `return` the result, and run this cell again.")
@@ -982,14 +994,5 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     _require_learner_fn(learner_fn, "check_exercise")
     _require_max_examples(max_examples, "check_exercise")
     first_hint = f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
-    return check(
-        learner_fn,
-        ex.reference,
-        ex.inputs(),
-        memory=ex.memory,
-        examples=ex.examples,
-        max_examples=max_examples,
-        hint=first_hint,
-        title=f"{ex.id} ({ex.title})",
-        extra=ex.extra,
-    )
+    return _check(learner_fn, ex.reference, ex.inputs(), ex.memory, ex.examples, max_examples, _RTOL, _ATOL,
+                  first_hint, f"{ex.id} ({ex.title})", ex.extra, "check_exercise")
