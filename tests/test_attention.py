@@ -218,3 +218,76 @@ def test_errors_name_the_shape_and_the_dimension():
         x = torch.zeros(2, 3, 4)
         w = torch.zeros(12, 4)
         multi_head_self_attention(x, 2, w, None, torch.zeros(4, 4), None, lengths=torch.tensor([1, 2, 3]))
+
+
+# --- regressions: wrong answers and obscure failures, now correct results or clear errors -------------------
+def test_meta_query_with_cpu_keys_is_refused_regression():
+    # used to return a CPU tensor of uninitialised memory
+    q = torch.empty(1, 2, 4, device="meta")
+    k = v = torch.randn(1, 2, 4)
+    with pytest.raises(ValueError, match=r"scaled_dot_product_attention\(\): `k` is on cpu but `q` is on meta"):
+        scaled_dot_product_attention(q, k, v)
+    with pytest.raises(ValueError, match=r"`mask` is on meta but `q` is on cpu"):
+        scaled_dot_product_attention(k, k, v, torch.ones(2, 2, dtype=torch.bool, device="meta"))
+    # all on meta is fine: shapes only, and the answer is on meta
+    out = scaled_dot_product_attention(q, q, q)
+    assert out.device.type == "meta" and out.shape == (1, 2, 4)
+
+
+def test_float64_mask_with_float32_inputs_is_refused_regression():
+    # used to fail deep in torch: "expected scalar type Double but found Float"
+    q = torch.randn(1, 3, 4)
+    with pytest.raises(TypeError, match=r"float mask .* must have q's dtype torch.float32; `mask` has dtype torch.float64"):
+        scaled_dot_product_attention(q, q, q, torch.zeros(3, 3, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"`k` has dtype torch.float64 but `q` has torch.float32"):
+        scaled_dot_product_attention(q, q.double(), q)
+    with pytest.raises(TypeError, match=r"`q` must be a tensor of floating-point numbers.*Pass q.float\(\)"):
+        scaled_dot_product_attention(q.long(), q, q)
+
+
+def test_head_dim_0_gives_sdpas_answer_regression():
+    # used to raise ZeroDivisionError (1 / sqrt(0)); every score is an empty dot product, 0
+    q = k = torch.zeros(2, 3, 0, dtype=torch.float64)
+    v = torch.arange(18.0, dtype=torch.float64).view(2, 3, 3)
+    ours = scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v))
+    torch.testing.assert_close(ours, v.mean(dim=1, keepdim=True).expand(2, 3, 3))
+
+
+def test_multi_head_errors_name_multi_head_self_attention_regression():
+    x = torch.zeros(2, 3, 4)
+    w_in, w_out = torch.zeros(12, 4), torch.zeros(4, 4)
+    with pytest.raises(ValueError, match=r"^multi_head_self_attention\(\): the model dim .* num_heads=3"):
+        multi_head_self_attention(x, 3, w_in, None, w_out, None)  # was worded as split_heads()
+    with pytest.raises(ValueError, match=r"^multi_head_self_attention\(\): a length \(5\) exceeds max_len=3"):
+        multi_head_self_attention(x, 2, w_in, None, w_out, None, lengths=torch.tensor([5, 1]))  # was padding_mask()
+    with pytest.raises(TypeError, match=r"^multi_head_self_attention\(\): `in_proj_weight` has dtype torch.float64"):
+        multi_head_self_attention(x, 2, w_in.double(), None, w_out, None)  # was: mat1 and mat2 must have the same dtype
+    with pytest.raises(TypeError, match=r"^multi_head_self_attention\(\): `causal` must be True or False; got str"):
+        multi_head_self_attention(x, 2, w_in, None, w_out, None, causal="yes")
+
+
+def test_squeeze_excitation_checks_dtype_and_pixels():
+    se = SqueezeExcitation(4, reduction=2)
+    with pytest.raises(TypeError, match=r"`x` has dtype torch.float64 but the module's weights are torch.float32"):
+        se(torch.zeros(1, 4, 2, 2, dtype=torch.float64))  # was: mat1 and mat2 must have the same dtype
+    with pytest.raises(ValueError, match=r"has no pixels \(H \* W = 0\)"):
+        se(torch.zeros(1, 4, 0, 2))  # was: NaN weights from the mean of nothing
+
+
+def test_masks_check_their_arguments():
+    with pytest.raises(ValueError, match=r"causal_mask\(\): `device` must be a device such as"):
+        causal_mask(3, device="gpu")
+    with pytest.raises(ValueError, match=r"causal_mask\(\): a \(1000000000000, 1000000000000\) mask would take"):
+        causal_mask(10**12)
+    with pytest.raises(ValueError, match=r"combine_masks\(\): `masks\[1\]` is on meta but `masks\[0\]` is on cpu"):
+        combine_masks(causal_mask(2), causal_mask(2, device="meta"))
+    with pytest.raises(ValueError, match=r"padding_mask\(\): `lengths` must be a tensor that holds values"):
+        padding_mask(torch.zeros(2, dtype=torch.long, device="meta"))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantized = torch.quantize_per_tensor(torch.tensor([2.0, 1.0]), 1.0, 0, torch.qint8)
+    with pytest.raises(TypeError, match=r"padding_mask\(\): `lengths` must be a tensor of plain numbers"):
+        padding_mask(quantized)  # found by the fuzz suite: used to return a wrong mask

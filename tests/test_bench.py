@@ -59,7 +59,7 @@ def test_lookup_of_unknown_candidate_says_which_exist():
         (dict(cases={"a": int}, bytes_moved={"b": 1}), ValueError, "bytes_moved names 'b'"),
         (dict(cases={"a": int}, bytes_moved={"a": -1}), ValueError, r"bytes_moved\['a'\] must be an int >= 0"),
         (dict(cases={"a": int}, rounds=0), ValueError, "rounds must be an int >= 1"),
-        (dict(cases={"a": int}, min_run_time=0), ValueError, "min_run_time must be > 0"),
+        (dict(cases={"a": int}, min_run_time=0), ValueError, "min_run_time must be a number of seconds > 0"),
     ],
 )
 def test_bad_input_is_explained(kwargs, exc, match):
@@ -89,3 +89,43 @@ def test_benchmark_script_reports_every_candidate_per_size():
         assert size["output_bytes"] == size["rows"] * module.WIDTH * 4
         copy = size["candidates"][0]
         assert copy["ratio_to_copy"] == 1.0 and copy["bytes_moved"] == 2 * size["output_bytes"]
+
+
+def _outcome_within(seconds, fn):
+    """Run fn in a daemon thread: ("returned", value), ("raised", exc), or ("hung", None) after `seconds`."""
+    import threading
+
+    box = {}
+
+    def target():
+        try:
+            box["returned"] = fn()
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            box["raised"] = exc
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        return "hung", None
+    return next(iter(box.items()))
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e9, True])
+def test_min_run_time_that_never_ends_is_refused_regression(value):
+    kind, got = _outcome_within(10, lambda: compare({"a": lambda: None}, rounds=1, min_run_time=value))
+    assert kind == "raised", f"compare(min_run_time={value!r}) {kind}"
+    assert isinstance(got, ValueError) and "compare(): min_run_time must be" in str(got)
+
+
+def test_compare_refuses_what_would_time_out_or_fail_inside_the_timer():
+    kind, got = _outcome_within(10, lambda: compare({"a": lambda: None}, rounds=1000, min_run_time=1.0))
+    assert kind == "raised" and "would time for at least 1,000 s" in str(got), (kind, got)
+    with pytest.raises(TypeError, match=r"case 'a' takes arguments \(x\)"):
+        compare({"a": lambda x: x})
+    with pytest.raises(TypeError, match=r"compare\(\): `reference` must be a str or None; got list"):
+        compare({"a": lambda: None}, reference=["a"])  # was: unhashable type: 'list'
+    with pytest.raises(TypeError, match=r"compare\(\): `bytes_moved` must be a dict"):
+        compare({"a": lambda: None}, bytes_moved=[("a", 1)])
+    with pytest.raises(ValueError, match=r"compare\(\): `num_threads` must be an int in 1\.\."):
+        compare({"a": lambda: None}, num_threads=0)

@@ -235,6 +235,10 @@ def test_every_public_viewlab_name_has_a_reference_page(site):
 
     missing = [n for n in viewlab.__all__ if not (site / "book" / "api" / f"viewlab.{n}.html").is_file()]
     assert not missing, f"no reference page for {missing}"
+    # and no page for anything else: the reference lists exactly the public names
+    pages = {p.name[len("viewlab."):-len(".html")] for p in (site / "book" / "api").glob("viewlab.*.html")}
+    extra = sorted(n for n in pages if "." not in n and n not in viewlab.__all__)
+    assert not extra, f"reference pages for names outside viewlab.__all__: {extra}"
     for name in viewlab.__all__:
         obj = getattr(viewlab, name)
         doc = (getattr(obj, "__doc__", None) or "").strip()

@@ -370,9 +370,34 @@ def test_figure_refuses_what_it_cannot_draw_readably():
         draw_broadcast(torch.zeros(0), torch.zeros(1))
     with pytest.raises(TypeError, match="operand 1 must be a torch.Tensor, got tuple"):
         draw_broadcast(torch.zeros(2), (2,))
-    with pytest.raises(ValueError, match="op must be one of"):
+    with pytest.raises(ValueError, match=r"draw_broadcast\(\): `op` must be one of"):
         draw_broadcast(torch.zeros(2), torch.zeros(2), op="@")
     with pytest.raises(ValueError, match="meta tensor"):
         draw_broadcast(torch.zeros(2, device="meta"), torch.zeros(2))
     with pytest.raises(BroadcastError, match="dimension -1"):
         draw_broadcast(torch.zeros(2), torch.zeros(3))
+
+
+def test_draw_broadcast_errors_name_draw_broadcast_not_its_helper_regression():
+    from viewlab import draw_broadcast
+
+    with pytest.raises(ValueError, match=r"^draw_broadcast\(\): got 2 operands but 1 names") as err:
+        draw_broadcast(torch.zeros(2), torch.zeros(2), names=["a"])
+    assert "explain_broadcast" not in str(err.value)
+    with pytest.raises(TypeError, match=r"^draw_broadcast\(\) needs at least two operands"):
+        draw_broadcast(torch.zeros(2))
+    with pytest.raises(TypeError, match=r"^draw_broadcast\(\): `op` must be a str; got list"):
+        draw_broadcast(torch.zeros(2), torch.zeros(2), op=["+"])  # was: unhashable type: 'list'
+    with pytest.raises(TypeError, match=r"^draw_broadcast\(\): op='-' is not defined for bool"):
+        draw_broadcast(torch.zeros(2, dtype=torch.bool), torch.zeros(2), op="-")
+    # the same mistakes, made with explain_broadcast itself, name explain_broadcast
+    with pytest.raises(ValueError, match=r"^explain_broadcast\(\): got 2 operands but 1 names"):
+        explain_broadcast(torch.zeros(2), torch.zeros(2), names=["a"])
+
+
+def test_explanation_lookup_by_bad_key_is_explained():
+    e = explain_broadcast((2, 1), (3,))
+    with pytest.raises(TypeError, match="position \\(int\\) or name \\(str\\)"):
+        e[[0]]
+    with pytest.raises(IndexError, match="there are 2 operands"):
+        e[2]

@@ -64,3 +64,29 @@ def test_show_figure_output_carries_png_alt_and_readable_text_on_this_ipython():
     assert metadata["image/png"]["alt"] == "three elements, stride 1"
     assert data["text/plain"] == "[figure] three elements, stride 1"
 
+
+@pytest.mark.parametrize("shape", [(2, 0, 3), (0, 2, 3), (2, 3, 0)])
+def test_zero_size_rank_3_draws_an_empty_grid_regression(shape):
+    fig = draw_layout(torch.zeros(shape))
+    texts = _texts(fig)
+    assert not any(t.startswith("@") for t in texts)  # no cell, so no storage index is read
+    assert not any(t.startswith("(") for t in texts)  # and no row label
+    assert f"shape {shape}" in fig.axes[0].get_title()
+
+
+def test_draw_layout_rejects_bad_arguments_by_name():
+    with pytest.raises(TypeError, match=r"draw_layout\(\): `title` must be a str or None; got int 3"):
+        draw_layout(torch.zeros(2), title=3)
+    with pytest.raises(TypeError, match=r"draw_layout\(\): `t` must be a tensor of plain numbers.*dequantize"):
+        draw_layout(torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.qint8))
+
+
+@pytest.mark.parametrize("dpi", ["high", -5, 0, float("nan"), float("inf")])
+def test_show_figure_rejects_an_unknown_dpi_by_name(dpi):
+    fig = draw_layout(torch.arange(3))
+    try:
+        show_figure(fig, alt="three elements", dpi=dpi)
+    except (TypeError, ValueError) as err:
+        assert str(err).startswith("show_figure(): `dpi` must be"), str(err)
+    else:
+        raise AssertionError(f"show_figure(dpi={dpi!r}) returned a picture")

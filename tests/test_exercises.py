@@ -235,3 +235,60 @@ def test_lambda_references_are_shown_as_the_def_to_write(capsys):
         ex.solution(i)
         out = capsys.readouterr().out
         assert out.startswith(ex.get(i).signature + ":\n    return ")
+
+
+# --- validation: defaults that fit the dtype, errors that name the function called --------------------------
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool, torch.int8, torch.float16])
+def test_tensors_default_values_fit_the_dtype_regression(dtype):
+    # uint8 used to draw -9..9 and wrap the negatives to 247..255
+    lo, hi = {torch.uint8: (0, 9), torch.bool: (0, 1)}.get(dtype, (-9, 9))
+    seen = set()
+
+    @settings(max_examples=60, database=None)
+    @given(tensors(dims=(1, 2), side=(1, 4), dtype=dtype))
+    def run(t):
+        assert t.dtype == dtype
+        values = t.to(torch.int64)
+        assert lo <= int(values.min()) and int(values.max()) <= hi
+        seen.update(values.reshape(-1).tolist())
+
+    run()
+    assert min(seen) == lo and max(seen) == hi  # the whole range is drawn, and nothing outside it
+
+
+def test_tensors_refuses_values_its_dtype_cannot_hold():
+    with pytest.raises(ValueError, match=r"tensors\(\): values=\(-3, 3\) does not fit dtype torch.uint8.*values=\(0, 3\)"):
+        tensors(dtype=torch.uint8, values=(-3, 3))
+    with pytest.raises(ValueError, match=r"does not fit dtype torch.float16, which holds whole numbers -2048..2048"):
+        tensors(dtype=torch.float16, values=(0, 5000))
+    with pytest.raises(TypeError, match=r"tensors\(\): `dtype` must be a torch.dtype of plain numbers"):
+        tensors(dtype=torch.qint8)
+    with pytest.raises(ValueError, match=r"tensors\(\): dims=\(1, 8\), side=\(1, 10\) allows 10\*\*8"):
+        tensors(dims=(1, 8), side=(1, 10))
+    with pytest.raises(TypeError, match=r"tensors\(\): `layouts` must be a list or tuple"):
+        tensors(layouts="contiguous")
+
+
+def test_registry_errors_name_the_function_called_regression():
+    from viewlab import exercises as ex
+
+    with pytest.raises(TypeError, match=r"get\(\): `exercise_id` must be a str; got list"):
+        ex.get(["05-can-expand"])  # was: unhashable type: 'list'
+    with pytest.raises(ValueError, match=r"^hint\(\): no exercise 'nope'"):
+        ex.hint("nope")
+    with pytest.raises(TypeError, match=r"exercise_ids\(\): `prefix` must be a str; got int 5"):
+        ex.exercise_ids(5)
+    with pytest.raises(TypeError, match=r"^check_exercise\(\) expects your function"):
+        ex.check_exercise("05-flatten-any", None)  # was worded as check(), the helper it calls
+    with pytest.raises(ValueError, match=r"^check_exercise\(\): max_examples must be a positive int"):
+        ex.check_exercise("05-flatten-any", lambda x: x, max_examples=0)
+    with pytest.raises(ValueError, match=r"check\(\): `rtol` must be a finite number >= 0; got float nan"):
+        ex.check(lambda x: x, lambda x: x, inputs=[(1,)], rtol=float("nan"))
+
+
+def test_a_failing_reference_is_reported_by_the_function_called():
+    # a RuntimeError as before, and a ValueError (the reference and the inputs given do not fit), naming check()
+    with pytest.raises(ValueError, match=r"^check\(\): the reference solution raised AttributeError"):
+        check(lambda x: x, lambda x: x.t(), inputs=[(2,)])
+    with pytest.raises(RuntimeError, match=r"^check\(\): the reference solution raised"):
+        check(lambda x: x, lambda x: x.t(), inputs=[(2,)])

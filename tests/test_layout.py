@@ -105,3 +105,50 @@ def test_storage_indices_match_numpy_strides(shape, data):
 def test_bad_input_says_what_to_pass(bad, error, words):
     with pytest.raises(error, match=words):
         layout(bad)
+
+
+def _reads_an_element_twice(t: torch.Tensor) -> bool:
+    """The definition of overlap, checked by brute force: some storage index appears twice."""
+    idx = storage_indices(t).reshape(-1)
+    return idx.unique().numel() < idx.numel()
+
+
+def test_overlaps_regression_as_strided_reading_element_8_twice():
+    # sizes (3, 2), strides (3, 6), offset 2: [0, 1] and [2, 0] both read storage element 8, although
+    # the view spans 15 elements for 6 values (the old byte-count guess said "no overlap").
+    t = torch.arange(20.0).as_strided((3, 2), (3, 6), 2)
+    assert storage_indices(t)[0, 1] == storage_indices(t)[2, 0] == 8
+    assert layout(t).span_bytes > layout(t).logical_bytes
+    assert layout(t).overlaps
+    # one stride step further apart and nothing collides
+    assert not layout(torch.arange(20.0).as_strided((3, 2), (3, 7), 2)).overlaps
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 9)), min_size=0, max_size=5),
+    st.integers(0, 3),
+)
+def test_overlaps_agrees_with_brute_force_enumeration(dims, offset):
+    shape = tuple(n for n, _ in dims)
+    stride = tuple(s for _, s in dims)
+    need = offset + 1 + sum((n - 1) * s for n, s in dims) if all(shape) else 1
+    t = torch.zeros(need).as_strided(shape, stride, offset)
+    assert layout(t).overlaps == _reads_an_element_twice(t)
+
+
+@pytest.mark.parametrize("cutoff", [0, 2**24])
+def test_overlap_methods_agree_bitset_and_enumeration(cutoff, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.modules["viewlab.layout"], "_MAX_BITSET_SPAN", cutoff)
+    cases = {((2, 2, 2), (3, 4, 5)): False, ((2, 2, 2), (1, 2, 3)): True, ((3, 3, 2), (2, 3, 7)): True,
+             ((2, 3, 2), (4, 5, 7)): False}
+    for (shape, stride), expected in cases.items():
+        t = torch.zeros(64).as_strided(shape, stride)
+        assert layout(t).overlaps is expected == _reads_an_element_twice(t)
+
+
+def test_storage_indices_cost_numel_not_storage():
+    big = torch.empty(10**8, device="meta")  # 400 MB of storage, not allocated
+    assert storage_indices(big[5:8]).tolist() == [5, 6, 7]

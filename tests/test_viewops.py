@@ -52,5 +52,27 @@ def test_table_renders_and_filters():
     table = view_op_table("depends")
     assert {r[3] for r in table.rows} == {"depends"}
     assert "observed" in str(table) and "<table>" in table._repr_html_()
-    with pytest.raises(ValueError, match="documented must be"):
+    with pytest.raises(ValueError, match=r"view_op_table\(\): `documented` must be one of"):
         view_op_table("sometimes")
+
+
+def test_observe_takes_an_op_name_regression():
+    from viewlab import observe
+
+    assert observe("expand") == observe(next(c for c in OP_CASES if c.op == "expand")) == "view"
+    assert observe("clone") == "copy"
+    with pytest.raises(ValueError, match=r"observe\(\): op 'reshape' has 2 cases"):
+        observe("reshape")  # contiguous input: view; transposed input: copy
+    with pytest.raises(ValueError, match=r"no case for op 'expnd'.*Did you mean 'expand'"):
+        observe("expnd")
+    with pytest.raises(TypeError, match=r"observe\(\): `case` must be an OpCase"):
+        observe(None)
+
+
+def test_view_op_table_rejects_an_array_for_documented():
+    import numpy as np
+    from viewlab import view_op_table
+
+    # found by the fuzz suite: used to fail with numpy's "truth value of an array ... is ambiguous"
+    with pytest.raises(ValueError, match=r"view_op_table\(\): `documented` must be one of 'view', 'copy', 'depends'"):
+        view_op_table(np.array(["view"]))

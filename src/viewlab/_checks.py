@@ -1,10 +1,117 @@
-"""Input validation shared by the helpers: one place that turns bad input into a clear error."""
+"""Input validation shared by the helpers: one place that turns bad input into a clear error.
+
+Every public function of viewlab checks its arguments with these helpers *before* it calls torch or
+matplotlib. Each error is a ``TypeError`` (wrong kind of thing: type, dtype) or a ``ValueError``
+(right kind, wrong value: rank, shape, device, range) whose message has four parts:
+
+1. the function the learner called, e.g. ``split_heads()``;
+2. the argument, e.g. ```num_heads```;
+3. what came in (:func:`describe_value`: type, shape, dtype, device, or the value itself);
+4. what to pass instead.
+
+>>> try:
+...     require_int(2.5, "split_heads", "num_heads", minimum=1)
+... except TypeError as err:
+...     print(err)
+split_heads(): `num_heads` must be an int >= 1; got float 2.5. Pass a whole number, e.g. num_heads=2.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import operator
+import os
+from typing import Any, Iterable, Sequence
 
 import torch
+
+# Dtype families, as names that read well in a message ("must hold floats").
+FLOAT, COMPLEX, INT, BOOL = "float", "complex", "int", "bool"
+_KIND_WORDS = {FLOAT: "floating-point numbers", COMPLEX: "complex numbers", INT: "integers", BOOL: "booleans"}
+INT64_MAX = 2**63 - 1  # sizes beyond this do not fit torch's int64 sizes
+_KIND_FIX = {FLOAT: ".float()", COMPLEX: ".to(torch.complex64)", INT: ".long()", BOOL: ".bool()"}
+
+
+def _short_repr(obj: Any, limit: int = 60) -> str:
+    try:
+        text = repr(obj)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        text = f"<{type(obj).__name__} object>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_value(obj: Any) -> str:
+    """What came in, in words: tensors by type, shape, dtype and device, other values by type and value.
+
+    >>> describe_value(torch.zeros(2, 3, dtype=torch.float64))
+    'a tensor of shape (2, 3), dtype torch.float64, on cpu'
+    >>> describe_value([1, 2])
+    'list [1, 2]'
+    >>> describe_value(None)
+    'None'
+    """
+    if obj is None:
+        return "None"
+    if isinstance(obj, torch.Tensor):
+        extra = ""
+        if obj.layout != torch.strided:
+            extra = f", layout {obj.layout}"
+        elif getattr(obj, "is_nested", False):
+            extra = ", nested"
+        try:
+            shape = str(tuple(obj.shape))
+        except Exception:  # noqa: BLE001 - nested tensors have no single shape
+            shape = "(irregular)"
+        return f"a tensor of shape {shape}, dtype {obj.dtype}, on {obj.device}{extra}"
+    if type(obj).__module__ == "numpy" and hasattr(obj, "shape") and hasattr(obj, "dtype"):
+        return f"a numpy.{type(obj).__name__} of shape {tuple(obj.shape)}, dtype {obj.dtype}"
+    return f"{type(obj).__name__} {_short_repr(obj)}"
+
+
+def _message(func: str, arg: str, want: str, got: Any, fix: str = "") -> str:
+    text = f"{func}(): `{arg}` must be {want}; got {describe_value(got)}."
+    return f"{text} {fix}" if fix else text
+
+
+def type_error(func: str, arg: str, want: str, got: Any, fix: str = "") -> TypeError:
+    """A ``TypeError`` worded the standard way (returned, so the caller writes ``raise type_error(...)``).
+
+    >>> str(type_error("layout", "t", "a torch.Tensor", "abc"))
+    "layout(): `t` must be a torch.Tensor; got str 'abc'."
+    """
+    return TypeError(_message(func, arg, want, got, fix))
+
+
+def value_error(func: str, arg: str, want: str, got: Any, fix: str = "") -> ValueError:
+    """A ``ValueError`` worded the standard way.
+
+    >>> str(value_error("causal_mask", "q_len", "an int >= 0", -1))
+    'causal_mask(): `q_len` must be an int >= 0; got int -1.'
+    """
+    return ValueError(_message(func, arg, want, got, fix))
+
+
+# ----- tensors ------------------------------------------------------------------------------------
+def _dtype_kind(dtype: torch.dtype) -> str | None:
+    if dtype == torch.bool:
+        return BOOL
+    if dtype.is_complex:
+        return COMPLEX
+    if dtype.is_floating_point:
+        return FLOAT
+    if is_quantized_dtype(dtype):
+        return None
+    return INT
+
+
+def is_quantized_dtype(dtype: torch.dtype) -> bool:
+    """True for quantized dtypes (``torch.qint8`` ...), whose elements are not plain numbers.
+
+    >>> is_quantized_dtype(torch.qint8), is_quantized_dtype(torch.int8)
+    (True, False)
+    """
+    return dtype in {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
 
 
 def require_strided_tensor(obj: Any, func: str, arg: str = "t") -> torch.Tensor:
@@ -33,3 +140,278 @@ def require_strided_tensor(obj: Any, func: str, arg: str = "t") -> torch.Tensor:
             f"e.g. `{arg}.unbind()[0]`."
         )
     return obj
+
+
+def require_tensor(
+    obj: Any,
+    func: str,
+    arg: str,
+    *,
+    ndim: int | Sequence[int] | None = None,
+    min_ndim: int | None = None,
+    kinds: Iterable[str] | None = None,
+    meta: bool = True,
+    quantized: bool = False,
+    shape_hint: str = "",
+) -> torch.Tensor:
+    """A dense tensor with the stated rank and dtype family, or a clear error.
+
+    Args:
+        ndim: the allowed number(s) of dims; ``min_ndim``: the fewest allowed.
+        kinds: allowed dtype families among ``"float"``, ``"complex"``, ``"int"``, ``"bool"`` (None = any).
+        meta: whether a ``meta`` tensor (shape only, no values) is accepted.
+        quantized: whether quantized dtypes are accepted.
+        shape_hint: the expected shape in words, e.g. ``"(B, L, D)"``, used in the message.
+
+    >>> require_tensor(torch.zeros(2, 3), "merge_heads", "x", ndim=2).shape
+    torch.Size([2, 3])
+    >>> try:
+    ...     require_tensor(torch.zeros(3, dtype=torch.int64), "f", "q", kinds=("float",))
+    ... except TypeError as err:
+    ...     print(err)
+    f(): `q` must be a tensor of floating-point numbers; got a tensor of shape (3,), dtype torch.int64, on cpu. Pass q.float().
+    """
+    t = require_strided_tensor(obj, func, arg)
+    if is_quantized_dtype(t.dtype) and not quantized:
+        raise type_error(func, arg, "a tensor of plain numbers, not a quantized one", t,
+                         f"Pass {arg}.dequantize().")
+    if not meta and t.device.type == "meta":
+        raise value_error(func, arg, "a tensor that holds values (not on the meta device)", t,
+                          f"Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data.")
+    shape_words = f" {shape_hint}" if shape_hint else ""
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if t.dim() not in allowed:
+            dims = " or ".join(str(n) for n in allowed)
+            raise value_error(func, arg, f"a {dims}-D tensor{shape_words}", t,
+                              f"It has {t.dim()} dims; reshape or index it to {dims} dims.")
+    if min_ndim is not None and t.dim() < min_ndim:
+        raise value_error(func, arg, f"a tensor with at least {min_ndim} dims{shape_words}", t,
+                          f"It has {t.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0).")
+    if kinds is not None:
+        kinds = tuple(kinds)
+        if _dtype_kind(t.dtype) not in kinds:
+            words = " or ".join(_KIND_WORDS[k] for k in kinds)
+            raise type_error(func, arg, f"a tensor of {words}", t, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
+    return t
+
+
+def require_same_device(func: str, tensors: dict[str, torch.Tensor]) -> torch.device:
+    """All ``tensors`` (name -> tensor) on one device, or a ValueError naming the two that differ.
+
+    ``meta`` counts as a device of its own: mixing it with real data would compute nothing.
+
+    >>> require_same_device("f", {"q": torch.zeros(1), "k": torch.zeros(1)})
+    device(type='cpu')
+    """
+    items = [(n, t) for n, t in tensors.items() if t is not None]
+    first_name, first = items[0]
+    for name, t in items[1:]:
+        if t.device != first.device:
+            raise ValueError(
+                f"{func}(): `{name}` is on {t.device} but `{first_name}` is on {first.device}; "
+                f"every tensor must be on one device. Move it: {name}.to({first_name}.device)."
+            )
+    return first.device
+
+
+def require_same_dtype(func: str, tensors: dict[str, torch.Tensor]) -> torch.dtype:
+    """All ``tensors`` of one dtype, or a TypeError naming the two that differ and the cast that fixes it.
+
+    >>> require_same_dtype("f", {"q": torch.zeros(1), "k": torch.zeros(1)})
+    torch.float32
+    """
+    items = [(n, t) for n, t in tensors.items() if t is not None]
+    first_name, first = items[0]
+    for name, t in items[1:]:
+        if t.dtype != first.dtype:
+            raise TypeError(
+                f"{func}(): `{name}` has dtype {t.dtype} but `{first_name}` has {first.dtype}; "
+                f"they must match. Cast one: {name}.to({first_name}.dtype)."
+            )
+    return first.dtype
+
+
+def require_shape(t: torch.Tensor, func: str, arg: str, shape: tuple[int, ...], names: str = "", why: str = "") -> None:
+    """``t.shape == shape``, or a ValueError saying which shape was expected (``names``: it in letters) and why.
+
+    >>> try:
+    ...     require_shape(torch.zeros(3), "f", "lengths", (2,), names="(B,)", why="one length per batch item")
+    ... except ValueError as err:
+    ...     print(err)
+    f(): lengths must have shape (B,) = (2,) (one length per batch item); got a tensor of shape (3,), dtype torch.float32, on cpu.
+    """
+    if tuple(t.shape) != tuple(shape):
+        letters = f"{names} = " if names else ""
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{func}(): {arg} must have shape {letters}{tuple(shape)}{reason}; got {describe_value(t)}.")
+
+
+# ----- plain Python values ------------------------------------------------------------------------
+def require_int(value: Any, func: str, arg: str, minimum: int | None = 0, maximum: int | None = None) -> int:
+    """``value`` as an ``int`` (Python, NumPy or 0-dim integer tensor; never a bool), within bounds.
+
+    >>> require_int(3, "causal_mask", "q_len")
+    3
+    """
+    bounds = "" if minimum is None else f" >= {minimum}"
+    if maximum is not None:
+        bounds = f" in {minimum}..{maximum}" if minimum is not None else f" <= {maximum}"
+    want = f"an int{bounds}"
+    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+        raise type_error(func, arg, want, value, f"Pass a number such as {arg}={max(minimum or 0, 1)}, not a bool.")
+    if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.device.type == "meta"):
+        raise type_error(func, arg, want, value, f"Pass a Python int, e.g. {arg}=int(...).")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        fix = f"Pass a whole number, e.g. {arg}={max(minimum or 0, 2)}."
+        if isinstance(value, float) and math.isfinite(value) and value == int(value):
+            fix = f"Pass {arg}={int(value)} (an int, not a float)."
+        raise type_error(func, arg, want, value, fix) from None
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise value_error(func, arg, want, number)
+    return number
+
+
+def require_number(
+    value: Any,
+    func: str,
+    arg: str,
+    *,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    finite: bool = True,
+) -> float:
+    """``value`` as a ``float`` (any real number but a bool), finite unless told, within bounds.
+
+    ``minimum`` is inclusive, ``above`` exclusive.
+
+    >>> require_number(0.5, "compare", "min_run_time", above=0)
+    0.5
+    """
+    parts = ["a finite number" if finite else "a number"]
+    if minimum is not None:
+        parts.append(f">= {minimum}")
+    if above is not None:
+        parts.append(f"> {above}")
+    if maximum is not None:
+        parts.append(f"<= {maximum}")
+    want = " ".join(parts)
+    if isinstance(value, bool) or isinstance(value, complex) or isinstance(value, (str, bytes)):
+        raise type_error(func, arg, want, value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise type_error(func, arg, want, value) from None
+    if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.is_complex() or value.dtype == torch.bool):
+        raise type_error(func, arg, want, value)
+    if math.isnan(number) or (finite and math.isinf(number)):
+        raise value_error(func, arg, want, value)
+    if (minimum is not None and number < minimum) or (above is not None and number <= above) or (
+        maximum is not None and number > maximum
+    ):
+        raise value_error(func, arg, want, value)
+    return number
+
+
+def require_bool(value: Any, func: str, arg: str) -> bool:
+    """``value`` if it is a bool (Python or NumPy), else a TypeError: ``1`` or ``"yes"`` is not a flag.
+
+    >>> require_bool(True, "multi_head_self_attention", "causal")
+    True
+    """
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    raise type_error(func, arg, "True or False", value)
+
+
+def require_str(value: Any, func: str, arg: str, *, allow_none: bool = False, nonempty: bool = False) -> str | None:
+    """``value`` if it is a str (or None when allowed), else a TypeError.
+
+    >>> require_str("a title", "draw_layout", "title")
+    'a title'
+    """
+    if value is None and allow_none:
+        return None
+    want = "a str" + (" or None" if allow_none else "")
+    if not isinstance(value, str):
+        raise type_error(func, arg, want, value)
+    if nonempty and not value.strip():
+        raise value_error(func, arg, "a non-empty str", value)
+    return value
+
+
+def require_choice(value: Any, func: str, arg: str, choices: Sequence[Any]) -> Any:
+    """``value`` if it is one of ``choices``, else a ValueError listing them.
+
+    >>> require_choice("zero", "scaled_dot_product_attention", "fully_masked", ("zero", "nan"))
+    'zero'
+    """
+    try:
+        ok = any(value is c or (type(value) is type(c) and value == c) for c in choices)
+    except Exception:  # noqa: BLE001 - an object whose == fails is not a valid choice
+        ok = False
+    if not ok:
+        listed = ", ".join(repr(c) for c in choices)
+        raise value_error(func, arg, f"one of {listed}", value)
+    return value
+
+
+def require_device(value: Any, func: str, arg: str = "device") -> torch.device | None:
+    """``value`` as a ``torch.device`` (None stays None), or a clear error instead of torch's parser's.
+
+    >>> require_device("cpu", "causal_mask")
+    device(type='cpu')
+    """
+    if value is None or isinstance(value, torch.device):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise type_error(func, arg, "a device such as 'cpu', 'cuda' or torch.device('cpu')", value)
+    try:
+        return torch.device(value)
+    except (RuntimeError, ValueError, TypeError):
+        raise value_error(func, arg, "a device such as 'cpu', 'cuda:0' or 'meta'", value) from None
+
+
+def require_environment_device(device: torch.device, func: str) -> None:
+    """A RuntimeError (the environment, not the argument, is at fault) when ``device`` cannot be used here.
+
+    >>> require_environment_device(torch.device("cpu"), "causal_mask")
+    """
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            f"{func}(): device {device} was asked for, but this machine has no usable CUDA GPU. "
+            "Pass device='cpu', or run on a machine with a CUDA GPU."
+        )
+
+
+# ----- resources ----------------------------------------------------------------------------------
+def _physical_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        return 2**40
+
+
+def require_allocation(nbytes: int, func: str, what: str, device: torch.device | None = None) -> None:
+    """A ValueError when making ``what`` would need more bytes than the device has in total.
+
+    Meta tensors allocate nothing and always pass; CUDA devices are compared with their total memory,
+    everything else with this machine's physical memory.
+
+    >>> require_allocation(1024, "causal_mask", "the mask")
+    """
+    device = torch.device("cpu") if device is None else device
+    if device.type == "meta":
+        return
+    if device.type == "cuda" and torch.cuda.is_available():
+        limit = torch.cuda.get_device_properties(device).total_memory
+    else:
+        limit = _physical_memory_bytes()
+    if nbytes > limit:
+        raise ValueError(
+            f"{func}(): {what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} "
+            "device has in total. Use smaller sizes (or device='meta' to look at shapes only)."
+        )

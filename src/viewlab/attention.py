@@ -26,7 +26,22 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._checks import require_strided_tensor
+from ._checks import (
+    FLOAT,
+    INT,
+    INT64_MAX,
+    require_allocation,
+    require_bool,
+    require_choice,
+    require_device,
+    require_environment_device,
+    require_int,
+    require_number,
+    require_same_device,
+    require_same_dtype,
+    require_shape,
+    require_tensor,
+)
 
 __all__ = [
     "padding_mask",
@@ -40,12 +55,28 @@ __all__ = [
 ]
 
 
-def _require_int(value: Any, func: str, arg: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{func}() expects an int for `{arg}`, got {type(value).__name__} ({value!r}).")
-    if value < minimum:
-        raise ValueError(f"{func}(): `{arg}` must be >= {minimum}, got {value}.")
-    return value
+def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
+    lengths = require_tensor(lengths, func, "lengths", meta=False)
+    if lengths.dim() != 1:
+        raise ValueError(
+            f"{func}(): `lengths` must be 1-D (one length per batch item), got shape {tuple(lengths.shape)}. "
+            "For a (B, L) 0/1 mask you already have, use `mask.bool()[:, None, None, :]` instead."
+        )
+    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.is_complex():
+        raise TypeError(f"{func}(): `lengths` must hold integers, got dtype {lengths.dtype}; pass lengths.long().")
+    if lengths.numel() and int(lengths.min()) < 0:
+        raise ValueError(f"{func}(): lengths must be >= 0, got {lengths.tolist()}.")
+    longest = int(lengths.max()) if lengths.numel() else 0
+    max_len = longest if max_len is None else require_int(max_len, func, "max_len", maximum=INT64_MAX)
+    if longest > max_len:
+        raise ValueError(
+            f"{func}(): a length ({longest}) exceeds max_len={max_len}; "
+            f"pass max_len >= {longest} (the padded sequence length)."
+        )
+    require_allocation(lengths.numel() * max_len + 8 * max_len, func, f"a padding mask of shape "
+                       f"({lengths.numel()}, 1, 1, {max_len})", lengths.device)
+    positions = torch.arange(max_len, device=lengths.device)
+    return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
 
 def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
@@ -53,34 +84,15 @@ def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
 
     Built by broadcasting a ``(1, L)`` row of positions against a ``(B, 1)`` column of lengths, so the
     only memory it takes is its own ``B * L`` booleans; the two singleton dimensions let it broadcast
-    over heads and query positions for free.
+    over heads and query positions for free. ``lengths``: a 1-D integer tensor holding values (not
+    ``meta``); ``max_len``: an int >= the longest length (default: the longest length).
 
     >>> padding_mask(torch.tensor([3, 1]), max_len=4)[:, 0, 0].int().tolist()
     [[1, 1, 1, 0], [1, 0, 0, 0]]
     >>> tuple(padding_mask(torch.tensor([2, 2])).shape)
     (2, 1, 1, 2)
     """
-    lengths = require_strided_tensor(lengths, "padding_mask", "lengths")
-    if lengths.dim() != 1:
-        raise ValueError(
-            f"padding_mask(): `lengths` must be 1-D (one length per batch item), got shape {tuple(lengths.shape)}. "
-            "For a (B, L) 0/1 mask you already have, use `mask.bool()[:, None, None, :]` instead."
-        )
-    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.is_complex():
-        raise TypeError(f"padding_mask(): `lengths` must hold integers, got dtype {lengths.dtype}; pass lengths.long().")
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"padding_mask(): lengths must be >= 0, got {lengths.tolist()}.")
-    longest = int(lengths.max()) if lengths.numel() else 0
-    if max_len is None:
-        max_len = longest
-    _require_int(max_len, "padding_mask", "max_len")
-    if longest > max_len:
-        raise ValueError(
-            f"padding_mask(): a length ({longest}) exceeds max_len={max_len}; "
-            f"pass max_len >= {longest} (the padded sequence length)."
-        )
-    positions = torch.arange(max_len, device=lengths.device)
-    return (positions[None, :] < lengths[:, None])[:, None, None, :]
+    return _padding_mask(lengths, max_len, "padding_mask")
 
 
 def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> torch.Tensor:
@@ -92,8 +104,12 @@ def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> tor
     >>> causal_mask(3).int().tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
-    _require_int(q_len, "causal_mask", "q_len")
-    k_len = q_len if k_len is None else _require_int(k_len, "causal_mask", "k_len")
+    q_len = require_int(q_len, "causal_mask", "q_len", maximum=INT64_MAX)
+    k_len = q_len if k_len is None else require_int(k_len, "causal_mask", "k_len", maximum=INT64_MAX)
+    device = require_device(device, "causal_mask")
+    if device is not None:
+        require_environment_device(device, "causal_mask")
+    require_allocation(q_len * k_len + 8 * (q_len + k_len), "causal_mask", f"a ({q_len}, {k_len}) mask", device)
     i = torch.arange(q_len, device=device)[:, None]
     j = torch.arange(k_len, device=device)[None, :]
     return j <= i
@@ -101,6 +117,8 @@ def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> tor
 
 def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
     """Logical AND of boolean masks by broadcasting; the result has the broadcast shape.
+
+    Every mask must be a bool tensor, all on one device.
 
     >>> m = combine_masks(padding_mask(torch.tensor([2, 3]), 3), causal_mask(3))
     >>> tuple(m.shape), m[0, 0].int().tolist()
@@ -110,54 +128,65 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
         raise ValueError("combine_masks() needs at least one mask, e.g. combine_masks(pad, causal).")
     shapes = []
     for n, m in enumerate(masks):
-        require_strided_tensor(m, "combine_masks", f"masks[{n}]")
+        require_tensor(m, "combine_masks", f"masks[{n}]")
         if m.dtype != torch.bool:
             raise TypeError(f"combine_masks(): masks[{n}] has dtype {m.dtype}; boolean masks only (True = attend).")
         shapes.append(tuple(m.shape))
+    require_same_device("combine_masks", {f"masks[{n}]": m for n, m in enumerate(masks)})
     try:
-        torch.broadcast_shapes(*shapes)
+        result = torch.broadcast_shapes(*shapes)
     except RuntimeError as exc:
         raise ValueError(f"combine_masks(): mask shapes {shapes} do not broadcast together ({exc}).") from None
+    require_allocation(math.prod(result), "combine_masks", f"the combined mask of shape {tuple(result)}",
+                       masks[0].device)
     out = masks[0]
     for m in masks[1:]:
         out = out & m
     return out
 
 
-def _check_qkv(q: Any, k: Any, v: Any) -> None:
+def _check_qkv(q: Any, k: Any, v: Any, func: str) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
-        require_strided_tensor(t, "scaled_dot_product_attention", name)
+        require_tensor(t, func, name, kinds=(FLOAT,))
         if t.dim() < 2:
-            raise ValueError(f"scaled_dot_product_attention(): `{name}` needs at least 2 dims (length, dim), got shape {tuple(t.shape)}.")
+            raise ValueError(f"{func}(): `{name}` needs at least 2 dims (length, dim), got shape {tuple(t.shape)}.")
+    require_same_device(func, {"q": q, "k": k, "v": v})
+    require_same_dtype(func, {"q": q, "k": k, "v": v})
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"scaled_dot_product_attention(): q and k must have the same last dim (the dot-product size); "
+            f"{func}(): q and k must have the same last dim (the dot-product size); "
             f"q has shape {tuple(q.shape)} (dim -1 = {q.shape[-1]}), k has {tuple(k.shape)} (dim -1 = {k.shape[-1]})."
         )
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"scaled_dot_product_attention(): k and v must have the same length (dim -2), one value per key; "
+            f"{func}(): k and v must have the same length (dim -2), one value per key; "
             f"k has shape {tuple(k.shape)}, v has {tuple(v.shape)}."
         )
     try:
         torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(
-            f"scaled_dot_product_attention(): the batch/head dims (all but the last two) of q {tuple(q.shape)}, k {tuple(k.shape)} "
+            f"{func}(): the batch/head dims (all but the last two) of q {tuple(q.shape)}, k {tuple(k.shape)} "
             f"and v {tuple(v.shape)} do not broadcast; each must match or be 1."
         ) from None
 
 
-def _check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
-    require_strided_tensor(mask, "scaled_dot_product_attention", "mask")
+def _check_mask(mask: Any, scores_shape: tuple[int, ...], q: torch.Tensor, func: str) -> None:
+    require_tensor(mask, func, "mask")
     if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
         raise TypeError(
-            f"scaled_dot_product_attention(): mask dtype {mask.dtype} is ambiguous; pass a bool mask (True = attend), "
+            f"{func}(): mask dtype {mask.dtype} is ambiguous; pass a bool mask (True = attend), "
             "e.g. `mask.bool()`, or a float mask that is added to the scores (0 or -inf)."
         )
+    if mask.dtype != torch.bool and mask.dtype != q.dtype:
+        raise TypeError(
+            f"{func}(): a float mask is added to the scores, so it must have q's dtype {q.dtype}; "
+            f"`mask` has dtype {mask.dtype}. Pass mask.to(q.dtype), or a bool mask (True = attend)."
+        )
+    require_same_device(func, {"q": q, "mask": mask})
     if mask.dim() > len(scores_shape):
         raise ValueError(
-            f"scaled_dot_product_attention(): mask has {mask.dim()} dims, shape {tuple(mask.shape)}, but the scores have only "
+            f"{func}(): mask has {mask.dim()} dims, shape {tuple(mask.shape)}, but the scores have only "
             f"{len(scores_shape)}, shape {scores_shape}."
         )
     padded = (1,) * (len(scores_shape) - mask.dim()) + tuple(mask.shape)
@@ -165,10 +194,34 @@ def _check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
         if m not in (1, s):
             lq, lk = scores_shape[-2], scores_shape[-1]
             raise ValueError(
-                f"scaled_dot_product_attention(): mask of shape {tuple(mask.shape)} does not broadcast to the scores "
+                f"{func}(): mask of shape {tuple(mask.shape)} does not broadcast to the scores "
                 f"(batch..., heads, Lq={lq}, Lk={lk}) = {scores_shape}: size {m} at scores dim {d} must be 1 or {s}. "
                 "A per-key padding mask of shape (B, Lk) must become (B, 1, 1, Lk): `mask[:, None, None, :]`."
             )
+
+
+def _scores_shape(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, ...]:
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return (*batch, q.shape[-2], k.shape[-2])
+
+
+def _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights, func):  # noqa: ANN001, ANN202
+    """Validate every argument of attention (errors name ``func``); return the scale to use."""
+    _check_qkv(q, k, v, func)
+    require_bool(is_causal, func, "is_causal")
+    require_bool(return_weights, func, "return_weights")
+    require_choice(fully_masked, func, "fully_masked", ("zero", "nan"))
+    scores_shape = _scores_shape(q, k, v)
+    if mask is not None:
+        _check_mask(mask, scores_shape, q, func)
+    require_allocation(3 * math.prod(scores_shape) * q.element_size(), func,
+                       f"the attention scores of shape {scores_shape}", q.device)
+    if scale is not None:
+        return require_number(scale, func, "scale")
+    # With head dim 0 every score is an empty dot product, 0, whatever the scale: use 1 (SDPA's result is
+    # the same: uniform weights, the mean of v) instead of dividing by sqrt(0).
+    e = q.shape[-1]
+    return 1.0 / math.sqrt(e) if e else 1.0
 
 
 def scaled_dot_product_attention(
@@ -185,9 +238,11 @@ def scaled_dot_product_attention(
     """Scaled dot-product attention from scratch: ``softmax(q @ k^T * scale + mask) @ v``.
 
     ``q``: ``(..., Lq, E)``, ``k``: ``(..., Lk, E)``, ``v``: ``(..., Lk, Ev)``; the leading dims
-    broadcast. ``mask`` (bool, ``True`` = attend, or float, added) must broadcast to the scores'
-    shape ``(..., Lq, Lk)``. ``scale`` defaults to ``1/sqrt(E)``. ``fully_masked="zero"`` returns 0
-    for a query whose keys are all masked (what SDPA does); ``"nan"`` keeps the plain softmax's NaN.
+    broadcast. q, k and v are floating-point tensors of one dtype on one device. ``mask`` (bool,
+    ``True`` = attend, or float of q's dtype, added) must be on that device and broadcast to the
+    scores' shape ``(..., Lq, Lk)``. ``scale`` (a finite number) defaults to ``1/sqrt(E)`` (1 when
+    ``E == 0``: every score is then 0). ``fully_masked="zero"`` returns 0 for a query whose keys are
+    all masked (what SDPA does); ``"nan"`` keeps the plain softmax's NaN.
 
     >>> from torch.nn.functional import scaled_dot_product_attention as sdpa
     >>> q = k = v = torch.eye(3)[None]
@@ -196,17 +251,15 @@ def scaled_dot_product_attention(
     >>> scaled_dot_product_attention(q, k, v, mask=no_keys)[0, 0].tolist()
     [0.0, 0.0, 0.0]
     """
-    _check_qkv(q, k, v)
-    if fully_masked not in ("zero", "nan"):
-        raise ValueError(f"scaled_dot_product_attention(): fully_masked must be 'zero' or 'nan', got {fully_masked!r}.")
+    scale = _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights,
+                             "scaled_dot_product_attention")
     lq, lk = q.shape[-2], k.shape[-2]
     scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk): one dot product per (query, key) pair
-    scores = scores * (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    scores = scores * scale
     keep = None
     if is_causal:
         keep = causal_mask(lq, lk, device=q.device)
     if mask is not None:
-        _check_mask(mask, tuple(scores.shape))
         if mask.dtype == torch.bool:
             keep = mask if keep is None else keep & mask
         else:
@@ -227,25 +280,39 @@ def scaled_dot_product_attention(
     return (out, weights) if return_weights else out
 
 
+def _split_heads(x: Any, num_heads: Any, func: str, arg: str = "x") -> torch.Tensor:
+    x = require_tensor(x, func, arg)
+    num_heads = require_int(num_heads, func, "num_heads", minimum=1)
+    if x.dim() != 3:
+        raise ValueError(f"{func}(): expects {arg} of shape (B, L, D), got shape {tuple(x.shape)} ({x.dim()} dims).")
+    b, length, d = x.shape
+    if d % num_heads:
+        raise ValueError(
+            f"{func}(): the model dim (dim 2 of {arg}, shape {tuple(x.shape)}) is {d}, not divisible by "
+            f"num_heads={num_heads}; pick num_heads among the divisors of {d}."
+        )
+    return x.view(b, length, num_heads, d // num_heads).transpose(1, 2)
+
+
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(B, L, D)`` -> ``(B, H, L, D // H)``: a view (no copy), head ``h`` gets features ``h*Dh:(h+1)*Dh``.
+
+    ``num_heads`` is an int >= 1 that divides ``D``. Any dtype and device (including ``meta``).
 
     >>> x = torch.arange(12.0).view(1, 2, 6)
     >>> h = split_heads(x, 3)
     >>> tuple(h.shape), h.stride(), h[0, 1, 0].tolist()
     ((1, 3, 2, 2), (12, 2, 6, 1), [2.0, 3.0])
     """
-    require_strided_tensor(x, "split_heads", "x")
-    _require_int(num_heads, "split_heads", "num_heads", minimum=1)
-    if x.dim() != 3:
-        raise ValueError(f"split_heads(): expects x of shape (B, L, D), got shape {tuple(x.shape)} ({x.dim()} dims).")
-    b, length, d = x.shape
-    if d % num_heads:
-        raise ValueError(
-            f"split_heads(): the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by "
-            f"num_heads={num_heads}; pick num_heads among the divisors of {d}."
-        )
-    return x.view(b, length, num_heads, d // num_heads).transpose(1, 2)
+    return _split_heads(x, num_heads, "split_heads")
+
+
+def _merge_heads(x: Any, func: str) -> torch.Tensor:
+    x = require_tensor(x, func, "x")
+    if x.dim() != 4:
+        raise ValueError(f"{func}(): expects x of shape (B, H, L, Dh), got shape {tuple(x.shape)}.")
+    b, h, length, dh = x.shape
+    return x.transpose(1, 2).reshape(b, length, h * dh)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
@@ -262,11 +329,7 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     >>> merge_heads(out).untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
     False
     """
-    require_strided_tensor(x, "merge_heads", "x")
-    if x.dim() != 4:
-        raise ValueError(f"merge_heads(): expects x of shape (B, H, L, Dh), got shape {tuple(x.shape)}.")
-    b, h, length, dh = x.shape
-    return x.transpose(1, 2).reshape(b, length, h * dh)
+    return _merge_heads(x, "merge_heads")
 
 
 def multi_head_self_attention(
@@ -281,9 +344,11 @@ def multi_head_self_attention(
 ) -> torch.Tensor:
     """Multi-head self-attention on ``x`` ``(B, L, D)``, weights laid out as in ``nn.MultiheadAttention``.
 
-    ``in_proj_weight`` is ``(3D, D)`` (q, k, v stacked), ``out_proj_weight`` is ``(D, D)``.
-    ``lengths`` (``(B,)`` ints) masks padded keys with :func:`padding_mask`; ``causal`` adds
-    :func:`causal_mask`. Both masks stay in their small broadcastable shapes.
+    ``in_proj_weight`` is ``(3D, D)`` (q, k, v stacked), ``out_proj_weight`` is ``(D, D)``, the biases
+    ``(3D,)`` and ``(D,)`` or None; all floating point, of x's dtype, on x's device. ``num_heads``
+    divides ``D``. ``lengths`` (``(B,)`` ints, each ``<= L``) masks padded keys with
+    :func:`padding_mask`; ``causal`` adds :func:`causal_mask`. Both masks stay in their small
+    broadcastable shapes.
 
     >>> mha = nn.MultiheadAttention(8, 2, batch_first=True)
     >>> x = torch.randn(2, 5, 8)
@@ -291,31 +356,43 @@ def multi_head_self_attention(
     ...                                  mha.out_proj.weight, mha.out_proj.bias)
     >>> torch.testing.assert_close(ours, mha(x, x, x, need_weights=False)[0])
     """
-    require_strided_tensor(x, "multi_head_self_attention", "x")
+    func = "multi_head_self_attention"
+    require_tensor(x, func, "x", kinds=(FLOAT,))
     if x.dim() != 3:
-        raise ValueError(f"multi_head_self_attention(): expects x of shape (B, L, D), got shape {tuple(x.shape)}.")
+        raise ValueError(f"{func}(): expects x of shape (B, L, D), got shape {tuple(x.shape)}.")
     b, length, d = x.shape
-    if tuple(in_proj_weight.shape) != (3 * d, d):
+    num_heads = require_int(num_heads, func, "num_heads", minimum=1)
+    if d % num_heads:
         raise ValueError(
-            f"multi_head_self_attention(): in_proj_weight must be (3*D, D) = {(3 * d, d)} for x of shape "
-            f"{tuple(x.shape)}, got {tuple(in_proj_weight.shape)}."
+            f"{func}(): the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by "
+            f"num_heads={num_heads}; pick num_heads among the divisors of {d}."
         )
-    if tuple(out_proj_weight.shape) != (d, d):
-        raise ValueError(
-            f"multi_head_self_attention(): out_proj_weight must be (D, D) = {(d, d)}, got {tuple(out_proj_weight.shape)}."
-        )
-    qkv = nn.functional.linear(x, in_proj_weight, in_proj_bias)  # (B, L, 3D)
-    q, k, v = (split_heads(t, num_heads) for t in qkv.chunk(3, dim=-1))  # each (B, H, L, Dh)
+    params = {"in_proj_weight": in_proj_weight, "in_proj_bias": in_proj_bias,
+              "out_proj_weight": out_proj_weight, "out_proj_bias": out_proj_bias}
+    expected = {"in_proj_weight": (3 * d, d), "in_proj_bias": (3 * d,), "out_proj_weight": (d, d),
+                "out_proj_bias": (d,)}
+    letters = {"in_proj_weight": "(3*D, D)", "in_proj_bias": "(3*D,)", "out_proj_weight": "(D, D)",
+               "out_proj_bias": "(D,)"}
+    for name, p in params.items():
+        if p is None and name.endswith("bias"):
+            continue
+        require_tensor(p, func, name, kinds=(FLOAT,))
+        require_shape(p, func, name, expected[name], letters[name], f"for x of shape {tuple(x.shape)}")
+    present = {"x": x, **{n: p for n, p in params.items() if p is not None}}
+    require_same_device(func, present)
+    require_same_dtype(func, present)
+    causal = require_bool(causal, func, "causal")
     mask = None
     if lengths is not None:
-        if tuple(lengths.shape) != (b,):
-            raise ValueError(
-                f"multi_head_self_attention(): lengths must have shape (B,) = ({b},) for x of shape "
-                f"{tuple(x.shape)}, got {tuple(lengths.shape)}."
-            )
-        mask = padding_mask(lengths, length)  # (B, 1, 1, L)
+        require_tensor(lengths, func, "lengths", kinds=(INT,), meta=False)
+        require_shape(lengths, func, "lengths", (b,), "(B,)", f"for x of shape {tuple(x.shape)}")
+        require_same_device(func, {"x": x, "lengths": lengths})
+        mask = _padding_mask(lengths, length, func)  # (B, 1, 1, L)
+    qkv = nn.functional.linear(x, in_proj_weight, in_proj_bias)  # (B, L, 3D)
+    q, k, v = (_split_heads(t, num_heads, func) for t in qkv.chunk(3, dim=-1))  # each (B, H, L, Dh)
+    _check_attention(q, k, v, mask, causal, None, "zero", False, func)  # errors name this function
     out = scaled_dot_product_attention(q, k, v, mask, is_causal=causal)
-    return nn.functional.linear(merge_heads(out), out_proj_weight, out_proj_bias)
+    return nn.functional.linear(_merge_heads(out, func), out_proj_weight, out_proj_bias)
 
 
 class SqueezeExcitation(nn.Module):
@@ -323,7 +400,8 @@ class SqueezeExcitation(nn.Module):
 
     The per-channel weights have shape ``(B, C, 1, 1)``; they reach every pixel either by plain
     broadcasting (``use_expand_as=False``, the default) or through an explicit ``expand_as(x)`` view.
-    Both give bit-identical results and neither copies the weights.
+    Both give bit-identical results and neither copies the weights. ``x`` must be a floating-point
+    ``(B, C, H, W)`` tensor with ``H * W > 0``, of the module's dtype and on its device.
 
     >>> se = SqueezeExcitation(8, reduction=4)
     >>> x = torch.randn(2, 8, 3, 3)
@@ -333,30 +411,55 @@ class SqueezeExcitation(nn.Module):
 
     def __init__(self, channels: int, reduction: int = 16) -> None:
         super().__init__()
-        _require_int(channels, "SqueezeExcitation", "channels", minimum=1)
-        _require_int(reduction, "SqueezeExcitation", "reduction", minimum=1)
+        channels = require_int(channels, "SqueezeExcitation", "channels", minimum=1)
+        reduction = require_int(reduction, "SqueezeExcitation", "reduction", minimum=1)
         hidden = channels // reduction
         if hidden == 0:
             raise ValueError(
                 f"SqueezeExcitation(channels={channels}, reduction={reduction}): channels // reduction = 0 hidden "
                 f"units, so the attention would ignore its input. Use reduction <= {channels}."
             )
+        require_allocation(4 * (2 * channels * hidden + channels + hidden), "SqueezeExcitation",
+                           f"the weights of {channels} channels x {hidden} hidden units")
         self.channels = channels
         self.fc1 = nn.Linear(channels, hidden)
         self.fc2 = nn.Linear(hidden, channels)
 
     def weights(self, x: torch.Tensor) -> torch.Tensor:
-        """The channel weights, shape ``(B, C, 1, 1)``, each in (0, 1)."""
-        require_strided_tensor(x, "SqueezeExcitation", "x")
+        """The channel weights, shape ``(B, C, 1, 1)``, each in (0, 1).
+
+        >>> SqueezeExcitation(4, 2).weights(torch.randn(3, 4, 2, 2)).shape
+        torch.Size([3, 4, 1, 1])
+        """
+        require_tensor(x, "SqueezeExcitation", "x", kinds=(FLOAT,))
         if x.dim() != 4 or x.shape[1] != self.channels:
             raise ValueError(
                 f"SqueezeExcitation(channels={self.channels}) expects x of shape (B, {self.channels}, H, W); "
                 f"got shape {tuple(x.shape)}" + (f" (dim 1 is {x.shape[1]})." if x.dim() == 4 else f" ({x.dim()} dims).")
+            )
+        if x.shape[2] * x.shape[3] == 0:
+            raise ValueError(
+                f"SqueezeExcitation(channels={self.channels}): x of shape {tuple(x.shape)} has no pixels "
+                "(H * W = 0), so the per-channel mean is undefined; pass an image with H, W >= 1."
+            )
+        weight = self.fc1.weight
+        require_same_device("SqueezeExcitation", {"the module's weights": weight, "x": x})
+        if x.dtype != weight.dtype:
+            raise TypeError(
+                f"SqueezeExcitation(): `x` has dtype {x.dtype} but the module's weights are {weight.dtype}; "
+                f"they must match. Cast the input, x.to({weight.dtype}), or the module, se.to({x.dtype})."
             )
         squeezed = x.mean(dim=(2, 3))  # (B, C)
         w = torch.sigmoid(self.fc2(torch.relu(self.fc1(squeezed))))
         return w[:, :, None, None]
 
     def forward(self, x: torch.Tensor, use_expand_as: bool = False) -> torch.Tensor:
+        """``x`` scaled per channel by :meth:`weights`; ``use_expand_as`` picks how the weights reach each pixel.
+
+        >>> se = SqueezeExcitation(4, 2)
+        >>> se(torch.ones(1, 4, 2, 2)).shape
+        torch.Size([1, 4, 2, 2])
+        """
+        use_expand_as = require_bool(use_expand_as, "SqueezeExcitation", "use_expand_as")
         w = self.weights(x)
         return x * (w.expand_as(x) if use_expand_as else w)

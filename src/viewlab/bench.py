@@ -12,15 +12,17 @@ vary from run to run by nature: print them, but assert only orderings with wide 
 from __future__ import annotations
 
 import html
+import inspect
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import torch
 from torch.utils import benchmark
 
-from ._checks import require_strided_tensor
+from ._checks import describe_value, require_allocation, require_int, require_str, require_tensor, type_error
 
-__all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy"]
+__all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "MAX_MIN_RUN_TIME", "MAX_TOTAL_SECONDS"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,25 @@ def _fmt_time(seconds: float) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
+MAX_MIN_RUN_TIME = 60.0  # seconds per timed block
+MAX_TOTAL_SECONDS = 600.0  # rounds x cases x min_run_time
+
+
+def _require_zero_arguments(fn: Callable[..., Any], name: str) -> None:
+    """A case must be callable with no arguments (what the timer does); say so before timing starts."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a signature: the timer will tell
+        return
+    try:
+        signature.bind()
+    except TypeError:
+        raise TypeError(
+            f"compare(): case {name!r} takes arguments {signature}, but each case is called with none; "
+            "bind them first: lambda: fn(x)."
+        ) from None
+
+
 def compare(
     cases: Mapping[str, Callable[[], Any]],
     *,
@@ -116,6 +137,8 @@ def compare(
 
     ``reference`` (default: the first case) is the denominator of every ratio. ``bytes_moved`` maps
     names to the bytes one call reads plus writes; those rows also get achieved GB/s.
+    ``min_run_time`` is in seconds, finite, at most :data:`MAX_MIN_RUN_TIME`; ``rounds * len(cases) *
+    min_run_time`` may not exceed :data:`MAX_TOTAL_SECONDS` (so a call always ends).
     Each round runs ``blocked_autorange(min_run_time)`` once per case, in order, so slow drifts of
     the machine hit every candidate alike; the median is over all rounds' blocks.
 
@@ -124,28 +147,47 @@ def compare(
     >>> [r.name for r in c.rows], c["clone"].ratio
     (['clone', 'view'], 1.0)
     """
+    func = "compare"
     if not isinstance(cases, Mapping) or not cases:
         raise ValueError("compare() needs a non-empty dict of {name: zero-argument callable}, "
-                         "e.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)}).")
+                         "e.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)}); "
+                         f"got {describe_value(cases)}.")
     for name, fn in cases.items():
         if not isinstance(name, str):
             raise TypeError(f"compare(): case names must be str, got {name!r}.")
         if not callable(fn):
             raise TypeError(f"compare(): case {name!r} is a {type(fn).__name__}, not a callable; "
                             f"wrap the expression: lambda: <expression>.")
+        _require_zero_arguments(fn, name)
+    if reference is not None:
+        require_str(reference, func, "reference", allow_none=True)
     reference = next(iter(cases)) if reference is None else reference
     if reference not in cases:
         raise ValueError(f"compare(): reference={reference!r} is not one of the cases {list(cases)}.")
+    if bytes_moved is not None and not isinstance(bytes_moved, Mapping):
+        raise type_error(func, "bytes_moved", "a dict {case name: bytes per call} or None", bytes_moved)
     bytes_moved = dict(bytes_moved or {})
     for name, nbytes in bytes_moved.items():
-        if name not in cases:
+        if not isinstance(name, str) or name not in cases:
             raise ValueError(f"compare(): bytes_moved names {name!r}, which is not one of the cases {list(cases)}.")
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
             raise ValueError(f"compare(): bytes_moved[{name!r}] must be an int >= 0 (bytes per call), got {nbytes!r}.")
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"compare(): rounds must be an int >= 1, got {rounds!r}.")
-    if not (isinstance(min_run_time, (int, float)) and min_run_time > 0):
-        raise ValueError(f"compare(): min_run_time must be > 0 seconds, got {min_run_time!r}.")
+    if isinstance(min_run_time, bool) or not isinstance(min_run_time, (int, float)) or not (
+        0 < min_run_time <= MAX_MIN_RUN_TIME
+    ):
+        # nan fails every comparison and inf never ends: both are refused here
+        raise ValueError(f"compare(): min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}, "
+                         f"got {min_run_time!r}.")
+    budget = rounds * len(cases) * min_run_time
+    if budget > MAX_TOTAL_SECONDS:
+        raise ValueError(
+            f"compare(): rounds={rounds} x {len(cases)} cases x min_run_time={min_run_time} s would time for at "
+            f"least {budget:,.0f} s, more than {MAX_TOTAL_SECONDS} s; use fewer rounds or a shorter min_run_time."
+        )
+    if num_threads is not None:
+        num_threads = require_int(num_threads, func, "num_threads", minimum=1, maximum=max(1, 4 * (os.cpu_count() or 1)))
     threads = torch.get_num_threads() if num_threads is None else num_threads
 
     timers = {
@@ -181,8 +223,9 @@ def same_bytes_copy(like: torch.Tensor) -> tuple[Callable[[], Any], int]:
     >>> nbytes
     8192
     """
-    like = require_strided_tensor(like, "same_bytes_copy", "like")
+    like = require_tensor(like, "same_bytes_copy", "like", quantized=True)
     nbytes = like.numel() * like.element_size()
+    require_allocation(2 * nbytes, "same_bytes_copy", f"two buffers of {nbytes:,} bytes", like.device)
     src = torch.empty(nbytes, dtype=torch.uint8, device=like.device)
     dst = torch.empty_like(src)
     src.fill_(1)

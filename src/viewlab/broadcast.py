@@ -22,7 +22,7 @@ from typing import Any, Sequence, Union
 
 import torch
 
-from ._checks import require_strided_tensor
+from ._checks import is_quantized_dtype, require_tensor
 
 __all__ = [
     "BroadcastError",
@@ -36,7 +36,7 @@ __all__ = [
     "NEW_DIM",
 ]
 
-Operand = Union[torch.Tensor, torch.Size, Sequence[int]]
+_Operand = Union[torch.Tensor, torch.Size, Sequence[int]]
 
 EQUAL = "equal"
 STRETCHED = "stretched from 1"
@@ -197,6 +197,11 @@ class BroadcastExplanation:
                 if op.name == key:
                     return op
             raise KeyError(f"no operand named {key!r}; the names are {[o.name for o in self.operands]}")
+        if isinstance(key, bool) or not hasattr(key, "__index__"):
+            raise TypeError(f"BroadcastExplanation[...] takes an operand's position (int) or name (str), got {key!r}.")
+        if not -len(self.operands) <= operator.index(key) < len(self.operands):
+            raise IndexError(f"BroadcastExplanation[{key!r}]: there are {len(self.operands)} operands (positions "
+                             f"0..{len(self.operands) - 1}, or -1 for the last).")
         return self.operands[key]
 
     @property
@@ -304,11 +309,11 @@ class BroadcastExplanation:
 
 
 # ----- input validation ---------------------------------------------------------------------------
-def _as_shape(obj: Any, position: int, name: str) -> tuple[tuple[int, ...], torch.Tensor | None]:
+def _as_shape(obj: Any, position: int, name: str, func: str) -> tuple[tuple[int, ...], torch.Tensor | None]:
     """(shape, tensor-or-None) for one operand, or a clear TypeError / ValueError."""
-    where = f"explain_broadcast(): operand {position} ({name})"
+    where = f"{func}(): operand {position} ({name})"
     if isinstance(obj, torch.Tensor):
-        t = require_strided_tensor(obj, "explain_broadcast", name)
+        t = require_tensor(obj, func, name, quantized=True)
         return tuple(t.shape), t
     if isinstance(obj, (torch.Size, tuple, list)):
         shape = []
@@ -444,7 +449,7 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
 
 # ----- the explainer ------------------------------------------------------------------------------
 def explain_broadcast(
-    *operands: Operand,
+    *operands: _Operand,
     names: Sequence[str] | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> BroadcastExplanation:
@@ -470,26 +475,31 @@ def explain_broadcast(
     >>> e["col"].copy_bytes, e["col"].broadcast_bytes
     (96, 0)
     """
+    return _explain(operands, names, dtype, "explain_broadcast")
+
+
+def _explain(operands: Sequence[Any], names: Any, dtype: Any, func: str) -> BroadcastExplanation:
+    """:func:`explain_broadcast`, with errors naming ``func`` (the function the learner called)."""
     if len(operands) < 2:
         raise TypeError(
-            f"explain_broadcast() needs at least two operands (tensors or shapes), got {len(operands)}. "
-            "Example: explain_broadcast(x, y) or explain_broadcast((3, 1), (4,))."
+            f"{func}() needs at least two operands (tensors or shapes), got {len(operands)}. "
+            f"Example: {func}(x, y)" + (" or explain_broadcast((3, 1), (4,))." if func == "explain_broadcast" else ".")
         )
-    if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"explain_broadcast(): dtype must be a torch.dtype such as torch.float32, got {dtype!r}.")
+    if not isinstance(dtype, torch.dtype) or is_quantized_dtype(dtype):
+        raise TypeError(f"{func}(): dtype must be a torch.dtype such as torch.float32, got {dtype!r}.")
     if names is None:
         names = [_default_name(i) for i in range(len(operands))]
     else:
-        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
-            raise TypeError(f"explain_broadcast(): names must be a list of non-empty strings, got {names!r}.")
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
+            raise TypeError(f"{func}(): names must be a list of non-empty strings, got {names!r}.")
         names = list(names)
         if len(names) != len(operands):
             raise ValueError(
-                f"explain_broadcast(): got {len(operands)} operands but {len(names)} names; give one name each."
+                f"{func}(): got {len(operands)} operands but {len(names)} names; give one name each."
             )
         if len(set(names)) != len(names):
-            raise ValueError(f"explain_broadcast(): names must be different from each other, got {names!r}.")
-    parsed = [_as_shape(obj, i, n) for i, (obj, n) in enumerate(zip(operands, names))]
+            raise ValueError(f"{func}(): names must be different from each other, got {names!r}.")
+    parsed = [_as_shape(obj, i, n, func) for i, (obj, n) in enumerate(zip(operands, names))]
     shapes = [s for s, _ in parsed]
 
     result = _broadcast(shapes)
@@ -514,7 +524,7 @@ def explain_broadcast(
         else:
             op_dtype = dtype
             stride = tuple(torch.empty(shape, dtype=dtype, device="meta").expand(result).stride())
-        itemsize = torch.empty((), dtype=op_dtype, device="meta").element_size()
+        itemsize = tensor.element_size() if tensor is not None else torch.empty((), dtype=op_dtype, device="meta").element_size()
         infos.append(
             OperandInfo(
                 name=name,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._checks import require_strided_tensor
+from ._checks import require_number, require_str, require_tensor
 from .layout import layout, storage_indices
 
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
@@ -40,13 +40,15 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
     (``x3`` after an expand). Storage elements the view never reaches are grey.
 
     The figure is built without pyplot, so nothing global changes and nothing is shown until the
-    notebook displays the returned figure.
+    notebook displays the returned figure. ``t``: a dense tensor with values (not ``meta``, not
+    quantized) of at most :data:`MAX_DRAWN_ELEMENTS` elements; ``title``: a str or None.
 
     >>> fig = draw_layout(torch.arange(6).view(2, 3).t())
     >>> len(fig.axes)
     2
     """
-    t = require_strided_tensor(t, "draw_layout")
+    t = require_tensor(t, "draw_layout", "t")
+    require_str(title, "draw_layout", "title", allow_none=True)
     if t.device.type == "meta":
         raise ValueError(
             "draw_layout() needs values, and a meta tensor has none. "
@@ -93,7 +95,8 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
         ax.set_aspect("equal")
         ax.axis("off")
 
-    leading = tuple(t.shape[:-1]) if t.dim() >= 2 else ()
+    # Row labels name the leading indices; a zero-size tensor has no rows to label.
+    leading = tuple(t.shape[:-1]) if t.dim() >= 2 and info.numel else ()
     for i in range(info.numel):
         r, c = divmod(i, cols) if cols else (0, 0)
         k = int(idx[i])
@@ -177,6 +180,7 @@ def show_figure(fig: "Figure", alt: str, dpi: int = 100) -> PNGFigure:
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("show_figure() needs alt text: one sentence saying what the picture shows, e.g. "
                          "alt='a 2x3 view reading storage elements 0 to 5'.")
+    dpi = require_number(dpi, "show_figure", "dpi", above=0, maximum=1000)
     return PNGFigure(render_png(fig, dpi=dpi), alt)
 
 

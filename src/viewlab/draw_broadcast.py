@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
 
-from .broadcast import explain_broadcast
+from ._checks import require_choice, require_str, require_tensor
+from .broadcast import _explain
 from .draw import _PALETTE, _fmt
 
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
@@ -54,17 +55,26 @@ def draw_broadcast(
     >>> [ax.get_title().split(":")[0] for ax in fig.axes]
     ['col', 'row', 'col + row']
     """
-    if op not in BROADCAST_OPS:
-        raise ValueError(f"draw_broadcast(): op must be one of {sorted(BROADCAST_OPS)}, got {op!r}.")
+    func = "draw_broadcast"
+    require_str(op, func, "op")
+    require_choice(op, func, "op", tuple(sorted(BROADCAST_OPS)))
+    require_str(title, func, "title", allow_none=True)
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(
                 f"draw_broadcast() draws values, so operand {i} must be a torch.Tensor, got {type(t).__name__}. "
                 "For shapes alone use viewlab.explain_broadcast."
             )
+        require_tensor(t, func, f"tensors[{i}]")
         if t.device.type == "meta":
             raise ValueError(f"draw_broadcast(): operand {i} is a meta tensor, which has no values to draw.")
-    expl = explain_broadcast(*tensors, names=names)  # validates count, names; raises BroadcastError
+    if op in ("<", ">") and any(t.is_complex() for t in tensors):
+        raise TypeError(f"draw_broadcast(): op={op!r} orders values, and complex numbers have no order; "
+                        "pass real tensors (e.g. x.real) or op='=='.")
+    if op == "-" and any(t.dtype == torch.bool for t in tensors):
+        raise TypeError("draw_broadcast(): op='-' is not defined for bool tensors; "
+                        "pass x.int() to subtract, or op='==' to compare.")
+    expl = _explain(tensors, names, torch.float32, func)  # validates count, names; raises BroadcastError
     shape = tuple(expl.shape)
     if len(shape) > 2:
         raise ValueError(

@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
+from ._checks import describe_value, is_quantized_dtype, require_int, require_number, require_str, type_error
 from .sharing import shares_storage
 
 if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
@@ -91,6 +92,10 @@ __all__ = [
     "tensors",
     "shapes",
     "LAYOUTS",
+    "MAX_DIMS",
+    "MAX_ELEMENTS",
+    "MAX_EXAMPLES",
+    "UnknownExercise",
     "PASSED",
     "FAILED",
     "NOT_SOLVED",
@@ -99,19 +104,55 @@ __all__ = [
 PASSED, FAILED, NOT_SOLVED = "passed", "failed", "not solved yet"
 LAYOUTS: tuple[str, ...] = ("contiguous", "transposed", "strided", "offset", "expanded")
 _MEMORY = (None, "view", "copy")
-MAX_PICTURE_ELEMENTS = 48
+_MAX_PICTURE_ELEMENTS = 48
 
 
 # --------------------------------------------------------------------------------------------
 # Input strategies
 # --------------------------------------------------------------------------------------------
-def _require_range(name: str, rng: tuple[int, int], lowest: int) -> tuple[int, int]:
-    if not (isinstance(rng, tuple) and len(rng) == 2 and all(isinstance(v, int) for v in rng)):
-        raise TypeError(f"{name} must be a (min, max) tuple of ints, e.g. {name}=(1, 3); got {rng!r}.")
+def _require_range(func: str, name: str, rng: Any, lowest: int, highest: int | None = None) -> tuple[int, int]:
+    if not (isinstance(rng, tuple) and len(rng) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in rng)):
+        raise TypeError(f"{func}(): `{name}` must be a (min, max) tuple of ints, e.g. {name}=(1, 3); "
+                        f"got {describe_value(rng)}.")
     lo, hi = rng
-    if lo < lowest or hi < lo:
-        raise ValueError(f"{name}=({lo}, {hi}) is not a valid range: need {lowest} <= min <= max.")
+    top = "" if highest is None else f" <= {highest}"
+    if lo < lowest or hi < lo or (highest is not None and hi > highest):
+        raise ValueError(f"{func}(): {name}=({lo}, {hi}) is not a valid range: need {lowest} <= min <= max{top}.")
     return lo, hi
+
+
+MAX_DIMS = 8  # tensors()/shapes(): at most this many dims ...
+MAX_ELEMENTS = 100_000  # ... and at most this many elements per drawn tensor
+_DEFAULT_VALUES = (-9, 9)
+
+
+def _exact_int_range(dtype: torch.dtype) -> tuple[int, int]:
+    """The whole numbers ``dtype`` stores exactly (what :func:`tensors` may draw without wrapping or rounding)."""
+    if dtype == torch.bool:
+        return 0, 1
+    if dtype.is_floating_point or dtype.is_complex:
+        top = int(round(2 / torch.finfo(dtype).eps))  # 2**(mantissa bits + 1): every integer up to it is exact
+        return -top, top
+    info = torch.iinfo(dtype)
+    return max(info.min, -(2**63)), min(info.max, 2**63 - 1)
+
+
+def _check_numel(func: str, shape: tuple[int, ...]) -> None:
+    n = 1
+    for k in shape:
+        n *= k
+    if len(shape) > MAX_DIMS or n > MAX_ELEMENTS:
+        raise ValueError(f"{func}(): shape {shape} has {len(shape)} dims and {n:,} elements; the tensors drawn "
+                         f"for checks have at most {MAX_DIMS} dims and {MAX_ELEMENTS:,} elements.")
+
+
+def _shape_ranges(func: str, dims: Any, side: Any) -> tuple[int, int, int, int]:
+    d_lo, d_hi = _require_range(func, "dims", dims, 0, MAX_DIMS)
+    s_lo, s_hi = _require_range(func, "side", side, 0)
+    if d_hi and s_hi**d_hi > MAX_ELEMENTS:
+        raise ValueError(f"{func}(): dims={dims}, side={side} allows {s_hi}**{d_hi} = {s_hi**d_hi:,} elements; "
+                         f"tensors for checks have at most {MAX_ELEMENTS:,}. Use smaller sides or fewer dims.")
+    return d_lo, d_hi, s_lo, s_hi
 
 
 def shapes(dims: tuple[int, int] = (1, 3), side: tuple[int, int] = (1, 4)) -> "SearchStrategy[tuple[int, ...]]":
@@ -123,8 +164,7 @@ def shapes(dims: tuple[int, int] = (1, 3), side: tuple[int, int] = (1, 4)) -> "S
     """
     from hypothesis import strategies as st
 
-    d_lo, d_hi = _require_range("dims", dims, 0)
-    s_lo, s_hi = _require_range("side", side, 0)
+    d_lo, d_hi, s_lo, s_hi = _shape_ranges("shapes", dims, side)
     return st.integers(d_lo, d_hi).flatmap(lambda n: st.tuples(*[st.integers(s_lo, s_hi)] * n))
 
 
@@ -159,13 +199,16 @@ def tensors(
     dims: tuple[int, int] = (1, 3),
     side: tuple[int, int] = (1, 4),
     dtype: torch.dtype = torch.float32,
-    values: tuple[int, int] = (-9, 9),
+    values: tuple[int, int] | None = None,
     layouts: Sequence[str] = LAYOUTS,
     shape: "SearchStrategy[tuple[int, ...]] | tuple[int, ...] | None" = None,
 ) -> "SearchStrategy[torch.Tensor]":
     """Strategy for small tensors with integer-valued entries and varied memory layouts.
 
-    Values are whole numbers in ``values`` (exact to compare, easy to read in a failure report).
+    Values are whole numbers in ``values`` (exact to compare, easy to read in a failure report); the
+    default is -9..9 cut to what ``dtype`` holds (0..9 for unsigned, 0..1 for bool), and an explicit
+    range must fit the dtype exactly (no wrap-around, no rounding). At most :data:`MAX_DIMS` dims and
+    :data:`MAX_ELEMENTS` elements.
     ``layouts`` chooses among :data:`LAYOUTS`: ``"contiguous"``; ``"transposed"`` (last two dims
     swapped in memory, needs >= 2 dims); ``"strided"`` (every other element, stride 2 in the last
     dim); ``"offset"`` (storage offset > 0); ``"expanded"`` (one dim is a stride-0 broadcast, so the
@@ -179,24 +222,47 @@ def tensors(
     """
     from hypothesis import strategies as st
 
-    v_lo, v_hi = _require_range("values", values, -(2**31))
-    bad = [k for k in layouts if k not in LAYOUTS]
-    if bad or not layouts:
-        raise ValueError(f"layouts must be a non-empty subset of {LAYOUTS}; got {tuple(layouts)!r}.")
-    if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype such as torch.float32, got {dtype!r}.")
-    if dtype == torch.bool:
-        v_lo, v_hi = 0, 1
-    if shape is None:
-        shape_st = shapes(dims, side)
-    elif isinstance(shape, tuple):
-        shape_st = st.just(shape)
+    func = "tensors"
+    if not isinstance(dtype, torch.dtype) or is_quantized_dtype(dtype):
+        raise TypeError(f"{func}(): `dtype` must be a torch.dtype of plain numbers such as torch.float32; "
+                        f"got {describe_value(dtype)}.")
+    exact_lo, exact_hi = _exact_int_range(dtype)
+    if values is None:
+        # The default range, cut to what the dtype holds: uint8 gets 0..9, never -9 wrapped to 247.
+        v_lo, v_hi = max(_DEFAULT_VALUES[0], exact_lo), min(_DEFAULT_VALUES[1], exact_hi)
     else:
+        v_lo, v_hi = _require_range(func, "values", values, -(2**63), 2**63 - 1)
+        if v_lo < exact_lo or v_hi > exact_hi:
+            raise ValueError(
+                f"{func}(): values=({v_lo}, {v_hi}) does not fit dtype {dtype}, which holds whole numbers "
+                f"{exact_lo}..{exact_hi} exactly; pass values within that range (e.g. "
+                f"values=({max(v_lo, exact_lo)}, {min(v_hi, exact_hi)})) or a wider dtype."
+            )
+    if isinstance(layouts, str) or not isinstance(layouts, (list, tuple)):
+        raise TypeError(f"{func}(): `layouts` must be a list or tuple of names from {LAYOUTS}, "
+                        f"e.g. layouts=('contiguous',); got {describe_value(layouts)}.")
+    bad = [k for k in layouts if not isinstance(k, str) or k not in LAYOUTS]
+    if bad or not layouts:
+        raise ValueError(f"{func}(): layouts must be a non-empty subset of {LAYOUTS}; got {tuple(layouts)!r}.")
+    if shape is None:
+        d_lo, d_hi, s_lo, s_hi = _shape_ranges(func, dims, side)
+        shape_st = st.integers(d_lo, d_hi).flatmap(lambda n: st.tuples(*[st.integers(s_lo, s_hi)] * n))
+    elif isinstance(shape, tuple):
+        for i, k in enumerate(shape):
+            if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+                raise ValueError(f"{func}(): shape={shape!r}: size at index {i} must be an int >= 0, got {k!r}.")
+        _check_numel(func, shape)
+        shape_st = st.just(shape)
+    elif isinstance(shape, st.SearchStrategy):
         shape_st = shape
+    else:
+        raise TypeError(f"{func}(): `shape` must be None, a tuple of ints or a hypothesis strategy of such tuples; "
+                        f"got {describe_value(shape)}.")
 
     @st.composite
     def _draw(draw: Callable[..., Any]) -> torch.Tensor:
         s = tuple(draw(shape_st))
+        _check_numel(func, s)
         n = 1
         for k in s:
             n *= k
@@ -250,10 +316,10 @@ def _values_text(t: torch.Tensor) -> str:
     return str(v.tolist())
 
 
-def describe(obj: Any) -> str:
+def _describe(obj: Any) -> str:
     """One line: shape, dtype, stride, offset and values of a tensor (or ``repr`` of anything else).
 
-    >>> describe(torch.arange(6.0).view(2, 3).t())
+    >>> _describe(torch.arange(6.0).view(2, 3).t())
     'tensor shape (3, 2) float32, stride (1, 3), offset 0: [[0, 3], [1, 4], [2, 5]]'
     """
     if isinstance(obj, torch.Tensor):
@@ -264,7 +330,7 @@ def describe(obj: Any) -> str:
             f"offset {obj.storage_offset()}: {_values_text(obj)}"
         )
     if isinstance(obj, (tuple, list)) and any(isinstance(o, torch.Tensor) for o in obj):
-        inner = "; ".join(describe(o) for o in obj)
+        inner = "; ".join(_describe(o) for o in obj)
         return f"{type(obj).__name__} of {len(obj)}: [{inner}]"
     return repr(obj)
 
@@ -368,6 +434,11 @@ class _ReferenceError(RuntimeError):
     """The reference solution itself failed: a bug in the exercise, never the learner's fault."""
 
 
+class _ReferenceFailed(RuntimeError, ValueError):
+    """What :func:`check` raises when the reference fails on an input: the reference and the inputs given do
+    not fit together (a ``ValueError`` about the arguments; a ``RuntimeError`` as it always was)."""
+
+
 @dataclass
 class _Failure(Exception):
     reason: str
@@ -424,7 +495,7 @@ class CheckResult:
         for t in (first_in, exp, got):
             if t is None:
                 continue
-            if t.layout != torch.strided or t.numel() > MAX_PICTURE_ELEMENTS or t.is_complex():
+            if t.layout != torch.strided or t.numel() > _MAX_PICTURE_ELEMENTS or t.is_complex():
                 return None
         mask = None
         if tuple(exp.shape) == tuple(got.shape) and exp.dtype == got.dtype:
@@ -529,11 +600,11 @@ def _run_once(
         expected = reference_fn(*_fresh(args))
     except Exception as exc:  # the exercise, not the learner, is wrong: say so loudly
         raise _ReferenceError(
-            f"the reference solution raised {type(exc).__name__}: {exc} on input {describe(args)}; "
+            f"the reference solution raised {type(exc).__name__}: {exc} on input {_describe(args)}; "
             "fix the exercise's inputs strategy or its reference"
         ) from exc
     mine = _fresh(args)
-    text = [describe(a) for a in pristine]
+    text = [_describe(a) for a in pristine]
     meter = _meter(memory, mine)
     try:
         with meter as m:
@@ -586,6 +657,23 @@ def _quiet_settings(max_examples: int) -> Any:
 _QUIET_HEALTH_CHECKS = ("too_slow", "filter_too_much", "data_too_large", "large_base_example")
 
 
+MAX_EXAMPLES = 10_000
+_RTOL, _ATOL = 1e-5, 1e-6  # default tolerances for floating-point results
+
+
+def _require_learner_fn(learner_fn: Any, func: str) -> None:
+    if not callable(learner_fn):
+        example = "check(my_fn, reference_fn, inputs)" if func == "check" else f"{func}(exercise_id, my_fn)"
+        raise TypeError(f"{func}() expects your function, got {describe_value(learner_fn)}; "
+                        f"pass the function itself, e.g. {example}, not my_fn(x).")
+
+
+def _require_max_examples(max_examples: Any, func: str) -> int:
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or not 1 <= max_examples <= MAX_EXAMPLES:
+        raise ValueError(f"{func}(): max_examples must be a positive int <= {MAX_EXAMPLES:,}, got {max_examples!r}.")
+    return max_examples
+
+
 def check(
     learner_fn: Callable[..., Any],
     reference_fn: Callable[..., Any],
@@ -594,8 +682,8 @@ def check(
     memory: str | None = None,
     examples: Sequence[tuple[Any, ...]] = (),
     max_examples: int = 60,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float = _RTOL,
+    atol: float = _ATOL,
     hint: str | None = None,
     title: str = "check",
     extra: Sequence[Callable[[tuple[Any, ...], Any], str | None]] = (),
@@ -626,15 +714,29 @@ def check(
     >>> (r.passed, r.status)
     (True, 'passed')
     """
-    if not callable(learner_fn):
-        raise TypeError(f"check() expects your function as the first argument, got {type(learner_fn).__name__}; "
-                        "pass the function itself, e.g. check(my_fn, ...), not my_fn(x).")
+    return _check(learner_fn, reference_fn, inputs, memory, examples, max_examples, rtol, atol, hint, title, extra,
+                  "check")
+
+
+def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, examples: Any, max_examples: Any,
+           rtol: Any, atol: Any, hint: Any, title: Any, extra: Any, func: str) -> CheckResult:
+    """:func:`check`, with every error naming ``func``, the function the learner called."""
+    _require_learner_fn(learner_fn, func)
     if not callable(reference_fn):
-        raise TypeError(f"check(): reference_fn must be callable, got {type(reference_fn).__name__}.")
+        raise TypeError(f"{func}(): reference_fn must be callable, got {type(reference_fn).__name__}.")
+    if memory is not None:
+        require_str(memory, func, "memory", allow_none=True)
     if memory not in _MEMORY:
-        raise ValueError(f"check(): memory must be None, 'view' or 'copy', got {memory!r}.")
-    if not isinstance(max_examples, int) or max_examples < 1:
-        raise ValueError(f"check(): max_examples must be a positive int, got {max_examples!r}.")
+        raise ValueError(f"{func}(): memory must be None, 'view' or 'copy', got {memory!r}.")
+    _require_max_examples(max_examples, func)
+    rtol = require_number(rtol, func, "rtol", minimum=0)
+    atol = require_number(atol, func, "atol", minimum=0)
+    require_str(hint, func, "hint", allow_none=True)
+    require_str(title, func, "title")
+    if not isinstance(examples, (list, tuple)):
+        raise type_error(func, "examples", "a list of argument tuples", examples)
+    if not isinstance(extra, (list, tuple)) or not all(callable(rule) for rule in extra):
+        raise type_error(func, "extra", "a list of rules, each rule(args, result) -> str or None", extra)
     from hypothesis import given
     from hypothesis import strategies as st
     from hypothesis.reporting import with_reporter
@@ -647,7 +749,7 @@ def check(
         explicit += [tuple(a) if isinstance(a, tuple) else (a,) for a in inputs]
         strategy = None
     else:
-        raise TypeError("check(): inputs must be a hypothesis strategy of argument tuples "
+        raise TypeError(f"{func}(): inputs must be a hypothesis strategy of argument tuples "
                         "(e.g. st.tuples(viewlab.exercises.tensors())) or a non-empty list of argument tuples.")
     count = 0
     reference_errors: list[_ReferenceError] = []
@@ -676,7 +778,7 @@ def check(
         finally:
             if reference_errors:
                 first = reference_errors[0]
-                raise RuntimeError(str(first)) from first.__cause__
+                raise _ReferenceFailed(f"{func}(): {first}") from first.__cause__
     except _NotSolved:
         msg = (f"{title}: not solved yet. `{name}` is still a stub (it raised NotImplementedError or returned "
                "... / None). Write its body, `return` the result, and run this cell again.")
@@ -685,8 +787,8 @@ def check(
         lines = [f"{title}: FAILED -- {f.reason.rstrip('.')}.", "", "Smallest failing input found:"]
         for i, t in enumerate(f.args_text):
             lines.append(f"  arg {i}: {t}")
-        lines.append(f"  expected: {describe(f.expected)}")
-        lines.append(f"  got:      {'raised ' + f.error if f.error else describe(f.got)}")
+        lines.append(f"  expected: {_describe(f.expected)}")
+        lines.append(f"  got:      {'raised ' + f.error if f.error else _describe(f.got)}")
         if hint:
             lines += ["", f"Hint: {hint}"]
         return CheckResult(FAILED, title, "\n".join(lines), count, f.args_value, f.expected, f.got, hint, f.reason)
@@ -777,8 +879,26 @@ def exercise_ids(prefix: str = "") -> list[str]:
     >>> "05-can-expand" in exercise_ids("05")
     True
     """
+    require_str(prefix, "exercise_ids", "prefix")
     _load_banks()
     return sorted(i for i in _REGISTRY if i.startswith(prefix))
+
+
+class UnknownExercise(KeyError, ValueError):
+    """No exercise has this id. A ``KeyError`` (a failed lookup) and a ``ValueError`` (a wrong argument value)."""
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0]) if self.args else ""
+
+
+def _get(exercise_id: Any, func: str) -> Exercise:
+    require_str(exercise_id, func, "exercise_id")
+    _load_banks()
+    try:
+        return _REGISTRY[exercise_id]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise UnknownExercise(f"{func}(): no exercise {exercise_id!r}. Known ids: {known}.") from None
 
 
 def get(exercise_id: str) -> Exercise:
@@ -787,12 +907,7 @@ def get(exercise_id: str) -> Exercise:
     >>> get("05-can-expand").title
     'Predict whether expand works'
     """
-    _load_banks()
-    try:
-        return _REGISTRY[exercise_id]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise KeyError(f"No exercise {exercise_id!r}. Known ids: {known}.") from None
+    return _get(exercise_id, "get")
 
 
 def show(exercise_id: str) -> None:
@@ -801,7 +916,7 @@ def show(exercise_id: str) -> None:
     >>> show("05-batch-view")  # doctest: +ELLIPSIS
     Exercise 05-batch-view: ...
     """
-    ex = get(exercise_id)
+    ex = _get(exercise_id, "show")
     fn = ex.signature[4:].split("(")[0]
     memory = {"view": "Return a view: no copy, zero new bytes.", "copy": "Return an independent copy."}.get(
         ex.memory or "", ""
@@ -821,12 +936,14 @@ def hint(exercise_id: str, n: int = 1) -> None:
     >>> hint("05-flatten-any", 2)
     Hint 2/2: x.reshape(-1) (or x.flatten()) views when possible and copies otherwise.
     """
-    ex = get(exercise_id)
+    ex = _get(exercise_id, "hint")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise type_error("hint", "n", "an int (the hint number, from 1)", n)
     if not ex.hints:
         print(f"{ex.id} has no hints.")
         return
-    if not isinstance(n, int) or not 1 <= n <= len(ex.hints):
-        raise ValueError(f"{ex.id} has hints 1..{len(ex.hints)}; you asked for hint {n!r}.")
+    if not 1 <= n <= len(ex.hints):
+        raise ValueError(f"hint(): {ex.id} has hints 1..{len(ex.hints)}; you asked for hint {n!r}.")
     print(f"Hint {n}/{len(ex.hints)}: {ex.hints[n - 1]}")
 
 
@@ -837,7 +954,7 @@ def solution(exercise_id: str) -> None:
     def _flatten(x: torch.Tensor) -> torch.Tensor:
         return x.reshape(-1)
     """
-    ex = get(exercise_id)
+    ex = _get(exercise_id, "solution")
     try:
         src = inspect.getsource(ex.reference)
     except (OSError, TypeError):
@@ -873,16 +990,9 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     >>> print(check_exercise("05-flatten-any", lambda x: x.view(-1)).reason)
     your function raised RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.
     """
-    ex = get(exercise_id)
+    ex = _get(exercise_id, "check_exercise")
+    _require_learner_fn(learner_fn, "check_exercise")
+    _require_max_examples(max_examples, "check_exercise")
     first_hint = f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
-    return check(
-        learner_fn,
-        ex.reference,
-        ex.inputs(),
-        memory=ex.memory,
-        examples=ex.examples,
-        max_examples=max_examples,
-        hint=first_hint,
-        title=f"{ex.id} ({ex.title})",
-        extra=ex.extra,
-    )
+    return _check(learner_fn, ex.reference, ex.inputs(), ex.memory, ex.examples, max_examples, _RTOL, _ATOL,
+                  first_hint, f"{ex.id} ({ex.title})", ex.extra, "check_exercise")

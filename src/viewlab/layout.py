@@ -8,12 +8,13 @@ A strided tensor is a *window* onto a flat, 1-D block of memory (its storage). E
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from ._checks import require_strided_tensor
+from ._checks import require_allocation, require_tensor
 
 __all__ = ["Layout", "layout", "storage_indices"]
 
@@ -58,8 +59,18 @@ class Layout:
 
     @property
     def overlaps(self) -> bool:
-        """True when two different indices reach the same storage element (e.g. after ``expand``)."""
-        return len(self.broadcast_dims) > 0 or self.span_bytes < self.logical_bytes
+        """True when two different indices reach the same storage element (e.g. after ``expand``).
+
+        Decided exactly from shape and stride by :func:`_overlaps` (see there for the method), not
+        guessed from byte counts: sizes (3, 2), strides (3, 6), offset 2 read element 8 twice, even
+        though the view spans more bytes than it holds.
+
+        >>> layout(torch.zeros(20).as_strided((3, 2), (3, 6), 2)).overlaps
+        True
+        >>> layout(torch.zeros(20).as_strided((3, 2), (2, 7))).overlaps
+        False
+        """
+        return _overlaps(self.shape, self.stride)
 
     def _rows(self) -> list[tuple[str, str]]:
         dtype = str(self.dtype).replace("torch.", "")
@@ -95,6 +106,90 @@ class Layout:
         return f"<table><caption>Layout on {html.escape(str(self.device))}</caption>{cells}</table>"
 
 
+# Exact overlap detection -----------------------------------------------------------------------------
+# Two index tuples i != j read the same element iff  sum_d (i_d - j_d) * stride_d = 0, i.e. iff some
+# integer vector c != 0 with |c_d| <= size_d - 1 has  sum_d c_d * stride_d = 0  (a bounded subset-sum
+# question; the offset never matters). The method, cheapest exact answer first:
+#   1. sizes 0 (nothing to read) and dims of size 1 (a single index) drop out;
+#   2. a stride 0 on a dim of size > 1 reads one element repeatedly: overlap;
+#   3. fewer reachable addresses than elements (span < numel): overlap by the pigeonhole principle;
+#   4. sort the dims by stride: if each stride is larger than the span of all smaller-stride dims
+#      ("nested" strides: every contiguous, sliced, transposed, permuted, unfolded-without-overlap
+#      view), the address is a mixed-radix number and no two indices collide: no overlap;
+#   5. dividing every stride by their gcd changes no collision; then, with two dims left: c1*s1 = -c2*s2 has its smallest solution at |c1| = s2/g, |c2| = s1/g (g = gcd),
+#      so there is overlap iff s2/g <= n1 - 1 and s1/g <= n2 - 1;
+#   6. otherwise, with dims sorted by stride, let k be the last dim with c_k != 0 and c_k > 0
+#      (negate c otherwise): overlap iff some c_k*s_k (1 <= c_k <= n_k - 1) is a sum the smaller dims
+#      reach, sum_{d<k} c_d s_d with |c_d| <= n_d - 1. Those sums are kept as a bitset (a Python int),
+#      built with O(log n) shifts per dim; exact, O(span * number of dims / 64) word operations;
+#   7. if that bitset would be huge (span over 2**24), enumerate all storage indices and look for a
+#      repeat (exact, O(numel log numel)).
+_MAX_BITSET_SPAN = 2**24
+
+
+def _multiples(bits: int, step: int, count: int) -> int:
+    """The set ``bits`` with 0, step, 2*step, ..., count*step added to each member (bitsets as ints)."""
+    acc = bits
+    done = 0
+    power = 1
+    # binary splitting: after adding 1, 2, 4, ... more copies, every multiple 0..done is in the set
+    while done < count:
+        take = min(power, count - done)
+        acc |= acc << (take * step)
+        done += take
+        power *= 2
+    return acc
+
+
+def _overlaps(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """Exact: do two different indices of a (shape, stride) view reach one storage element? See above.
+
+    >>> _overlaps((3, 2), (3, 6)), _overlaps((2, 2, 2), (3, 4, 5)), _overlaps((2, 2, 2), (1, 2, 3))
+    (True, False, True)
+    """
+    if any(n == 0 for n in shape):
+        return False
+    dims = sorted((s, n) for n, s in zip(shape, stride) if n > 1)
+    if any(s == 0 for s, _ in dims):
+        return True
+    numel = math.prod(n for _, n in dims)
+    span = 1 + sum((n - 1) * s for s, n in dims)
+    if span < numel:
+        return True
+    below = 0  # span of the smaller-stride dims, minus 1
+    nested = True
+    for s, n in dims:
+        if s <= below:
+            nested = False
+            break
+        below += (n - 1) * s
+    if nested:
+        return False
+    g = math.gcd(*(s for s, _ in dims))  # a common factor of all strides changes no collision
+    dims = [(s // g, n) for s, n in dims]
+    span = 1 + sum((n - 1) * s for s, n in dims)
+    if len(dims) == 2:
+        (s1, n1), (s2, n2) = dims
+        g = math.gcd(s1, s2)
+        return s2 // g <= n1 - 1 and s1 // g <= n2 - 1
+    if span <= _MAX_BITSET_SPAN:
+        # sums live in [-span, span]; bit (x + span) stands for sum x
+        width_mask = (1 << (2 * span + 1)) - 1
+        sums = 1 << span  # only the empty sum, 0
+        for s, n in dims:
+            targets = _multiples(1, s, n - 1) & ~1  # c*s for c = 1..n-1
+            if (sums >> span) & targets:
+                return True
+            # add c*s for every c in -(n-1)..(n-1): add 0..2(n-1) multiples, then subtract (n-1)*s
+            sums = (_multiples(sums, s, 2 * (n - 1)) >> ((n - 1) * s)) & width_mask
+        return False
+    index = torch.zeros((), dtype=torch.int64)
+    for s, n in dims:
+        index = (index[..., None] + torch.arange(n, dtype=torch.int64) * s)
+    flat = index.reshape(-1)
+    return bool(torch.unique(flat).numel() < flat.numel())
+
+
 def _span_elements(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
     if any(n == 0 for n in shape):
         return 0
@@ -114,7 +209,7 @@ def layout(t: Any) -> Layout:
     >>> (layout(e).logical_bytes, layout(e).span_bytes, layout(e).broadcast_dims)
     (48, 16, (0,))
     """
-    t = require_strided_tensor(t, "layout")
+    t = require_tensor(t, "layout", "t", quantized=True)
     shape = tuple(t.shape)
     stride = tuple(t.stride())
     itemsize = t.element_size()
@@ -138,13 +233,24 @@ def layout(t: Any) -> Layout:
 def storage_indices(t: Any) -> torch.Tensor:
     """For each element of ``t``, the index of the storage element it reads (same shape as ``t``).
 
-    This is the stride formula evaluated for every index at once, so it is exact by construction.
+    This is the stride formula evaluated for every index at once, so it is exact by construction. The
+    result is an int64 CPU tensor of ``t``'s shape (also for ``meta`` or CUDA ``t``: no data is read).
 
     >>> storage_indices(torch.zeros(2, 3).t()).tolist()
     [[0, 3], [1, 4], [2, 5]]
     >>> storage_indices(torch.zeros(3)[1:].expand(2, 2)).tolist()
     [[1, 2], [1, 2]]
     """
-    t = require_strided_tensor(t, "storage_indices")
-    n_storage = t.untyped_storage().nbytes() // t.element_size()
-    return torch.arange(max(n_storage, 1)).as_strided(tuple(t.shape), t.stride(), t.storage_offset())
+    return _storage_indices(t, "storage_indices")
+
+
+def _storage_indices(t: Any, func: str) -> torch.Tensor:
+    t = require_tensor(t, func, "t", quantized=True)
+    require_allocation(8 * t.numel(), func, f"the storage indices of a tensor of shape {tuple(t.shape)}")
+    # offset + sum_d i_d * stride_d, one broadcast term per dim: costs numel int64s, never the storage.
+    index = torch.full((), t.storage_offset(), dtype=torch.int64)
+    for d, (n, s) in enumerate(zip(t.shape, t.stride())):
+        view = [1] * t.dim()
+        view[d] = n
+        index = index + (torch.arange(n, dtype=torch.int64) * s).view(view)
+    return index.expand(tuple(t.shape)).contiguous()

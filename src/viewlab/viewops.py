@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from ._checks import require_choice, type_error
 from .sharing import shares_storage
 
 __all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "observe", "view_op_table", "OpTable"]
@@ -152,15 +153,41 @@ def _sparse_parts(x: torch.Tensor) -> list[torch.Tensor]:
     return [x._indices(), x._values()]
 
 
-def observe(case: OpCase) -> str:
-    """Run ``case`` and say what happened: ``"same tensor"``, ``"view"`` or ``"copy"``.
+def _find_case(name: str, func: str) -> OpCase:
+    matches = [c for c in OP_CASES if c.op == name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        import difflib
 
-    ``"view"`` means every returned tensor shares memory with the input (see :func:`shares_storage`);
-    ``"same tensor"`` means the op returned its input object unchanged.
+        close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(f"{func}(): no case for op {name!r} in OP_CASES.{hint} "
+                         "The ops with a case: [c.op for c in viewlab.OP_CASES].")
+    inputs = ", ".join(repr(c.input) for c in matches)
+    raise ValueError(
+        f"{func}(): op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on "
+        f"which; pass one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...)."
+    )
+
+
+def observe(case: OpCase | str) -> str:
+    """Run ``case`` and say what happened: ``"same tensor"``, ``"view"``, ``"copy"`` (or ``"mixed"``).
+
+    ``case`` is an :class:`OpCase` (e.g. from :data:`OP_CASES`) or the name of an op with exactly one
+    case (``"expand"``). ``"view"`` means every returned tensor shares memory with the input (see
+    :func:`shares_storage`); ``"same tensor"`` means the op returned its input object unchanged.
 
     >>> observe(next(c for c in OP_CASES if c.op == "expand"))
     'view'
+    >>> observe("clone")
+    'copy'
     """
+    if isinstance(case, str):
+        case = _find_case(case, "observe")
+    elif not isinstance(case, OpCase):
+        raise type_error("observe", "case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'",
+                         case)
     x = case.make_input()
     result = case.apply(x)
     parts: Sequence[torch.Tensor] = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -207,7 +234,7 @@ def view_op_table(documented: str | None = None) -> OpTable:
     >>> print(view_op_table("copy").rows[0][4])
     copy
     """
-    if documented not in (None, "view", "copy", "depends"):
-        raise ValueError(f"documented must be None, 'view', 'copy' or 'depends', got {documented!r}")
+    if documented is not None:
+        require_choice(documented, "view_op_table", "documented", ("view", "copy", "depends"))
     cases = [c for c in OP_CASES if documented is None or c.documented == documented]
     return OpTable(tuple((c.op, c.code, c.input, c.documented, observe(c)) for c in cases))
