@@ -364,6 +364,7 @@ def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(frames, se
     assert widget and pngs and htmls
     assert "tensor storages (cpu)" in pngs[0]["metadata"]["image/png"]["alt"]
     assert pngs[0]["data"]["text/plain"].startswith("[figure] Memory over")
+    assert widget[0]["data"]["text/plain"].startswith("[live memory monitor: tensor storages (cpu);"), widget[0]["data"]
     assert "4,800,000 B" in htmls[0]["data"]["text/html"]  # 12 x 400,000 bytes still held at stop
 
 

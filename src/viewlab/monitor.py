@@ -773,7 +773,15 @@ class MemoryMonitor:
             self._widget = w.VBox([w.HBox([*buttons, self._status]), self._image])
             from IPython.display import display
 
-            display(self._widget)  # shown once; its text/plain stays free of image bytes
+            # Shown once, as the same bundle ipywidgets 7 and 8 send, but with a readable text/plain: that is
+            # what GitHub, nbviewer and other viewers without the widget show instead of "VBox(children=...".
+            view = {"version_major": 2, "version_minor": 0, "model_id": self._widget.model_id}
+            text = (f"[live memory monitor: {self.backend}; a widget that updates while cells run. "
+                    "Its final plot and summary table are stored below it when it stops.]")
+            display({"application/vnd.jupyter.widget-view+json": view, "text/plain": text}, raw=True)
+            handle = getattr(self._widget, "_handle_displayed", None)
+            if callable(handle):
+                handle()
         self._image.layout.display = None
         self._push_frame()  # first frame now (this also warms up matplotlib before the thread draws)
         self._set_status("running")
