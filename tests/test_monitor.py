@@ -237,7 +237,7 @@ def test_figure_png_alt_text_and_summary():
     legend = fig.axes[0].get_legend()
     labels = [t.get_text() for t in legend.get_texts()]
     assert legend.get_title().get_text() == "tensor storages (cpu)"
-    assert labels == ["tensor storages made since start: 1.0 KiB", "peak: 1.0 KiB"]
+    assert labels == ["tensor storages made since start: 1,024 B (1.0 KiB)", "peak: 1,024 B (1.0 KiB)"]
     assert mon.png().startswith(b"\x89PNG")
     assert "tensor storages (cpu)" in mon.alt_text() and "marks: x" in mon.alt_text()
     html = mon.summary_html()

@@ -66,6 +66,13 @@ def fmt_bytes(n: float | None) -> str:
     return f"{sign}{n:.1f} TiB"  # pragma: no cover
 
 
+def _exact(n: int | None) -> str:
+    """Exact bytes first, the binary unit in parentheses where it helps: '1,048,576 B (1.0 MiB)'."""
+    if n is None:
+        return "n/a"
+    return f"{n:,} B" if abs(n) < 1024 else f"{n:,} B ({fmt_bytes(n)})"
+
+
 @dataclass(frozen=True)
 class Sample:
     """One reading: seconds since start, then bytes (``reserved``/``rss`` are None when not measured)."""
@@ -657,8 +664,14 @@ class MemoryMonitor:
                 samples = samples[:: len(samples) // 400][:-1] + samples[-1:]
             marks = list(self.marks)
             cells = list(self.cells)
-        fig = Figure(figsize=(7.0, 3.0), dpi=80, facecolor="white")
-        ax = fig.add_subplot(1, 1, 1)
+        # With cells (cell mode), a second panel gives each cell a labelled bar: on the timeline a quick cell
+        # is a sliver, but its bytes still deserve to be read.
+        if cells:
+            fig = Figure(figsize=(7.0, 4.6), dpi=80, facecolor="white")
+            ax, bars = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2]})
+        else:
+            fig = Figure(figsize=(7.0, 3.0), dpi=80, facecolor="white")
+            ax, bars = fig.add_subplot(1, 1, 1), None
         peak_all = max([max(s.peak, s.allocated, s.reserved or 0, s.rss or 0) for s in samples] or [1])
         scale, unit = 1, "B"
         for factor, name in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
@@ -669,34 +682,57 @@ class MemoryMonitor:
         source_line = self._line
         last = samples[-1] if samples else None
         for idx, cell in enumerate(cells):
-            ax.axvspan(cell.start, cell.end, color="#56B4E9" if idx % 2 else "#E69F00", alpha=0.12, lw=0)
-            ax.text(cell.start, 0.03 + 0.07 * (idx % 3), f" {cell.label}", transform=ax.get_xaxis_transform(),
-                    fontsize=7, va="bottom")
+            ax.axvspan(cell.start, cell.end, color="#56B4E9" if idx % 2 else "#E69F00", alpha=0.15, lw=0)
+            ax.annotate(cell.label, (cell.start, 1.0), xycoords=ax.get_xaxis_transform(), xytext=(1, -2),
+                        textcoords="offset points", fontsize=7, va="top", color="#444444")
         if samples:
             ax.plot(ts, [s.allocated / scale for s in samples], color="#0072B2", lw=2, drawstyle="steps-post",
-                    label=f"{source_line}: {fmt_bytes(last.allocated)}")
+                    label=f"{source_line}: {_exact(last.allocated)}")
             if self.backend_kind != "rss":
                 ax.plot(ts, [s.peak / scale for s in samples], color="#D55E00", lw=1.5, ls="--", drawstyle="steps-post",
-                        label=f"peak: {fmt_bytes(last.peak)}")
+                        label=f"peak: {_exact(last.peak)}")
             if any(s.reserved is not None for s in samples):
                 ax.plot(ts, [(s.reserved or 0) / scale for s in samples], color="#009E73", lw=1.5, ls=":", drawstyle="steps-post",
-                        label=f"reserved: {fmt_bytes(last.reserved)}")
+                        label=f"reserved: {_exact(last.reserved)}")
             if any(s.rss is not None for s in samples):
                 ax.plot(ts, [(s.rss or 0) / scale for s in samples], color="#999999", lw=1,
-                        label=f"process RSS (approx.): {fmt_bytes(last.rss)}")
-        for mark in marks:
+                        label=f"process RSS (approx.): {_exact(last.rss)}")
+        for idx, mark in enumerate(marks):
             ax.axvline(mark.t, color="#CC79A7", lw=1)
-            ax.text(mark.t, 0.5, f" {mark.label}", transform=ax.get_xaxis_transform(), rotation=90, fontsize=7,
-                    va="center", color="#6a3d5a")
+            # Staggered heights and a white box, so neighbouring labels neither overlap nor vanish into a line.
+            ax.annotate(mark.label, (mark.t, 0.92 - 0.17 * (idx % 4)), xycoords=ax.get_xaxis_transform(),
+                        xytext=(3, 0), textcoords="offset points", fontsize=8, color="#6a3d5a", va="top",
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
         ax.set_xlabel("seconds since start")
         ax.set_ylabel(unit)
-        ax.set_ylim(bottom=0)
-        ax.set_xlim(0, max(ts[-1] if ts else 0.0, 1.0) * 1.02)  # a readable axis from the first sample on
-        ax.set_title(self.title or f"memory: {self.backend}", fontsize=10)
-        if samples:
-            ax.legend(loc="upper left", fontsize=7, title=self.backend, title_fontsize=7)
+        ax.set_ylim(bottom=0, top=peak_all / scale * 1.12 if samples else 1.0)
+        end = ts[-1] if ts else 0.0
+        # While live, a readable axis from the first sample on; once there is data, the data's own extent.
+        ax.set_xlim(0, max(end, 1.0 if self.running else 1e-3) * 1.02)
+        fig.suptitle(self.title or f"memory: {self.backend}", fontsize=10)
+        if samples:  # above the plot, so it never hides a line or a mark
+            ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=7, title=self.backend,
+                      title_fontsize=7, frameon=False, alignment="left")
         ax.grid(alpha=0.3)
-        fig.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.16)  # fixed: tight_layout costs a frame's time
+        if bars is not None:
+            labels = [c.label for c in cells]
+            xs = range(len(cells))
+            bars.bar(xs, [c.peak_bytes / scale for c in cells], color="#D55E00", alpha=0.35, label="peak inside the cell")
+            bars.bar(xs, [max(c.allocated_bytes, 0) / scale for c in cells], width=0.45, color="#0072B2",
+                     label="still held after it")
+            for x, c in zip(xs, cells):
+                bars.annotate(f"+{c.allocated_bytes:,} B held\npeak +{c.peak_bytes:,} B", (x, c.peak_bytes / scale),
+                              xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7)
+            bars.set_xticks(list(xs), labels, fontsize=8)
+            bars.set_ylabel(unit)
+            bars.set_ylim(0, max([c.peak_bytes for c in cells] + [1]) / scale * 1.45)
+            bars.set_xlim(-0.6, len(cells) - 0.4)
+            bars.set_title("per cell", fontsize=9)
+            bars.legend(loc="upper left", fontsize=7)
+            bars.grid(alpha=0.3, axis="y")
+            fig.subplots_adjust(left=0.09, right=0.98, top=0.84, bottom=0.07, hspace=0.6)
+        else:
+            fig.subplots_adjust(left=0.09, right=0.98, top=0.76, bottom=0.16)  # fixed: tight_layout costs a frame's time
         return fig
 
     def png(self) -> bytes:
