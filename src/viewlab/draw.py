@@ -37,7 +37,9 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
     Top: the tensor as the learner indexes it (2-D grid; leading dimensions are stacked as rows and
     labelled with their index). Each cell shows its value and ``@k``, the storage index it reads.
     Bottom: the storage strip, each element with its index, value and how many view cells read it
-    (``x3`` after an expand). Storage elements the view never reaches are grey.
+    (``x3`` after an expand). Storage elements the view never reaches are grey. Colours follow the
+    storage element (element ``k`` has the same colour in every figure), and an arrow under the strip
+    marks the offset: the elements skipped before the first one the view reads.
 
     The figure is built without pyplot, so nothing global changes and nothing is shown until the
     notebook displays the returned figure. ``t``: a dense tensor with values (not ``meta``, not
@@ -63,9 +65,12 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
         )
     idx = storage_indices(t).reshape(-1)
     n_storage = info.storage_bytes // info.itemsize
-    # Show the part of storage the view can reach, plus a little context on each side.
-    lo = max(0, int(idx.min()) - 2) if info.numel else 0
+    # Show the part of storage the view can reach, plus a little context on each side; from element 0
+    # whenever that fits, so the offset (the elements skipped before the first one read) is visible.
     hi = min(n_storage, int(idx.max()) + 3) if info.numel else min(n_storage, 4)
+    lo = max(0, int(idx.min()) - 2) if info.numel else 0
+    if hi <= MAX_DRAWN_ELEMENTS:
+        lo = 0
     if hi - lo > MAX_DRAWN_ELEMENTS:
         raise ValueError(
             f"draw_layout(): the view reaches {hi - lo} storage elements (storage indices {lo}..{hi - 1}), "
@@ -88,7 +93,9 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [max(rows, 1), 1.2]})
 
     def colour(k: int) -> str:
-        return _PALETTE[(k - lo) % len(_PALETTE)]
+        # By storage index, not by position in the drawing: element k has the same colour in every figure
+        # of this storage. The palette repeats every 7 elements; the index printed in each cell tells them apart.
+        return _PALETTE[k % len(_PALETTE)]
 
     for ax in (top, bottom):
         ax.set_facecolor("white")
@@ -122,8 +129,14 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
         bottom.text(j + 0.5, 1.18, str(k), ha="center", va="center", fontsize=7)
         if used > 1:
             bottom.text(j + 0.5, -0.25, f"x{used}", ha="center", va="center", fontsize=7)
+    offset = t.storage_offset()
+    if offset and lo <= offset < hi:  # mark where the view starts reading, and what it skips
+        x0, x1 = 0 - (lo - 0), offset - lo
+        bottom.annotate("", xy=(x1, -0.62), xytext=(max(x0, 0), -0.62),
+                        arrowprops={"arrowstyle": "->", "color": "#444444", "lw": 1})
+        bottom.text((max(x0, 0) + x1) / 2, -0.85, f"offset {offset}", ha="center", va="center", fontsize=7)
     bottom.set_xlim(-0.2, max(hi - lo, 1) + 0.2)
-    bottom.set_ylim(-0.5, 1.45)
+    bottom.set_ylim(-1.05 if offset else -0.5, 1.45)
     shown = f"storage elements {lo}..{hi - 1} of {n_storage}" if hi > lo else f"storage: {n_storage} elements"
     # Two short lines: a one-line caption is wider than the strip for small tensors and gets clipped.
     bottom.set_title(f"{shown}\nindex above, value inside, xN below = read N times", fontsize=9)
