@@ -251,3 +251,15 @@ def test_in_a_kernel_the_error_names_the_line_of_the_cell():
         "    with views_only():\n        y = x.reshape(6)\nexcept Exception as err:\n    print(err)",
     ])
     assert "At line 6 of this cell: y = x.reshape(6)" in texts[0], texts[0]
+
+
+def test_viewlabs_own_helpers_are_not_reported_but_the_same_code_in_yours_is():
+    from viewlab import padding_mask
+
+    lengths = torch.tensor([3, 1])
+    with watch_broadcasts(action="raise"):
+        mask = padding_mask(lengths, 4)  # built inside viewlab by comparing (1, L) with (B, 1): not your code
+    assert mask.shape == (2, 1, 1, 4)
+    with pytest.raises(BroadcastStretchError, match=r"\(1, 4\) and \(2, 1\) to \(2, 4\)"):
+        with watch_broadcasts(action="raise"):
+            torch.arange(4)[None, :] < lengths[:, None]  # the same comparison written here: reported

@@ -65,33 +65,39 @@ class OpRecord:
     shapes: tuple[tuple[int, ...], ...] = ()
 
 
-def resolve_device(device: Any = None) -> torch.device:
+def resolve_device(device: Any = None, func: str = "resolve_device") -> torch.device:
     """Turn ``device`` (None, a string, or a ``torch.device``) into the device :func:`measure` tracks.
 
-    ``None`` picks ``cuda`` when CUDA is available, else ``cpu``. Bad input raises an error that
-    says what to pass instead.
+    ``None`` picks ``cuda`` when CUDA is available, else ``cpu``. Bad input raises an error that names
+    ``func`` (the function the learner called) and says what to pass instead.
 
     >>> resolve_device("cpu")
     device(type='cpu')
     """
+    if isinstance(device, bool) or (isinstance(device, int) and not isinstance(device, bool)):
+        raise TypeError(f"{func}(device={device!r}): pass a device name such as 'cuda:0' or 'cpu', not a bare "
+                        f"{type(device).__name__}.")
     if device is None:
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    if isinstance(device, int) and not isinstance(device, bool):
-        raise TypeError(f"device={device!r}: pass a device name such as 'cuda:{device}' or 'cpu', not a bare int.")
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{func}(device=...) expects None, a device name such as 'cpu' or 'cuda:0', or a "
+                        f"torch.device; got {type(device).__name__}.")
     try:
         dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
+    except (RuntimeError, TypeError, ValueError) as exc:
         raise ValueError(
-            f"device={device!r} is not a device PyTorch knows; pass None (auto), 'cpu', 'cuda' or 'cuda:0'."
+            f"{func}(device={device!r}): not a device PyTorch knows; pass None (auto), 'cpu', 'cuda' or 'cuda:0'."
         ) from exc
     if dev.type == "meta":
-        raise ValueError("device='meta': meta tensors have no memory to measure; pass 'cpu' or 'cuda'.")
+        raise ValueError(f"{func}(device='meta'): meta tensors have no memory to measure; pass 'cpu' or 'cuda'.")
     if dev.type == "cpu":
         # CPU tensors report device index None; 'cpu:0' names the same single device.
         dev = torch.device("cpu")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"{func}(device={device!r}): only 'cpu' and 'cuda' memory can be measured here.")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(
-            f"device={device!r}, but torch.cuda.is_available() is False here. "
+            f"{func}(device={device!r}), but torch.cuda.is_available() is False here. "
             "Pass device='cpu' (or None) to measure tensor storages instead."
         )
     return dev
@@ -236,7 +242,7 @@ def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
 
     >>> cuda_process_peak() if torch.cuda.is_available() else "needs CUDA"  # doctest: +SKIP
     """
-    dev = resolve_device(device)
+    dev = resolve_device(device, "cuda_process_peak")
     if dev.type != "cuda":
         raise ValueError(f"cuda_process_peak(device={device!r}): pass a CUDA device such as 'cuda' or 'cuda:0'.")
     if dev.index is None:
@@ -595,7 +601,7 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
     def __init__(self, device: Any = None, log_ops: bool = False) -> None:
         if not isinstance(log_ops, bool):
             raise TypeError(f"measure(log_ops=...) expects True or False, got {log_ops!r}.")
-        self._device = None if device is None else resolve_device(device)
+        self._device = None if device is None else resolve_device(device, "measure")
         self._log_ops = log_ops
         self._session: _StorageSession | _CudaSession | None = None
         self.result: Measurement | None = None

@@ -353,7 +353,7 @@ class MemoryMonitor:
             raise TypeError(f"MemoryMonitor(title=...) expects a string or None, got {type(title).__name__}.")
         if display not in (None, True, False):
             raise TypeError(f"MemoryMonitor(display=...) expects None, True or False, got {display!r}.")
-        self.device = resolve_device(device) if backend != "rss" else torch.device("cpu")
+        self.device = resolve_device(device, "MemoryMonitor") if backend != "rss" else torch.device("cpu")
         if backend == "auto":
             backend = "cuda" if self.device.type == "cuda" else "storages"
         if backend == "cuda" and self.device.type != "cuda":

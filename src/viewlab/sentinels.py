@@ -55,6 +55,20 @@ def _learner_line() -> str | None:
     return None
 
 
+_PACKAGE_DIR = __file__.replace("\\", "/").rsplit("/", 1)[0] + "/"
+
+
+def _called_from_viewlab() -> bool:
+    """True when the innermost frame outside torch is viewlab's own code (a helper building a mask, say):
+    watch_broadcasts reports the learner's code, not the internals of the tools it watches with."""
+    for frame in reversed(traceback.extract_stack()):
+        name = frame.filename.replace("\\", "/")
+        if "/torch/" in name or name.endswith(("contextlib.py", "functools.py")) or name == __file__.replace("\\", "/"):
+            continue
+        return name.startswith(_PACKAGE_DIR)
+    return False
+
+
 def _describe(t: torch.Tensor) -> str:
     return f"shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {t.storage_offset()}"
 
@@ -310,7 +324,7 @@ class _BroadcastWatch(TorchDispatchMode):
                     stretched = mutual_stretch(shapes)
                 except RuntimeError:  # not broadcastable: torch raises its own error below
                     stretched = None
-                if stretched:
+                if stretched and not _called_from_viewlab():
                     self.report(_stretch_message(func, self.recorder, shapes, stretched))
         return func(*args, **kwargs)
 
@@ -350,7 +364,7 @@ class _LossWatch(_CallRecorder):
         kwargs = kwargs or {}
         if self.current is None and getattr(func, "__name__", "") in _LOSSES:
             tensors = _tensors(args[:2]) + _tensors([kwargs.get("input"), kwargs.get("target")])
-            if len(tensors) >= 2 and tuple(tensors[0].shape) != tuple(tensors[1].shape):
+            if len(tensors) >= 2 and tuple(tensors[0].shape) != tuple(tensors[1].shape) and not _called_from_viewlab():
                 line = _learner_line()
                 self.report(
                     f"watch_broadcasts(): {_public_name(func)} got input of shape {tuple(tensors[0].shape)} and "
@@ -370,7 +384,8 @@ def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
     operator, the shapes, the dimensions stretched and a likely fix; so is a loss function called with input
     and target of different shapes. One-sided broadcasts (a bias ``(D,)`` on ``(N, D)``, a scale
     ``(1, C, 1, 1)`` on ``(B, C, H, W)``, a scalar) are never reported. ``action="warn"`` issues a
-    :class:`BroadcastWarning`; ``"raise"`` raises :class:`BroadcastStretchError`. ``allow_outer=True``
+    :class:`BroadcastWarning`; ``"raise"`` raises :class:`BroadcastStretchError`. Operations inside
+    viewlab's own helpers (a mask built by ``padding_mask``, say) are not reported: it watches your code. ``allow_outer=True``
     silences intended outer products (loss-shape checks stay on). ``action`` may also be a function: it is
     called with each report's text (to collect them, say) and the code goes on.
 
