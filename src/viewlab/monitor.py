@@ -351,8 +351,10 @@ class MemoryMonitor:
             )
         if title is not None and not isinstance(title, str):
             raise TypeError(f"MemoryMonitor(title=...) expects a string or None, got {type(title).__name__}.")
-        if display not in (None, True, False):
-            raise TypeError(f"MemoryMonitor(display=...) expects None, True or False, got {display!r}.")
+        if display is not None and not isinstance(display, bool):
+            raise TypeError(f"MemoryMonitor(display=...) expects None, True or False, got {type(display).__name__}.")
+        if not isinstance(rss, bool):
+            raise TypeError(f"MemoryMonitor(rss=...) expects True or False, got {type(rss).__name__}.")
         self.device = resolve_device(device, "MemoryMonitor") if backend != "rss" else torch.device("cpu")
         if backend == "auto":
             backend = "cuda" if self.device.type == "cuda" else "storages"

@@ -398,7 +398,7 @@ def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
     >>> len(seen), diff.shape
     (1, torch.Size([4, 4]))
     """
-    if not callable(action) and action not in ("warn", "raise"):
+    if not callable(action) and not (isinstance(action, str) and action in ("warn", "raise")):
         raise ValueError(f"watch_broadcasts(action={action!r}): pass 'warn', 'raise' or a function taking the message.")
     if not isinstance(allow_outer, bool):
         raise TypeError(f"watch_broadcasts(allow_outer=...) expects True or False, got {allow_outer!r}.")
@@ -435,7 +435,10 @@ class HeldTensor:
         return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {self.bytes:,} B)"
 
 
-def _shell(ip: Any) -> Any:
+def _shell(ip: Any, func: str = "held_by_ipython") -> Any:
+    if ip is not None and not isinstance(getattr(ip, "user_ns", None), dict):
+        raise TypeError(f"{func}(ip=...) expects the IPython shell (get_ipython()) or None for the running one; "
+                        f"got {type(ip).__name__}.")
     if ip is None:
         try:
             from IPython import get_ipython
@@ -443,7 +446,7 @@ def _shell(ip: Any) -> Any:
             get_ipython = None
         ip = get_ipython() if get_ipython else None
     if ip is None or not isinstance(getattr(ip, "user_ns", None), dict):
-        raise RuntimeError("held_by_ipython() works inside IPython or Jupyter (get_ipython() is None here); "
+        raise RuntimeError(f"{func}() works inside IPython or Jupyter (get_ipython() is None here); "
                            "in a script nothing keeps outputs alive.")
     return ip
 
@@ -514,7 +517,7 @@ def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]
     >>> [(h.where, h.shape, h.bytes) for h in held_by_ipython(shell)]
     [('Out[3]', (250,), 1000)]
     """
-    ip, sources = _shell(ip), _sources(sources, "held_by_ipython")
+    ip, sources = _shell(ip, "held_by_ipython"), _sources(sources, "held_by_ipython")
     # Storages one of your own variables also reaches: releasing IPython's reference would free nothing.
     own = {_storage_key(t) for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ("Out", "In")
            for t in _tensors_in(v)}
@@ -543,7 +546,7 @@ def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
     import gc
     import weakref
 
-    ip, sources = _shell(ip), _sources(sources, "release_ipython_refs")
+    ip, sources = _shell(ip, "release_ipython_refs"), _sources(sources, "release_ipython_refs")
     watched = {}  # storage key -> (weak reference to the storage, its bytes)
     for _where, value in _history_slots(ip, sources):
         for t in _tensors_in(value):
