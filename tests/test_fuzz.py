@@ -16,7 +16,7 @@ A *clear* error is a ``TypeError`` or ``ValueError`` raised by viewlab itself (t
 in viewlab, so torch or matplotlib never got the bad input), whose message names the function the
 learner called, ``func(``. :class:`viewlab.BroadcastError` also counts: its message names the
 operands and the dimension instead (the notebooks show it as is). ``RuntimeError`` counts only for
-the environment (no CUDA), worded the same way. Around every call the suite also checks:
+the environment (no CUDA; not inside IPython), worded the same way. Around every call the suite also checks:
 
 * no input tensor changed: values, ``_version``, shape, stride, offset, dtype, device, requires_grad;
 * nothing hangs: each call runs under a wall-clock alarm (:data:`CALL_TIMEOUT_S`);
@@ -681,7 +681,8 @@ def is_clear(target: Target, exc: BaseException) -> bool:
     names = f"{_public_name(target)}(" in text
     if isinstance(exc, (TypeError, ValueError)):
         return names
-    return isinstance(exc, RuntimeError) and names and ("CUDA" in text or "GPU" in text)
+    # The environment: no CUDA here, or not inside IPython (held_by_ipython needs a running shell).
+    return isinstance(exc, RuntimeError) and names and ("CUDA" in text or "GPU" in text or "IPython or Jupyter" in text)
 
 
 def _bend(data: Any, kwargs: dict[str, Any], target: Target) -> tuple[dict[str, Any], str]:

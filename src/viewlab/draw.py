@@ -193,7 +193,7 @@ def show_figure(fig: "Figure", alt: str, dpi: int = 100) -> PNGFigure:
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("show_figure() needs alt text: one sentence saying what the picture shows, e.g. "
                          "alt='a 2x3 view reading storage elements 0 to 5'.")
-    dpi = require_number(dpi, "show_figure", "dpi", above=0, maximum=1000)
+    dpi = require_number(dpi, "show_figure", "dpi", minimum=20, maximum=1000)
     return PNGFigure(render_png(fig, dpi=dpi), alt)
 
 
@@ -203,6 +203,11 @@ def render_png(fig: "Figure", dpi: int = 100) -> bytes:
     >>> render_png(draw_layout(torch.arange(3)))[:4]
     b'\\x89PNG'
     """
+    from matplotlib.figure import Figure as _Figure
+
+    if not isinstance(fig, _Figure):
+        raise TypeError(f"render_png() expects a matplotlib Figure (e.g. from draw_layout), got {type(fig).__name__}.")
+    dpi = require_number(dpi, "render_png", "dpi", minimum=20, maximum=1000)
     import io
 
     buffer = io.BytesIO()

@@ -65,15 +65,20 @@ class OpRecord:
     shapes: tuple[tuple[int, ...], ...] = ()
 
 
-def resolve_device(device: Any = None, func: str = "resolve_device") -> torch.device:
+def resolve_device(device: Any = None) -> torch.device:
     """Turn ``device`` (None, a string, or a ``torch.device``) into the device :func:`measure` tracks.
 
-    ``None`` picks ``cuda`` when CUDA is available, else ``cpu``. Bad input raises an error that names
-    ``func`` (the function the learner called) and says what to pass instead.
+    ``None`` picks ``cuda`` when CUDA is available, else ``cpu``. Bad input raises an error that says what
+    to pass instead.
 
     >>> resolve_device("cpu")
     device(type='cpu')
     """
+    return _resolve_device(device, "resolve_device")
+
+
+def _resolve_device(device: Any, func: str) -> torch.device:
+    """:func:`resolve_device`, with errors that name ``func``, the function the learner called."""
     if isinstance(device, bool) or (isinstance(device, int) and not isinstance(device, bool)):
         raise TypeError(f"{func}(device={device!r}): pass a device name such as 'cuda:0' or 'cpu', not a bare "
                         f"{type(device).__name__}.")
@@ -97,7 +102,7 @@ def resolve_device(device: Any = None, func: str = "resolve_device") -> torch.de
         raise ValueError(f"{func}(device={device!r}): only 'cpu' and 'cuda' memory can be measured here.")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(
-            f"{func}(device={device!r}), but torch.cuda.is_available() is False here. "
+            f"{func}(device={device!r}), but CUDA is not available here (torch.cuda.is_available() is False). "
             "Pass device='cpu' (or None) to measure tensor storages instead."
         )
     return dev
@@ -242,7 +247,7 @@ def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
 
     >>> cuda_process_peak() if torch.cuda.is_available() else "needs CUDA"  # doctest: +SKIP
     """
-    dev = resolve_device(device, "cuda_process_peak")
+    dev = _resolve_device(device, "cuda_process_peak")
     if dev.type != "cuda":
         raise ValueError(f"cuda_process_peak(device={device!r}): pass a CUDA device such as 'cuda' or 'cuda:0'.")
     if dev.index is None:
@@ -601,7 +606,7 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
     def __init__(self, device: Any = None, log_ops: bool = False) -> None:
         if not isinstance(log_ops, bool):
             raise TypeError(f"measure(log_ops=...) expects True or False, got {log_ops!r}.")
-        self._device = None if device is None else resolve_device(device, "measure")
+        self._device = None if device is None else _resolve_device(device, "measure")
         self._log_ops = log_ops
         self._session: _StorageSession | _CudaSession | None = None
         self.result: Measurement | None = None

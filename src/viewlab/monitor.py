@@ -38,7 +38,7 @@ import torch
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .memory import _CUDA_LEDGER, _CudaWindow, _enter_mode, _remove_mode, _StorageTracker, resolve_device, rss_bytes
+from .memory import _CUDA_LEDGER, _CudaWindow, _enter_mode, _remove_mode, _resolve_device, _StorageTracker, rss_bytes
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
 
@@ -57,6 +57,8 @@ def fmt_bytes(n: float | None) -> str:
     """
     if n is None:
         return "n/a"
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n:
+        raise TypeError(f"fmt_bytes(n=...) expects a number of bytes or None, got {n!r}.")
     sign = "-" if n < 0 else ""
     n = abs(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -355,7 +357,7 @@ class MemoryMonitor:
             raise TypeError(f"MemoryMonitor(display=...) expects None, True or False, got {type(display).__name__}.")
         if not isinstance(rss, bool):
             raise TypeError(f"MemoryMonitor(rss=...) expects True or False, got {type(rss).__name__}.")
-        self.device = resolve_device(device, "MemoryMonitor") if backend != "rss" else torch.device("cpu")
+        self.device = _resolve_device(device, "MemoryMonitor") if backend != "rss" else torch.device("cpu")
         if backend == "auto":
             backend = "cuda" if self.device.type == "cuda" else "storages"
         if backend == "cuda" and self.device.type != "cuda":

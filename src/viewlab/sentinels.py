@@ -459,7 +459,8 @@ def _sources(sources: Any, where: str) -> tuple[str, ...]:
     given = sources
     if isinstance(sources, str):
         sources = (sources,)
-    if not isinstance(sources, (list, tuple, set)) or not sources or not set(sources) <= set(_SOURCES):
+    if (not isinstance(sources, (list, tuple, set)) or not sources or not all(isinstance(x, str) for x in sources)
+            or not set(sources) <= set(_SOURCES)):
         raise ValueError(f"{where}(sources={given!r}): pass some of {_SOURCES} "
                          "(output history, the last result, the last stored traceback).")
     return tuple(sources)

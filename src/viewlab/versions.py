@@ -13,6 +13,7 @@ True
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -31,20 +32,20 @@ def torch_at_least(version: str, installed: str | None = None) -> bool:
     """
     if not isinstance(version, str):
         raise TypeError(f"torch_at_least(version=...) expects a string such as '2.5', got {type(version).__name__}.")
+    if installed is not None and not isinstance(installed, str):
+        raise TypeError(f"torch_at_least(installed=...) expects a version string such as '2.11.0+cu128' or None "
+                        f"(the torch running here), got {type(installed).__name__}.")
 
     def parts(text: str) -> tuple[int, ...]:
-        numbers = []
-        for piece in text.split("+")[0].split("."):
-            digits = "".join(ch for ch in piece if ch.isdigit())
-            if not digits:
-                break
-            numbers.append(int(digits))
-        return tuple(numbers)
+        match = re.match(r"\d+(?:\.\d+)*", text.strip())  # "2.11.0+cu128" -> (2, 11, 0); "cuda:7" -> ()
+        return tuple(int(p) for p in match.group(0).split(".")) if match else ()
 
     have = parts(installed if installed is not None else torch.__version__)
     want = parts(version)
     if not want:
         raise ValueError(f"torch_at_least(version={version!r}): pass a version such as '2.5' or '2.5.1'.")
+    if not have:
+        raise ValueError(f"torch_at_least(installed={installed!r}): pass a version such as '2.11.0+cu128', or None.")
     return have[: len(want)] >= want
 
 
