@@ -10,12 +10,12 @@ from torch import nn
 from viewlab import measure
 from viewlab.attention import (
     SqueezeExcitation,
-    scaled_dot_product_attention,
     causal_mask,
     combine_masks,
     merge_heads,
     multi_head_self_attention,
     padding_mask,
+    scaled_dot_product_attention,
     split_heads,
 )
 
@@ -39,14 +39,16 @@ def test_matches_sdpa_without_mask(b, h, lq, lk, e):
     torch.testing.assert_close(scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v))
 
 
-@pytest.mark.parametrize("b,h,l,e", [(2, 4, 6, 8), (3, 1, 5, 4), (5, 2, 9, 16)])
-def test_matches_sdpa_with_padding(b, h, l, e):
-    q, k, v = _qkv(b, h, l, l, e)
-    lengths = torch.randint(1, l + 1, (b,), generator=torch.Generator().manual_seed(b))
-    lengths[0] = l  # one unpadded row, the rest random
-    mask = padding_mask(lengths, l)
-    assert mask.shape == (b, 1, 1, l)
-    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, mask), F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+@pytest.mark.parametrize("b,h,seq,e", [(2, 4, 6, 8), (3, 1, 5, 4), (5, 2, 9, 16)])
+def test_matches_sdpa_with_padding(b, h, seq, e):
+    q, k, v = _qkv(b, h, seq, seq, e)
+    lengths = torch.randint(1, seq + 1, (b,), generator=torch.Generator().manual_seed(b))
+    lengths[0] = seq  # one unpadded row, the rest random
+    mask = padding_mask(lengths, seq)
+    assert mask.shape == (b, 1, 1, seq)
+    torch.testing.assert_close(
+        scaled_dot_product_attention(q, k, v, mask), F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    )
 
 
 @pytest.mark.parametrize("b,h,lq,lk", [(2, 3, 5, 5), (1, 2, 3, 7), (2, 1, 6, 6)])
@@ -69,7 +71,9 @@ def test_matches_sdpa_padding_and_causal_combined_and_float_mask():
 
 def test_custom_scale_and_value_dim_and_broadcast_batch():
     q, k, v = _qkv(2, 3, 4, 5, 6, ev=3)
-    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, scale=0.3), F.scaled_dot_product_attention(q, k, v, scale=0.3))
+    torch.testing.assert_close(
+        scaled_dot_product_attention(q, k, v, scale=0.3), F.scaled_dot_product_attention(q, k, v, scale=0.3)
+    )
     # one key/value set shared by every batch item: k and v broadcast over dim 0
     out = scaled_dot_product_attention(q, k[:1], v[:1])
     torch.testing.assert_close(out, scaled_dot_product_attention(q, k[:1].expand_as(k), v[:1].expand_as(v)))
@@ -118,8 +122,13 @@ def test_gradients_match_sdpa():
 
 @settings(max_examples=30, deadline=None)
 @given(
-    b=st.integers(1, 3), h=st.integers(1, 3), lq=st.integers(1, 6), lk=st.integers(1, 6),
-    e=st.integers(1, 6), seed=st.integers(0, 2**16), causal=st.booleans(),
+    b=st.integers(1, 3),
+    h=st.integers(1, 3),
+    lq=st.integers(1, 6),
+    lk=st.integers(1, 6),
+    e=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+    causal=st.booleans(),
 )
 def test_matches_sdpa_property(b, h, lq, lk, e, seed, causal):
     gen = torch.Generator().manual_seed(seed)
@@ -132,20 +141,20 @@ def test_matches_sdpa_property(b, h, lq, lk, e, seed, causal):
     )
 
 
-@pytest.mark.parametrize("b,l,d,heads", [(2, 5, 8, 2), (3, 7, 12, 4), (1, 1, 6, 6)])
-def test_multi_head_matches_nn_multihead_attention(b, l, d, heads):
+@pytest.mark.parametrize("b,seq,d,heads", [(2, 5, 8, 2), (3, 7, 12, 4), (1, 1, 6, 6)])
+def test_multi_head_matches_nn_multihead_attention(b, seq, d, heads):
     torch.manual_seed(0)
     mha = nn.MultiheadAttention(d, heads, batch_first=True).double().eval()
-    x = torch.randn(b, l, d, **DOUBLE)
-    lengths = torch.arange(l, l - b, -1).clamp(min=1)
+    x = torch.randn(b, seq, d, **DOUBLE)
+    lengths = torch.arange(seq, seq - b, -1).clamp(min=1)
     params = (mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias)
     with torch.no_grad():
         ours = multi_head_self_attention(x, heads, *params, lengths=lengths)
-        key_padding = ~padding_mask(lengths, l)[:, 0, 0]  # nn.MultiheadAttention: True = ignore
+        key_padding = ~padding_mask(lengths, seq)[:, 0, 0]  # nn.MultiheadAttention: True = ignore
         ref, _ = mha(x, x, x, key_padding_mask=key_padding, need_weights=False)
         torch.testing.assert_close(ours, ref)
         ours_c = multi_head_self_attention(x, heads, *params, causal=True)
-        ref_c, _ = mha(x, x, x, attn_mask=~causal_mask(l), need_weights=False)
+        ref_c, _ = mha(x, x, x, attn_mask=~causal_mask(seq), need_weights=False)
         torch.testing.assert_close(ours_c, ref_c)
 
 
@@ -237,7 +246,9 @@ def test_meta_query_with_cpu_keys_is_refused_regression():
 def test_float64_mask_with_float32_inputs_is_refused_regression():
     # used to fail deep in torch: "expected scalar type Double but found Float"
     q = torch.randn(1, 3, 4)
-    with pytest.raises(TypeError, match=r"float mask .* must have q's dtype torch.float32; `mask` has dtype torch.float64"):
+    with pytest.raises(
+        TypeError, match=r"float mask .* must have q's dtype torch.float32; `mask` has dtype torch.float64"
+    ):
         scaled_dot_product_attention(q, q, q, torch.zeros(3, 3, dtype=torch.float64))
     with pytest.raises(TypeError, match=r"`k` has dtype torch.float64 but `q` has torch.float32"):
         scaled_dot_product_attention(q, q.double(), q)

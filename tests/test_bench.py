@@ -25,8 +25,9 @@ def test_every_case_runs_and_rows_keep_the_given_order():
 def test_ratio_and_bandwidth_are_consistent_with_the_medians():
     x = torch.ones(4096)
     fn, nbytes = same_bytes_copy(x)
-    c = compare({"copy": fn, "clone": x.clone}, reference="clone", bytes_moved={"copy": nbytes},
-                rounds=1, min_run_time=0.01)
+    c = compare(
+        {"copy": fn, "clone": x.clone}, reference="clone", bytes_moved={"copy": nbytes}, rounds=1, min_run_time=0.01
+    )
     assert c["clone"].ratio == 1.0
     assert c["copy"].ratio == pytest.approx(c["copy"].median_s / c["clone"].median_s)
     assert c["copy"].gb_per_s == pytest.approx(nbytes / c["copy"].median_s / 1e9)

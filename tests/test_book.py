@@ -11,11 +11,11 @@ import io
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
+import tomllib
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -28,7 +28,9 @@ CONFIG = yaml.safe_load((BOOK / "_config.yml").read_text())
 TOC = yaml.safe_load((BOOK / "_toc.yml").read_text())
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 SITE = os.environ.get("VIEWLAB_BOOK_HTML")
-needs_site = pytest.mark.skipif(not SITE, reason="needs the built book: `make test-book` builds it and sets VIEWLAB_BOOK_HTML")
+needs_site = pytest.mark.skipif(
+    not SITE, reason="needs the built book: `make test-book` builds it and sets VIEWLAB_BOOK_HTML"
+)
 
 
 def _toc_entries(node) -> list[dict]:
@@ -47,12 +49,15 @@ def _toc_entries(node) -> list[dict]:
 
 # --- configuration ----------------------------------------------------------------------------------
 
+
 def test_jupyter_book_1x_is_what_pyproject_asks_for():
     book_extra = PROJECT["optional-dependencies"]["book"]
     assert any(re.fullmatch(r"jupyter-book>=1,<2", r.replace(" ", "")) for r in book_extra), (
         "pin jupyter-book>=1,<2: 2.x downloads its theme at build time and fails offline"
     )
-    jupyter_book = pytest.importorskip("jupyter_book", reason="the book extra is not installed (make test-book installs it)")
+    jupyter_book = pytest.importorskip(
+        "jupyter_book", reason="the book extra is not installed (make test-book installs it)"
+    )
     assert jupyter_book.__version__.startswith("1."), jupyter_book.__version__
 
 
@@ -69,7 +74,9 @@ def test_toc_files_exist_and_no_notebook_is_copied_into_book():
     for entry in _toc_entries(TOC):
         if "file" in entry:
             stem = ROOT / entry["file"]
-            assert any(stem.with_suffix(s).is_file() for s in (".md", ".ipynb", ".rst")), f"toc entry {entry['file']} has no file"
+            assert any(stem.with_suffix(s).is_file() for s in (".md", ".ipynb", ".rst")), (
+                f"toc entry {entry['file']} has no file"
+            )
     assert (ROOT / f"{TOC['root']}.md").is_file()
     copies = [p for p in BOOK.rglob("*.ipynb") if "_build" not in p.relative_to(BOOK).parts]
     assert not copies, f"notebooks/ is the only source of notebooks; remove copies {copies}"
@@ -103,7 +110,7 @@ def test_no_cdn_for_widgets_or_math():
 
 def test_make_book_is_strict_and_offline():
     text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
-    line = next(l for l in text.splitlines() if "jupyter-book build" in l)
+    line = next(row for row in text.splitlines() if "jupyter-book build" in row)
     assert " -W" in line and "--config book/_config.yml" in line and "--toc book/_toc.yml" in line
     assert "test-book:" in text and "VIEWLAB_BOOK_HTML" in text
 
@@ -112,7 +119,17 @@ def test_glossary_defines_the_course_words():
     text = (BOOK / "glossary.md").read_text()
     block = text.split("```{glossary}", 1)[1].split("```", 1)[0]
     terms = {line.strip() for line in block.splitlines() if line and not line.startswith(" ")}
-    for word in ["storage", "stride", "storage offset", "view", "copy", "contiguous", "broadcast", "expand", "materialise"]:
+    for word in [
+        "storage",
+        "stride",
+        "storage offset",
+        "view",
+        "copy",
+        "contiguous",
+        "broadcast",
+        "expand",
+        "materialise",
+    ]:
         assert word in terms, f"glossary lacks {word!r}"
 
 
@@ -149,6 +166,7 @@ def test_figures_are_opaque_so_dark_mode_cannot_hide_them(path):
 
 # --- the book's Sphinx extension (book/_ext/viewlab_book.py) ------------------------------------------
 
+
 def _extension():
     pytest.importorskip("sphinx", reason="the book extra is not installed (make test-book installs it)")
     sys.path.insert(0, str(BOOK / "_ext"))
@@ -171,16 +189,24 @@ def test_duplicate_inline_scripts_are_dropped_whatever_their_empty_filename():
     ext = _extension()
     from sphinx.builders.html._assets import _JavaScript
 
-    scripts = [_JavaScript("_static/a.js"), _JavaScript(None, body="const X = 1"), _JavaScript("", body="const X = 1"),
-               _JavaScript("", body="const Y = 2"), _JavaScript("_static/a.js")]
+    scripts = [
+        _JavaScript("_static/a.js"),
+        _JavaScript(None, body="const X = 1"),
+        _JavaScript("", body="const X = 1"),
+        _JavaScript("", body="const Y = 2"),
+        _JavaScript("_static/a.js"),
+    ]
     context = {"script_files": scripts}
     ext._drop_duplicate_scripts(None, "page", "page.html", context, None)
     assert [(js.filename or "", js.attributes.get("body")) for js in context["script_files"]] == [
-        ("_static/a.js", None), ("", "const X = 1"), ("", "const Y = 2")
+        ("_static/a.js", None),
+        ("", "const X = 1"),
+        ("", "const Y = 2"),
     ]
 
 
 # --- citation and changelog -------------------------------------------------------------------------
+
 
 def test_citation_cff_matches_pyproject():
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
@@ -199,6 +225,7 @@ def test_changelog_has_an_entry_for_this_version():
 
 
 # --- the built site ---------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def site() -> Path:
@@ -236,7 +263,7 @@ def test_every_public_viewlab_name_has_a_reference_page(site):
     missing = [n for n in viewlab.__all__ if not (site / "book" / "api" / f"viewlab.{n}.html").is_file()]
     assert not missing, f"no reference page for {missing}"
     # and no page for anything else: the reference lists exactly the public names
-    pages = {p.name[len("viewlab."):-len(".html")] for p in (site / "book" / "api").glob("viewlab.*.html")}
+    pages = {p.name[len("viewlab.") : -len(".html")] for p in (site / "book" / "api").glob("viewlab.*.html")}
     extra = sorted(n for n in pages if "." not in n and n not in viewlab.__all__)
     assert not extra, f"reference pages for names outside viewlab.__all__: {extra}"
     for name in viewlab.__all__:
@@ -250,7 +277,9 @@ def test_every_public_viewlab_name_has_a_reference_page(site):
 
 @needs_site
 def test_site_loads_nothing_from_other_hosts(site):
-    pattern = re.compile(r"""<(?:script|img|link|iframe)\b[^>]*\b(?:src|href)=["'](https?:)?//([^/"']+)""", re.IGNORECASE)
+    pattern = re.compile(
+        r"""<(?:script|img|link|iframe)\b[^>]*\b(?:src|href)=["'](https?:)?//([^/"']+)""", re.IGNORECASE
+    )
     offenders = {}
     for page in site.rglob("*.html"):
         for match in pattern.finditer(page.read_text(errors="replace")):

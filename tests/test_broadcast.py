@@ -31,7 +31,7 @@ def compatible_shapes(draw, max_ops: int = 4, max_rank: int = 6, sizes=SIZES):
     shapes = []
     for _ in range(n):
         rank = draw(st.integers(0, len(full)))
-        suffix = full[len(full) - rank:]
+        suffix = full[len(full) - rank :]
         shapes.append(tuple(draw(st.sampled_from((s, 1))) for s in suffix))
     return shapes
 
@@ -119,7 +119,9 @@ def test_gradient_of_each_operand_is_summed_over_its_sum_dims(shapes):
             if j != i:
                 others = others * y.detach()
         local = (g * others).expand(e.shape)
-        by_hand = local.sum(dim=info.sum_dims, keepdim=True).reshape(x.shape) if info.sum_dims else local.reshape(x.shape)
+        by_hand = (
+            local.sum(dim=info.sum_dims, keepdim=True).reshape(x.shape) if info.sum_dims else local.reshape(x.shape)
+        )
         assert torch.allclose(x.grad, by_hand)
         assert torch.allclose(x.grad, local.sum_to_size(x.shape))
 
@@ -174,8 +176,10 @@ def test_text_walks_through_the_steps():
     assert "dim -2: w 3, x 1 -> 3   x stretched from 1" in text
     assert "dim -3: w -, x 4 -> 4   w new leading dim" in text
     assert "3. result: (4, 3, 5)" in text
-    assert "w: expanded along result dims 0, 2; w.expand(4, 3, 5) has stride (0, 1, 0); " \
-           "a materialised copy would take 240 bytes (float32), broadcasting takes 0" in text
+    assert (
+        "w: expanded along result dims 0, 2; w.expand(4, 3, 5) has stride (0, 1, 0); "
+        "a materialised copy would take 240 bytes (float32), broadcasting takes 0" in text
+    )
     assert repr(explain_broadcast((3, 1), (4, 1, 5), names=["w", "x"])) == text
     step = explain_broadcast((3, 1), (4, 1, 5), names=["w", "x"]).steps[2]
     assert str(step) == "dim -3: w -, x 4 -> 4   w new leading dim" and step.summary == "w new leading dim"
@@ -225,10 +229,14 @@ def test_error_lists_every_conflicting_dimension_and_three_operands():
     with pytest.raises(BroadcastError) as info:
         explain_broadcast((5, 3), (4, 3), (1, 2))
     msg = str(info.value)
-    assert "dimension -1 (counted from the right): a has size 3 at its dim 1, b has size 3 at its dim 1 " \
-           "and c has size 2 at its dim 1." in msg
-    assert "dimension -2 (counted from the right): a has size 5 at its dim 0, b has size 4 at its dim 0 " \
-           "and c has size 1 at its dim 0." in msg
+    assert (
+        "dimension -1 (counted from the right): a has size 3 at its dim 1, b has size 3 at its dim 1 "
+        "and c has size 2 at its dim 1." in msg
+    )
+    assert (
+        "dimension -2 (counted from the right): a has size 5 at its dim 0, b has size 4 at its dim 0 "
+        "and c has size 1 at its dim 0." in msg
+    )
     assert [c[0] for c in info.value.conflicts] == [-1, -2]
 
 

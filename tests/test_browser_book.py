@@ -22,8 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = os.environ.get("VIEWLAB_BOOK_HTML")
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
 ]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
@@ -40,7 +44,8 @@ def _pages(site: Path) -> list[str]:
     """Every HTML page of the site except assets and redirect stubs (checked on their own)."""
     skip = ("_static/", "_sources/", "_images/", "_build/")
     return sorted(
-        p.relative_to(site).as_posix() for p in site.rglob("*.html")
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
         if not p.relative_to(site).as_posix().startswith(skip) and not _is_redirect(p)
     )
 
@@ -96,7 +101,9 @@ def _visit(browser, url: str, screenshot: Path | None = None, dark: bool = False
     page.route("**/*", route)
     page.on("console", lambda m: report["console"].append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: report["console"].append(f"uncaught: {e}"))
-    page.on("requestfailed", lambda r: report["failed"].append(r.url) if urlsplit(r.url).hostname in LOCAL_HOSTS else None)
+    page.on(
+        "requestfailed", lambda r: report["failed"].append(r.url) if urlsplit(r.url).hostname in LOCAL_HOSTS else None
+    )
     page.on("response", lambda r: report["failed"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
     response = page.goto(url, wait_until="load")
     report["status"] = response.status if response else None

@@ -91,9 +91,19 @@ def lab(tmp_path, request):
     port = _free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), PYTHONHASHSEED="0")
     cmd = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
-        "--ip=127.0.0.1", f"--ServerApp.root_dir={root}", "--IdentityProvider.token=", "--ServerApp.password=",
-        "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=None",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ip=127.0.0.1",
+        f"--ServerApp.root_dir={root}",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True",
+        "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
     ]

@@ -41,6 +41,7 @@ def test_every_evidence_function_ran_once_for_the_table():
             facts = claim.evidence()
             facts_seen[claim.id] = facts
             return facts
+
         return dataclasses.replace(claim, evidence=run)
 
     facts_seen: dict[str, dict] = {}

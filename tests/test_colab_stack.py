@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = os.environ.get("VIEWLAB_COLAB_VENV")
@@ -49,8 +49,8 @@ def test_installing_viewlab_changes_no_colab_package():
 
 
 def test_the_declared_ipython_floor_is_the_ipython_running_here():
-    import IPython
     import ipykernel
+    import IPython
     import ipywidgets
 
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]

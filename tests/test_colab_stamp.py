@@ -7,11 +7,11 @@ import copy
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
+import tomllib
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -25,18 +25,21 @@ STAMP_COMMAND = "make stamp && make notebooks"
 
 
 def _toy(title: str = "# 09 · A toy\n\n**Learning objectives.** none, it is a toy.") -> nbformat.NotebookNode:
-    nb = new_notebook(cells=[
-        new_markdown_cell(title),
-        new_markdown_cell("More words before any code."),
-        new_code_cell("import torch\n_ = torch.manual_seed(0)\nprint(torch.arange(3).stride())"),
-        new_markdown_cell("## Next"),
-        new_code_cell("print(2 + 2)"),
-    ])
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell(title),
+            new_markdown_cell("More words before any code."),
+            new_code_cell("import torch\n_ = torch.manual_seed(0)\nprint(torch.arange(3).stride())"),
+            new_markdown_cell("## Next"),
+            new_code_cell("print(2 + 2)"),
+        ]
+    )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
 
 # --- the URL, in one place -------------------------------------------------------------------------
+
 
 def test_url_comes_from_pyproject_repository():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -67,6 +70,7 @@ def test_colab_url_points_at_the_notebook_in_the_repository():
 
 
 # --- stamping ---------------------------------------------------------------------------------------
+
 
 def test_stamp_puts_badge_under_title_and_setup_before_first_code():
     nb = _toy()
@@ -181,20 +185,37 @@ def test_stamped_toy_executes_and_passes_strict_nbval(tmp_path):
     assert subprocess.run([*tool, "--check", str(path)], capture_output=True).returncode == 1
     subprocess.run([*tool, str(path)], check=True, capture_output=True)
     assert subprocess.run([*tool, "--check", str(path)], capture_output=True).returncode == 0
-    subprocess.run([sys.executable, str(ROOT / "tools" / "execute_notebooks.py"), str(path)], check=True,
-                   capture_output=True, timeout=300, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "execute_notebooks.py"), str(path)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     nb = nbformat.read(path, as_version=4)
     assert [c.execution_count for c in nb.cells if c.cell_type == "code"] == [1, 2, 3]
-    assert colab_stamp.verified_with(nb) == {"torch": torch.__version__,
-                                             "device": colab_stamp.verified_with(nb)["device"]}
-    flags = ["-p", "tests.nbval_hooks", "--nbval", "--nbval-current-env",
-             "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-p", "no:cacheprovider"]
-    run = subprocess.run([sys.executable, "-m", "pytest", *flags, str(path)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
+    assert colab_stamp.verified_with(nb) == {
+        "torch": torch.__version__,
+        "device": colab_stamp.verified_with(nb)["device"],
+    }
+    flags = [
+        "-p",
+        "tests.nbval_hooks",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-sanitize-with",
+        "tests/nbval_sanitize.cfg",
+        "-p",
+        "no:cacheprovider",
+    ]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *flags, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stdout[-3000:]
 
 
 # --- every committed notebook agrees ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_notebook_carries_the_current_badge_and_setup_cell(path):

@@ -24,8 +24,16 @@ class StandInAllocator:
 
     def __init__(self) -> None:
         self.c = dict.fromkeys(
-            ["allocated_bytes.all.current", "requested_bytes.all.current", "reserved_bytes.all.current",
-             "allocated_bytes.all.peak", "requested_bytes.all.peak", "reserved_bytes.all.peak"], 0)
+            [
+                "allocated_bytes.all.current",
+                "requested_bytes.all.current",
+                "reserved_bytes.all.current",
+                "allocated_bytes.all.peak",
+                "requested_bytes.all.peak",
+                "reserved_bytes.all.peak",
+            ],
+            0,
+        )
         self.resets = 0
 
     def _bump(self, kind: str, delta: int) -> None:

@@ -41,9 +41,10 @@ import threading
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -83,8 +84,18 @@ def _nested() -> torch.Tensor:
         return torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
 
 
-DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8,
-          torch.int8, torch.bool, torch.complex64)
+DTYPES = (
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int32,
+    torch.uint8,
+    torch.int8,
+    torch.bool,
+    torch.complex64,
+)
 
 # Bends of one good tensor argument: each name maps to a function of the tensor.
 MUTATIONS: dict[str, Callable[[torch.Tensor], Any]] = {
@@ -104,8 +115,11 @@ MUTATIONS: dict[str, Callable[[torch.Tensor], Any]] = {
     "sparse": _sparse,
     "quantized": _quantized,
     "requires grad": lambda t: t.detach().clone().requires_grad_(True) if t.is_floating_point() else t,
-    "numpy": lambda t: np.zeros(tuple(t.shape)) if t.device.type == "meta" or t.layout != torch.strided
-    else (t.detach().cpu().numpy() if t.dtype != torch.bfloat16 else t.detach().float().numpy()),
+    "numpy": lambda t: (
+        np.zeros(tuple(t.shape))
+        if t.device.type == "meta" or t.layout != torch.strided
+        else (t.detach().cpu().numpy() if t.dtype != torch.bfloat16 else t.detach().float().numpy())
+    ),
     "nested list": lambda t: t.tolist() if t.layout == torch.strided and t.device.type == "cpu" else [[1], [2, 3]],
 }
 
@@ -114,15 +128,27 @@ MUTATIONS: dict[str, Callable[[torch.Tensor], Any]] = {
 def odd_tensors(draw: Any) -> torch.Tensor:
     """Tensors no function expects: any rank 0..8, odd dtypes, sizes, devices, layouts, NaN/inf values."""
     rank = draw(st.integers(0, 8))
-    shape = tuple(draw(st.integers(0, 3 if rank <= 3 else 1)) if rank < 7 else draw(st.integers(1, 2))
-                  for _ in range(rank))
+    shape = tuple(
+        draw(st.integers(0, 3 if rank <= 3 else 1)) if rank < 7 else draw(st.integers(1, 2)) for _ in range(rank)
+    )
     dtype = draw(st.sampled_from(DTYPES))
-    base = torch.tensor(draw(st.lists(st.sampled_from([0.0, 1.0, -2.0, 3.5, math.nan, math.inf, -math.inf, 1e30]),
-                                      min_size=math.prod(shape), max_size=math.prod(shape))), dtype=torch.float64)
+    base = torch.tensor(
+        draw(
+            st.lists(
+                st.sampled_from([0.0, 1.0, -2.0, 3.5, math.nan, math.inf, -math.inf, 1e30]),
+                min_size=math.prod(shape),
+                max_size=math.prod(shape),
+            )
+        ),
+        dtype=torch.float64,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = base.reshape(shape).nan_to_num(0.0).to(dtype) if not (dtype.is_floating_point or dtype.is_complex) \
+        t = (
+            base.reshape(shape).nan_to_num(0.0).to(dtype)
+            if not (dtype.is_floating_point or dtype.is_complex)
             else base.reshape(shape).to(dtype)
+        )
     return _odd_layout(t, draw(st.sampled_from(["plain", "meta", "transposed", "expanded", "sparse", "quantized"])))
 
 
@@ -142,15 +168,66 @@ def _odd_layout(t: torch.Tensor, kind: str) -> torch.Tensor:
 
 def bad_values() -> st.SearchStrategy[Any]:
     """Wrong types, None, nested lists, numpy, edge and huge numbers, odd tensors, wrong keyword values."""
-    plain = st.sampled_from([
-        None, True, False, 0, 1, -1, 2, 3, 7, 2**31, 2**63, -(2**63), 10**12, 0.0, -0.0, 0.5, 2.0, math.nan, math.inf,
-        -math.inf, 1j, "", "x", "cpu", "meta", "cuda", "cuda:7", "zero", "nan", "+", "view", "05-can-expand",
-        b"bytes", (), [], [1, 2], [[1, 2], [3]], (2, 3), (-1, 2), (2.5, 1), ((1, 2), (3,)), {}, {"a": 1},
-        {"a": lambda: None}, object(), print, lambda: None, lambda x: x, torch.float32, torch.qint8,
-        torch.device("meta"), torch.Size([2, 3]), range(3),
-    ])
-    numpy = st.sampled_from([np.arange(3), np.zeros((2, 3), dtype=np.float32), np.float64(2.0), np.int64(3),
-                             np.array(5), np.bool_(True)])
+    plain = st.sampled_from(
+        [
+            None,
+            True,
+            False,
+            0,
+            1,
+            -1,
+            2,
+            3,
+            7,
+            2**31,
+            2**63,
+            -(2**63),
+            10**12,
+            0.0,
+            -0.0,
+            0.5,
+            2.0,
+            math.nan,
+            math.inf,
+            -math.inf,
+            1j,
+            "",
+            "x",
+            "cpu",
+            "meta",
+            "cuda",
+            "cuda:7",
+            "zero",
+            "nan",
+            "+",
+            "view",
+            "05-can-expand",
+            b"bytes",
+            (),
+            [],
+            [1, 2],
+            [[1, 2], [3]],
+            (2, 3),
+            (-1, 2),
+            (2.5, 1),
+            ((1, 2), (3,)),
+            {},
+            {"a": 1},
+            {"a": lambda: None},
+            object(),
+            print,
+            lambda: None,
+            lambda x: x,
+            torch.float32,
+            torch.qint8,
+            torch.device("meta"),
+            torch.Size([2, 3]),
+            range(3),
+        ]
+    )
+    numpy = st.sampled_from(
+        [np.arange(3), np.zeros((2, 3), dtype=np.float32), np.float64(2.0), np.int64(3), np.array(5), np.bool_(True)]
+    )
     return st.one_of(plain, numpy, odd_tensors(), st.builds(_nested))
 
 
@@ -196,18 +273,29 @@ def drawable(draw: Any) -> torch.Tensor:
 
 @st.composite
 def qkv(draw: Any) -> dict[str, Any]:
-    b, h, lq, lk, e, ev = (draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(small), draw(small),
-                           draw(st.integers(0, 5)), draw(st.integers(1, 4)))
+    b, h, lq, lk, e, ev = (
+        draw(st.integers(1, 3)),
+        draw(st.integers(1, 3)),
+        draw(small),
+        draw(small),
+        draw(st.integers(0, 5)),
+        draw(st.integers(1, 4)),
+    )
     dtype, seed = draw(float_dtypes), draw(seeds)
-    out: dict[str, Any] = {"q": _randn(seed, b, h, lq, e, dtype=dtype), "k": _randn(seed + 1, b, h, lk, e, dtype=dtype),
-                           "v": _randn(seed + 2, b, h, lk, ev, dtype=dtype)}
+    out: dict[str, Any] = {
+        "q": _randn(seed, b, h, lq, e, dtype=dtype),
+        "k": _randn(seed + 1, b, h, lk, e, dtype=dtype),
+        "v": _randn(seed + 2, b, h, lk, ev, dtype=dtype),
+    }
     mask_kind = draw(st.sampled_from([None, "bool", "float", "padding"]))
     if mask_kind == "bool":
         out["mask"] = torch.rand(lq, lk, generator=torch.Generator().manual_seed(seed)) > 0.3
     elif mask_kind == "float":
         out["mask"] = torch.zeros(lq, lk, dtype=dtype).masked_fill(torch.eye(lq, lk, dtype=torch.bool), -1.0)
     elif mask_kind == "padding":
-        out["mask"] = att.padding_mask(torch.randint(0, lk + 1, (b,), generator=torch.Generator().manual_seed(seed)), lk)
+        out["mask"] = att.padding_mask(
+            torch.randint(0, lk + 1, (b,), generator=torch.Generator().manual_seed(seed)), lk
+        )
     if draw(st.booleans()):
         out["is_causal"] = draw(st.booleans())
     if draw(st.booleans()):
@@ -223,11 +311,14 @@ def qkv(draw: Any) -> dict[str, Any]:
 def mhsa_args(draw: Any) -> dict[str, Any]:
     b, length, h, dh = draw(st.integers(1, 3)), draw(small), draw(st.integers(1, 3)), draw(st.integers(1, 3))
     d, seed, dtype = h * dh, draw(seeds), draw(float_dtypes)
-    out = {"x": _randn(seed, b, length, d, dtype=dtype), "num_heads": h,
-           "in_proj_weight": _randn(seed + 1, 3 * d, d, dtype=dtype),
-           "in_proj_bias": draw(st.sampled_from([None, _randn(seed + 2, 3 * d, dtype=dtype)])),
-           "out_proj_weight": _randn(seed + 3, d, d, dtype=dtype),
-           "out_proj_bias": draw(st.sampled_from([None, _randn(seed + 4, d, dtype=dtype)]))}
+    out = {
+        "x": _randn(seed, b, length, d, dtype=dtype),
+        "num_heads": h,
+        "in_proj_weight": _randn(seed + 1, 3 * d, d, dtype=dtype),
+        "in_proj_bias": draw(st.sampled_from([None, _randn(seed + 2, 3 * d, dtype=dtype)])),
+        "out_proj_weight": _randn(seed + 3, d, d, dtype=dtype),
+        "out_proj_bias": draw(st.sampled_from([None, _randn(seed + 4, d, dtype=dtype)])),
+    }
     if draw(st.booleans()):
         out["lengths"] = torch.randint(1, length + 1, (b,), generator=torch.Generator().manual_seed(seed))
     if draw(st.booleans()):
@@ -236,12 +327,15 @@ def mhsa_args(draw: Any) -> dict[str, Any]:
 
 
 def _fixed(**kwargs: Any) -> st.SearchStrategy[dict[str, Any]]:
-    return st.fixed_dictionaries({k: (v if isinstance(v, st.SearchStrategy) else st.just(v)) for k, v in kwargs.items()})
+    return st.fixed_dictionaries(
+        {k: (v if isinstance(v, st.SearchStrategy) else st.just(v)) for k, v in kwargs.items()}
+    )
 
 
 def _optional(**kwargs: Any) -> st.SearchStrategy[dict[str, Any]]:
-    return st.fixed_dictionaries({}, optional={k: (v if isinstance(v, st.SearchStrategy) else st.just(v))
-                                               for k, v in kwargs.items()})
+    return st.fixed_dictionaries(
+        {}, optional={k: (v if isinstance(v, st.SearchStrategy) else st.just(v)) for k, v in kwargs.items()}
+    )
 
 
 def _merge(*parts: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
@@ -253,11 +347,20 @@ _SE_STATE = {k: v.clone() for k, v in _SE.state_dict().items()}
 _IDS = exercises.exercise_ids()
 _UNIQUE_OPS = sorted({c.op for c in viewlab.OP_CASES if sum(d.op == c.op for d in viewlab.OP_CASES) == 1})
 
+
 def _broadcastable(rank: int) -> st.SearchStrategy[list[torch.Tensor]]:
     return st.lists(st.integers(1, 3), min_size=0, max_size=rank).flatmap(
-    lambda base: st.lists(st.lists(st.booleans(), min_size=len(base), max_size=len(base)), min_size=2, max_size=3)
-    .map(lambda keeps: [torch.arange(math.prod(n if k else 1 for n, k in zip(base, keep)), dtype=torch.float32)
-                        .reshape(tuple(n if k else 1 for n, k in zip(base, keep))) for keep in keeps]))
+        lambda base: st.lists(
+            st.lists(st.booleans(), min_size=len(base), max_size=len(base)), min_size=2, max_size=3
+        ).map(
+            lambda keeps: [
+                torch.arange(math.prod(n if k else 1 for n, k in zip(base, keep)), dtype=torch.float32).reshape(
+                    tuple(n if k else 1 for n, k in zip(base, keep))
+                )
+                for keep in keeps
+            ]
+        )
+    )
 
 
 broadcastable = _broadcastable(3)
@@ -309,8 +412,12 @@ def oracle_explain(kw: dict, result: Any, data: Any) -> None:
 def oracle_shares(kw: dict, result: Any, data: Any) -> None:
     a, b = kw["a"], kw["b"]
     assert isinstance(result, bool)
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.untyped_storage().nbytes() and \
-            b.untyped_storage().nbytes():
+    if (
+        isinstance(a, torch.Tensor)
+        and isinstance(b, torch.Tensor)
+        and a.untyped_storage().nbytes()
+        and b.untyped_storage().nbytes()
+    ):
         assert result == (a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
 
 
@@ -327,7 +434,8 @@ def oracle_padding(kw: dict, result: Any, data: Any) -> None:
     lengths = kw["lengths"].tolist()
     max_len = kw["max_len"] if kw.get("max_len") is not None else max(lengths, default=0)
     expected = torch.tensor([[j < n for j in range(max_len)] for n in lengths], dtype=torch.bool).reshape(
-        len(lengths), 1, 1, max_len)
+        len(lengths), 1, 1, max_len
+    )
     assert torch.equal(result, expected)
 
 
@@ -378,8 +486,9 @@ def oracle_sdpa(kw: dict, result: Any, data: Any) -> None:
         weights = keep.to(q.dtype) / keep.sum(-1, keepdim=True).clamp(min=1).to(q.dtype)
         _close(out.detach(), weights @ v)
         return
-    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=bool(kw.get("is_causal")),
-                                              scale=None if scale is None else float(scale))
+    expected = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=bool(kw.get("is_causal")), scale=None if scale is None else float(scale)
+    )
     _close(out.detach(), expected)
 
 
@@ -412,9 +521,24 @@ def oracle_mhsa(kw: dict, result: Any, data: Any) -> None:
             return
     bias_in = kw["in_proj_bias"] if kw["in_proj_bias"] is not None else torch.zeros(3 * d, dtype=x.dtype)
     expected, _ = F.multi_head_attention_forward(
-        x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1), d, h, kw["in_proj_weight"], bias_in, None, None,
-        False, 0.0, kw["out_proj_weight"], kw["out_proj_bias"], training=False, key_padding_mask=key_padding,
-        need_weights=False, attn_mask=attn_mask)
+        x.transpose(0, 1),
+        x.transpose(0, 1),
+        x.transpose(0, 1),
+        d,
+        h,
+        kw["in_proj_weight"],
+        bias_in,
+        None,
+        None,
+        False,
+        0.0,
+        kw["out_proj_weight"],
+        kw["out_proj_bias"],
+        training=False,
+        key_padding_mask=key_padding,
+        need_weights=False,
+        attn_mask=attn_mask,
+    )
     if lengths is not None and not bool(lengths.min() > 0):
         return
     _close(result.detach(), expected.transpose(0, 1).detach())
@@ -450,7 +574,10 @@ def oracle_tensors(kw: dict, result: Any, data: Any) -> None:
     t = data.draw(result)
     dtype = kw.get("dtype", torch.float32)
     assert t.dtype == dtype
-    lo, hi = kw.get("values") or (max(-9, exercises._exact_int_range(dtype)[0]), min(9, exercises._exact_int_range(dtype)[1]))
+    lo, hi = kw.get("values") or (
+        max(-9, exercises._exact_int_range(dtype)[0]),
+        min(9, exercises._exact_int_range(dtype)[1]),
+    )
     if t.numel():
         values = t.to(torch.float64) if not t.is_complex() else t.real.to(torch.float64)
         assert lo <= float(values.min()) and float(values.max()) <= hi, (lo, hi, t)
@@ -513,90 +640,234 @@ _compare_good = _merge(
 ).map(lambda kw: {**kw, **({"bytes_moved": {next(iter(kw["cases"])): 64}} if len(kw["cases"]) == 1 else {})})
 
 _check_good = _merge(
-    _fixed(learner_fn=st.just(lambda x: x.t()), reference_fn=st.just(lambda x: x.transpose(0, 1)),
-           inputs=st.sampled_from([st.tuples(exercises.tensors(dims=(2, 2), side=(1, 3))),
-                                   [(torch.zeros(2, 3),), (torch.arange(4.0).view(2, 2),)]]),
-           max_examples=st.integers(1, 3)),
-    _optional(memory=st.sampled_from([None, "view"]), rtol=st.just(1e-5), atol=st.just(0.0), hint=st.just("a hint"),
-              title=st.just("fuzz"), examples=st.just([(torch.ones(2, 2),)]), extra=st.just([lambda a, r: None])),
+    _fixed(
+        learner_fn=st.just(lambda x: x.t()),
+        reference_fn=st.just(lambda x: x.transpose(0, 1)),
+        inputs=st.sampled_from(
+            [
+                st.tuples(exercises.tensors(dims=(2, 2), side=(1, 3))),
+                [(torch.zeros(2, 3),), (torch.arange(4.0).view(2, 2),)],
+            ]
+        ),
+        max_examples=st.integers(1, 3),
+    ),
+    _optional(
+        memory=st.sampled_from([None, "view"]),
+        rtol=st.just(1e-5),
+        atol=st.just(0.0),
+        hint=st.just("a hint"),
+        title=st.just("fuzz"),
+        examples=st.just([(torch.ones(2, 2),)]),
+        extra=st.just([lambda a, r: None]),
+    ),
 )
 
 TARGETS: list[Target] = [
     Target("layout", viewlab.layout, _fixed(t=any_strided()), oracle_layout, tensor_args=("t",)),
-    Target("storage_indices", viewlab.storage_indices, _fixed(t=any_strided()), oracle_storage_indices,
-           tensor_args=("t",)),
-    Target("draw_layout", viewlab.draw_layout, _merge(_fixed(t=drawable()), _optional(title=st.just("a title"))),
-           oracle_draw_layout, examples=40, tensor_args=("t",)),
-    Target("draw_broadcast", viewlab.draw_broadcast,
-           _merge(_fixed(**{"*": _broadcastable(2)}), _optional(op=st.sampled_from(["+", "*", "==", "<"]),
-                                                           title=st.just("t"))),
-           oracle_draw_broadcast, examples=30, tensor_args=("*",)),
-    Target("explain_broadcast", viewlab.explain_broadcast,
-           _merge(_fixed(**{"*": broadcastable}), _optional(dtype=st.sampled_from([torch.float16, torch.int64]))),
-           oracle_explain, tensor_args=("*",)),
-    Target("shares_storage", viewlab.shares_storage,
-           any_strided().filter(lambda t: t.device.type != "meta").flatmap(
-               lambda t: st.sampled_from([{"a": t, "b": t[...]}, {"a": t, "b": t.clone()},
-                                          {"a": t.reshape(-1)[:1], "b": t}])),
-           oracle_shares, tensor_args=("a", "b")),
-    Target("observe", viewlab.observe, _fixed(case=st.sampled_from(list(viewlab.OP_CASES) + _UNIQUE_OPS)),
-           oracle_observe, examples=60),
-    Target("view_op_table", viewlab.view_op_table,
-           _optional(documented=st.sampled_from([None, "view", "copy", "depends"])), oracle_table, examples=20),
-    Target("padding_mask", viewlab.padding_mask,
-           st.lists(st.integers(0, 5), min_size=0, max_size=4).flatmap(
-               lambda ls: _merge(_fixed(lengths=st.just(torch.tensor(ls, dtype=torch.int64))),
-                                 _optional(max_len=st.integers(max(ls, default=0), 7)))),
-           oracle_padding, tensor_args=("lengths",)),
-    Target("causal_mask", viewlab.causal_mask,
-           _merge(_fixed(q_len=st.integers(0, 6)), _optional(k_len=st.integers(0, 6), device=st.sampled_from(["cpu", "meta"]))),
-           oracle_causal),
-    Target("combine_masks", viewlab.combine_masks,
-           broadcastable.map(lambda ts: {"*": [t.long() % 2 == 0 for t in ts]}), oracle_combine, tensor_args=("*",)),
-    Target("scaled_dot_product_attention", viewlab.scaled_dot_product_attention, qkv(), oracle_sdpa,
-           examples=150, tensor_args=("q", "k", "v", "mask")),
-    Target("split_heads", viewlab.split_heads,
-           st.tuples(st.integers(1, 3), small, st.integers(1, 3), st.integers(0, 3)).map(
-               lambda s: {"x": torch.arange(float(s[0] * s[1] * s[2] * s[3])).reshape(s[0], s[1], s[2] * s[3]),
-                          "num_heads": s[2]}), oracle_split, tensor_args=("x",)),
-    Target("merge_heads", viewlab.merge_heads,
-           st.lists(st.integers(0, 3), min_size=4, max_size=4).map(
-               lambda s: {"x": torch.arange(float(math.prod(s))).reshape(s)}), oracle_merge, tensor_args=("x",)),
-    Target("multi_head_self_attention", viewlab.multi_head_self_attention, mhsa_args(), oracle_mhsa,
-           examples=120, tensor_args=("x", "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias",
-                                      "lengths")),
-    Target("SqueezeExcitation", viewlab.SqueezeExcitation,
-           st.integers(1, 20).flatmap(lambda c: _fixed(channels=st.just(c), reduction=st.integers(1, c)) if c < 16
-                                      else _merge(_fixed(channels=st.just(c)), _optional(reduction=st.integers(1, c)))),
-           oracle_se_init, examples=60),
-    Target("SqueezeExcitation.forward", _call_se,
-           st.tuples(st.integers(0, 3), st.integers(1, 3), st.integers(1, 3), seeds).map(
-               lambda s: {"x": _randn(s[3], s[0], 4, s[1], s[2])}).flatmap(
-               lambda kw: _merge(st.just(kw), _optional(use_expand_as=st.booleans()))),
-           oracle_se, tensor_args=("x",)),
+    Target(
+        "storage_indices", viewlab.storage_indices, _fixed(t=any_strided()), oracle_storage_indices, tensor_args=("t",)
+    ),
+    Target(
+        "draw_layout",
+        viewlab.draw_layout,
+        _merge(_fixed(t=drawable()), _optional(title=st.just("a title"))),
+        oracle_draw_layout,
+        examples=40,
+        tensor_args=("t",),
+    ),
+    Target(
+        "draw_broadcast",
+        viewlab.draw_broadcast,
+        _merge(
+            _fixed(**{"*": _broadcastable(2)}), _optional(op=st.sampled_from(["+", "*", "==", "<"]), title=st.just("t"))
+        ),
+        oracle_draw_broadcast,
+        examples=30,
+        tensor_args=("*",),
+    ),
+    Target(
+        "explain_broadcast",
+        viewlab.explain_broadcast,
+        _merge(_fixed(**{"*": broadcastable}), _optional(dtype=st.sampled_from([torch.float16, torch.int64]))),
+        oracle_explain,
+        tensor_args=("*",),
+    ),
+    Target(
+        "shares_storage",
+        viewlab.shares_storage,
+        any_strided()
+        .filter(lambda t: t.device.type != "meta")
+        .flatmap(
+            lambda t: st.sampled_from(
+                [{"a": t, "b": t[...]}, {"a": t, "b": t.clone()}, {"a": t.reshape(-1)[:1], "b": t}]
+            )
+        ),
+        oracle_shares,
+        tensor_args=("a", "b"),
+    ),
+    Target(
+        "observe",
+        viewlab.observe,
+        _fixed(case=st.sampled_from(list(viewlab.OP_CASES) + _UNIQUE_OPS)),
+        oracle_observe,
+        examples=60,
+    ),
+    Target(
+        "view_op_table",
+        viewlab.view_op_table,
+        _optional(documented=st.sampled_from([None, "view", "copy", "depends"])),
+        oracle_table,
+        examples=20,
+    ),
+    Target(
+        "padding_mask",
+        viewlab.padding_mask,
+        st.lists(st.integers(0, 5), min_size=0, max_size=4).flatmap(
+            lambda ls: _merge(
+                _fixed(lengths=st.just(torch.tensor(ls, dtype=torch.int64))),
+                _optional(max_len=st.integers(max(ls, default=0), 7)),
+            )
+        ),
+        oracle_padding,
+        tensor_args=("lengths",),
+    ),
+    Target(
+        "causal_mask",
+        viewlab.causal_mask,
+        _merge(
+            _fixed(q_len=st.integers(0, 6)), _optional(k_len=st.integers(0, 6), device=st.sampled_from(["cpu", "meta"]))
+        ),
+        oracle_causal,
+    ),
+    Target(
+        "combine_masks",
+        viewlab.combine_masks,
+        broadcastable.map(lambda ts: {"*": [t.long() % 2 == 0 for t in ts]}),
+        oracle_combine,
+        tensor_args=("*",),
+    ),
+    Target(
+        "scaled_dot_product_attention",
+        viewlab.scaled_dot_product_attention,
+        qkv(),
+        oracle_sdpa,
+        examples=150,
+        tensor_args=("q", "k", "v", "mask"),
+    ),
+    Target(
+        "split_heads",
+        viewlab.split_heads,
+        st.tuples(st.integers(1, 3), small, st.integers(1, 3), st.integers(0, 3)).map(
+            lambda s: {
+                "x": torch.arange(float(s[0] * s[1] * s[2] * s[3])).reshape(s[0], s[1], s[2] * s[3]),
+                "num_heads": s[2],
+            }
+        ),
+        oracle_split,
+        tensor_args=("x",),
+    ),
+    Target(
+        "merge_heads",
+        viewlab.merge_heads,
+        st.lists(st.integers(0, 3), min_size=4, max_size=4).map(
+            lambda s: {"x": torch.arange(float(math.prod(s))).reshape(s)}
+        ),
+        oracle_merge,
+        tensor_args=("x",),
+    ),
+    Target(
+        "multi_head_self_attention",
+        viewlab.multi_head_self_attention,
+        mhsa_args(),
+        oracle_mhsa,
+        examples=120,
+        tensor_args=("x", "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias", "lengths"),
+    ),
+    Target(
+        "SqueezeExcitation",
+        viewlab.SqueezeExcitation,
+        st.integers(1, 20).flatmap(
+            lambda c: (
+                _fixed(channels=st.just(c), reduction=st.integers(1, c))
+                if c < 16
+                else _merge(_fixed(channels=st.just(c)), _optional(reduction=st.integers(1, c)))
+            )
+        ),
+        oracle_se_init,
+        examples=60,
+    ),
+    Target(
+        "SqueezeExcitation.forward",
+        _call_se,
+        st.tuples(st.integers(0, 3), st.integers(1, 3), st.integers(1, 3), seeds)
+        .map(lambda s: {"x": _randn(s[3], s[0], 4, s[1], s[2])})
+        .flatmap(lambda kw: _merge(st.just(kw), _optional(use_expand_as=st.booleans()))),
+        oracle_se,
+        tensor_args=("x",),
+    ),
     Target("compare", bench.compare, _compare_good, oracle_compare, examples=30),
-    Target("same_bytes_copy", bench.same_bytes_copy, _fixed(like=any_strided().filter(lambda t: t.device.type != "meta")),
-           oracle_copy, examples=60, tensor_args=("like",)),
-    Target("tensors", exercises.tensors,
-           _optional(dims=st.just((1, 2)), side=st.just((1, 3)), dtype=st.sampled_from([torch.uint8, torch.int8, torch.bool,
-                                                                                    torch.float16, torch.float64]),
-                     values=st.just((0, 1)), layouts=st.just(("contiguous", "expanded")), shape=st.just((2, 2))),
-           oracle_tensors, examples=100),
-    Target("shapes", exercises.shapes, _optional(dims=st.just((0, 2)), side=st.just((0, 3))), oracle_shapes, examples=60),
+    Target(
+        "same_bytes_copy",
+        bench.same_bytes_copy,
+        _fixed(like=any_strided().filter(lambda t: t.device.type != "meta")),
+        oracle_copy,
+        examples=60,
+        tensor_args=("like",),
+    ),
+    Target(
+        "tensors",
+        exercises.tensors,
+        _optional(
+            dims=st.just((1, 2)),
+            side=st.just((1, 3)),
+            dtype=st.sampled_from([torch.uint8, torch.int8, torch.bool, torch.float16, torch.float64]),
+            values=st.just((0, 1)),
+            layouts=st.just(("contiguous", "expanded")),
+            shape=st.just((2, 2)),
+        ),
+        oracle_tensors,
+        examples=100,
+    ),
+    Target(
+        "shapes", exercises.shapes, _optional(dims=st.just((0, 2)), side=st.just((0, 3))), oracle_shapes, examples=60
+    ),
     Target("get", exercises.get, _fixed(exercise_id=st.sampled_from(_IDS)), oracle_get, examples=40),
-    Target("exercise_ids", exercises.exercise_ids, _optional(prefix=st.sampled_from(["", "05", "0", "x"])), oracle_ids,
-           examples=30),
+    Target(
+        "exercise_ids",
+        exercises.exercise_ids,
+        _optional(prefix=st.sampled_from(["", "05", "0", "x"])),
+        oracle_ids,
+        examples=30,
+    ),
     Target("show", exercises.show, _fixed(exercise_id=st.sampled_from(_IDS)), oracle_none, examples=30, quiet=True),
-    Target("hint", exercises.hint, _merge(_fixed(exercise_id=st.sampled_from(_IDS)), _optional(n=st.just(1))),
-           oracle_none, examples=30, quiet=True),
-    Target("solution", exercises.solution, _fixed(exercise_id=st.sampled_from(_IDS)), oracle_none, examples=30,
-           quiet=True),
+    Target(
+        "hint",
+        exercises.hint,
+        _merge(_fixed(exercise_id=st.sampled_from(_IDS)), _optional(n=st.just(1))),
+        oracle_none,
+        examples=30,
+        quiet=True,
+    ),
+    Target(
+        "solution", exercises.solution, _fixed(exercise_id=st.sampled_from(_IDS)), oracle_none, examples=30, quiet=True
+    ),
     Target("check", exercises.check, _check_good, oracle_check, examples=40, tensor_args=("examples",)),
-    Target("check_exercise", exercises.check_exercise,
-           st.sampled_from(_IDS).map(lambda i: {"exercise_id": i, "learner_fn": exercises.get(i).reference,
-                                                "max_examples": 1}), oracle_check, examples=25),
-    Target("register", exercises.register, _fixed(exercise=st.sampled_from([exercises.get(i) for i in _IDS])),
-           oracle_register, examples=20),
+    Target(
+        "check_exercise",
+        exercises.check_exercise,
+        st.sampled_from(_IDS).map(
+            lambda i: {"exercise_id": i, "learner_fn": exercises.get(i).reference, "max_examples": 1}
+        ),
+        oracle_check,
+        examples=25,
+    ),
+    Target(
+        "register",
+        exercises.register,
+        _fixed(exercise=st.sampled_from([exercises.get(i) for i in _IDS])),
+        oracle_register,
+        examples=20,
+    ),
 ]
 
 
@@ -639,9 +910,15 @@ def _environment() -> tuple:
     from torch.overrides import _get_current_function_mode_stack
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-    return (frozenset(t.ident for t in threading.enumerate()), len(_get_current_dispatch_mode_stack()),
-            len(_get_current_function_mode_stack()), torch.is_grad_enabled(), torch.get_default_dtype(),
-            torch.get_num_threads(), "matplotlib.pyplot" in sys.modules)
+    return (
+        frozenset(t.ident for t in threading.enumerate()),
+        len(_get_current_dispatch_mode_stack()),
+        len(_get_current_function_mode_stack()),
+        torch.is_grad_enabled(),
+        torch.get_default_dtype(),
+        torch.get_num_threads(),
+        "matplotlib.pyplot" in sys.modules,
+    )
 
 
 class Hang(Exception):
@@ -690,8 +967,12 @@ def _bend(data: Any, kwargs: dict[str, Any], target: Target) -> tuple[dict[str, 
     kwargs = dict(kwargs)
     if mode == "good":
         return kwargs, mode
-    tensor_names = [n for n in target.tensor_args if isinstance(kwargs.get(n), torch.Tensor)
-                    or (n == "*" and any(isinstance(t, torch.Tensor) for t in kwargs.get("*", ())))]
+    tensor_names = [
+        n
+        for n in target.tensor_args
+        if isinstance(kwargs.get(n), torch.Tensor)
+        or (n == "*" and any(isinstance(t, torch.Tensor) for t in kwargs.get("*", ())))
+    ]
     if mode == "near" and tensor_names:
         name = data.draw(st.sampled_from(tensor_names), label="bent argument")
         how = data.draw(st.sampled_from(sorted(MUTATIONS)), label="bend")
@@ -708,7 +989,9 @@ def _bend(data: Any, kwargs: dict[str, Any], target: Target) -> tuple[dict[str, 
     params = sorted(set(_parameters(target)) | set(kwargs))
     chosen = [data.draw(st.sampled_from(params), label="bad argument")] if params else []
     if mode == "many" and params:
-        chosen = data.draw(st.lists(st.sampled_from(params), min_size=1, max_size=3, unique=True), label="bad arguments")
+        chosen = data.draw(
+            st.lists(st.sampled_from(params), min_size=1, max_size=3, unique=True), label="bad arguments"
+        )
     for name in chosen:
         if name == "*":
             kwargs["*"] = data.draw(st.lists(bad_values(), min_size=0, max_size=3), label="bad varargs")
@@ -766,8 +1049,9 @@ def fuzz_one(target: Target, data: Any) -> None:
             raise AssertionError(f"{target.name} rejected good input {kwargs!r}: {type(exc).__name__}: {exc}") from exc
         if not is_clear(target, exc):
             stats["unclear"] += 1
-            raise AssertionError(f"{target.name} ({mode}) failed unclearly on {kwargs!r}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise AssertionError(
+                f"{target.name} ({mode}) failed unclearly on {kwargs!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         stats["clear"] += 1
         result = None
     else:
@@ -777,8 +1061,9 @@ def fuzz_one(target: Target, data: Any) -> None:
                 warnings.simplefilter("ignore")
                 target.oracle(kwargs, result, data)
         except Exception as exc:
-            raise AssertionError(f"{target.name} ({mode}) gave a wrong result on {kwargs!r}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise AssertionError(
+                f"{target.name} ({mode}) gave a wrong result on {kwargs!r}: {type(exc).__name__}: {exc}"
+            ) from exc
     after = [_snapshot(t) for t in inputs]
     changed = [i for i, (a, b) in enumerate(zip(before, after)) if not _same(a, b)]
     assert not changed, f"{target.name} ({mode}) changed input tensor(s) {changed} of {kwargs!r}"
@@ -789,9 +1074,16 @@ def fuzz_one(target: Target, data: Any) -> None:
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_fuzz(target: Target) -> None:
-    @settings(max_examples=target.examples, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large,
-                                     HealthCheck.nested_given])
+    @settings(
+        max_examples=target.examples,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.data_too_large,
+            HealthCheck.nested_given,
+        ],
+    )
     @given(data=st.data())
     def run(data: Any) -> None:
         fuzz_one(target, data)
@@ -826,10 +1118,18 @@ def test_zz_fuzz_figures():
     rejected = clear + unclear
     share = 100.0 * clear / rejected if rejected else 100.0
     seconds = time.perf_counter() - STARTED
-    report = {"inputs_tried": tried, "returned": sum(s["returned"] for s in FIGURES.values()), "rejected": rejected,
-              "clear_percent": round(share, 2), "seconds": round(seconds, 1), "per_target": FIGURES}
-    sys.__stdout__.write(f"\nfuzz: {tried} inputs, {report['returned']} results checked, {rejected} rejected, "
-                         f"{share:.1f} % of rejections clear, {seconds:.1f} s\n")
+    report = {
+        "inputs_tried": tried,
+        "returned": sum(s["returned"] for s in FIGURES.values()),
+        "rejected": rejected,
+        "clear_percent": round(share, 2),
+        "seconds": round(seconds, 1),
+        "per_target": FIGURES,
+    }
+    sys.__stdout__.write(
+        f"\nfuzz: {tried} inputs, {report['returned']} results checked, {rejected} rejected, "
+        f"{share:.1f} % of rejections clear, {seconds:.1f} s\n"
+    )
     if os.environ.get("VIEWLAB_FUZZ_REPORT"):
         Path(os.environ["VIEWLAB_FUZZ_REPORT"]).write_text(json.dumps(report, indent=2, default=str))
     assert unclear == 0 and share == 100.0

@@ -104,54 +104,134 @@ def oracle_at_least(kw: dict, result: Any, data: Any) -> None:
 _sources = st.sampled_from([("history",), ("traceback",), ("history", "result", "traceback"), "history"])
 
 TOOL_TARGETS: list[Target] = [
-    Target("measure", _measure_block,
-           _optional(device=st.sampled_from([None, "cpu", "cpu:0", torch.device("cpu")]), log_ops=st.booleans()),
-           oracle_measure, examples=80),
-    Target("MemoryMonitor", _monitor_cycle,
-           _merge(_fixed(display=st.just(False), interval=st.sampled_from([0.25, 1.0, 60.0])),
-                  _optional(device=st.sampled_from([None, "cpu"]), backend=st.sampled_from(["auto", "storages", "rss"]),
-                            rss=st.booleans(), title=st.just("t"), frames=st.sampled_from(["auto", "thread", "cell"]))),
-           oracle_monitor, examples=60),
-    Target("views_only", _views_block, _optional(allow=st.sampled_from([(), ("reshape",), "clone"])),
-           oracle_views, examples=60),
-    Target("watch_broadcasts", _watch_block,
-           _optional(action=st.sampled_from(["warn", "raise", print]), allow_outer=st.booleans()),
-           oracle_watch, examples=60, quiet=True),
-    Target("held_by_ipython", sentinels.held_by_ipython, _merge(_fixed(ip=st.builds(_shell)), _optional(sources=_sources)),
-           oracle_held, examples=50),
-    Target("release_ipython_refs", sentinels.release_ipython_refs,
-           _merge(_fixed(ip=st.builds(_shell)), _optional(sources=_sources)), oracle_release, examples=50),
-    Target("show_figure", _figure_block, _optional(alt=st.just(" three cells "), dpi=st.sampled_from([50, 100, 200.5])),
-           oracle_figure, examples=40),
-    Target("render_png", render_png, _fixed(fig=st.builds(lambda: viewlab.draw_layout(torch.arange(2)))), oracle_png,
-           examples=20),
-    Target("torch_at_least", versions.torch_at_least,
-           _merge(_fixed(version=st.sampled_from(["2.0", "2.5.0", "1"])), _optional(installed=st.just("2.11.0+cu128"))),
-           oracle_at_least, examples=50),
+    Target(
+        "measure",
+        _measure_block,
+        _optional(device=st.sampled_from([None, "cpu", "cpu:0", torch.device("cpu")]), log_ops=st.booleans()),
+        oracle_measure,
+        examples=80,
+    ),
+    Target(
+        "MemoryMonitor",
+        _monitor_cycle,
+        _merge(
+            _fixed(display=st.just(False), interval=st.sampled_from([0.25, 1.0, 60.0])),
+            _optional(
+                device=st.sampled_from([None, "cpu"]),
+                backend=st.sampled_from(["auto", "storages", "rss"]),
+                rss=st.booleans(),
+                title=st.just("t"),
+                frames=st.sampled_from(["auto", "thread", "cell"]),
+            ),
+        ),
+        oracle_monitor,
+        examples=60,
+    ),
+    Target(
+        "views_only",
+        _views_block,
+        _optional(allow=st.sampled_from([(), ("reshape",), "clone"])),
+        oracle_views,
+        examples=60,
+    ),
+    Target(
+        "watch_broadcasts",
+        _watch_block,
+        _optional(action=st.sampled_from(["warn", "raise", print]), allow_outer=st.booleans()),
+        oracle_watch,
+        examples=60,
+        quiet=True,
+    ),
+    Target(
+        "held_by_ipython",
+        sentinels.held_by_ipython,
+        _merge(_fixed(ip=st.builds(_shell)), _optional(sources=_sources)),
+        oracle_held,
+        examples=50,
+    ),
+    Target(
+        "release_ipython_refs",
+        sentinels.release_ipython_refs,
+        _merge(_fixed(ip=st.builds(_shell)), _optional(sources=_sources)),
+        oracle_release,
+        examples=50,
+    ),
+    Target(
+        "show_figure",
+        _figure_block,
+        _optional(alt=st.just(" three cells "), dpi=st.sampled_from([50, 100, 200.5])),
+        oracle_figure,
+        examples=40,
+    ),
+    Target(
+        "render_png",
+        render_png,
+        _fixed(fig=st.builds(lambda: viewlab.draw_layout(torch.arange(2)))),
+        oracle_png,
+        examples=20,
+    ),
+    Target(
+        "torch_at_least",
+        versions.torch_at_least,
+        _merge(_fixed(version=st.sampled_from(["2.0", "2.5.0", "1"])), _optional(installed=st.just("2.11.0+cu128"))),
+        oracle_at_least,
+        examples=50,
+    ),
 ]
 TOOL_TARGETS += [
-    Target("resolve_device", memory.resolve_device,
-           _optional(device=st.sampled_from([None, "cpu", "cpu:0", torch.device("cpu")])),
-           lambda kw, result, data: None if result.type in ("cpu", "cuda") else pytest.fail(str(result)), examples=50),
-    Target("rss_bytes", memory.rss_bytes, st.just({}),
-           lambda kw, result, data: None if result is None or result > 1_000_000 else pytest.fail(str(result)),
-           examples=5),
-    Target("fmt_bytes", monitor.fmt_bytes, _fixed(n=st.sampled_from([0, 1023, 1536, 3 * 2**20, -2048, None])),
-           lambda kw, result, data: None if isinstance(result, str) and result else pytest.fail(repr(result)),
-           examples=50),
-    Target("check_torch", versions.check_torch, st.just({}),
-           lambda kw, result, data: None if result == [] else pytest.fail(str(result)), examples=3),
+    Target(
+        "resolve_device",
+        memory.resolve_device,
+        _optional(device=st.sampled_from([None, "cpu", "cpu:0", torch.device("cpu")])),
+        lambda kw, result, data: None if result.type in ("cpu", "cuda") else pytest.fail(str(result)),
+        examples=50,
+    ),
+    Target(
+        "rss_bytes",
+        memory.rss_bytes,
+        st.just({}),
+        lambda kw, result, data: None if result is None or result > 1_000_000 else pytest.fail(str(result)),
+        examples=5,
+    ),
+    Target(
+        "fmt_bytes",
+        monitor.fmt_bytes,
+        _fixed(n=st.sampled_from([0, 1023, 1536, 3 * 2**20, -2048, None])),
+        lambda kw, result, data: None if isinstance(result, str) and result else pytest.fail(repr(result)),
+        examples=50,
+    ),
+    Target(
+        "check_torch",
+        versions.check_torch,
+        st.just({}),
+        lambda kw, result, data: None if result == [] else pytest.fail(str(result)),
+        examples=3,
+    ),
 ]
 if torch.cuda.is_available():
-    TOOL_TARGETS.append(Target("cuda_process_peak", memory.cuda_process_peak, _optional(device=st.just("cuda")),
-                               lambda kw, result, data: None, examples=20))
+    TOOL_TARGETS.append(
+        Target(
+            "cuda_process_peak",
+            memory.cuda_process_peak,
+            _optional(device=st.just("cuda")),
+            lambda kw, result, data: None,
+            examples=20,
+        )
+    )
 
 
 @pytest.mark.parametrize("target", TOOL_TARGETS, ids=[t.name for t in TOOL_TARGETS])
 def test_fuzz_tools(target: Target) -> None:
-    @settings(max_examples=target.examples, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large,
-                                     HealthCheck.nested_given])
+    @settings(
+        max_examples=target.examples,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.data_too_large,
+            HealthCheck.nested_given,
+        ],
+    )
     @given(data=st.data())
     def run(data: Any) -> None:
         with warnings.catch_warnings():
@@ -171,18 +251,35 @@ def test_without_cuda_the_cuda_functions_say_so_by_name():
 
 
 def test_every_public_callable_of_the_tool_modules_is_fuzzed():
-    wrapped = {"measure": viewlab.measure, "MemoryMonitor": viewlab.MemoryMonitor, "views_only": viewlab.views_only,
-               "watch_broadcasts": viewlab.watch_broadcasts, "show_figure": viewlab.show_figure}
+    wrapped = {
+        "measure": viewlab.measure,
+        "MemoryMonitor": viewlab.MemoryMonitor,
+        "views_only": viewlab.views_only,
+        "watch_broadcasts": viewlab.watch_broadcasts,
+        "show_figure": viewlab.show_figure,
+    }
     covered = {t.fn for t in TOOL_TARGETS} | {wrapped[t.name] for t in TOOL_TARGETS if t.name in wrapped}
     covered |= {memory.cuda_process_peak}  # fuzzed where CUDA exists, its no-CUDA errors checked above
-    records = {PNGFigure, memory.Measurement, memory.OpRecord, sentinels.HeldTensor, versions.Behaviour,
-               monitor.Sample, monitor.Mark, monitor.CellRecord}  # results, not something a learner calls
+    records = {
+        PNGFigure,
+        memory.Measurement,
+        memory.OpRecord,
+        sentinels.HeldTensor,
+        versions.Behaviour,
+        monitor.Sample,
+        monitor.Mark,
+        monitor.CellRecord,
+    }  # results, not something a learner calls
     missing = []
     for module in (memory, monitor, sentinels, versions):
         for name in module.__all__:
             obj = getattr(module, name)
-            if callable(obj) and obj not in covered and obj not in records and not (
-                    isinstance(obj, type) and issubclass(obj, (Exception, Warning))):
+            if (
+                callable(obj)
+                and obj not in covered
+                and obj not in records
+                and not (isinstance(obj, type) and issubclass(obj, (Exception, Warning)))
+            ):
                 missing.append(f"{module.__name__}.{name}")
     assert not missing, f"add these to TOOL_TARGETS: {missing}"
 
@@ -192,6 +289,10 @@ def test_zz_tool_fuzz_figures():
     tried = sum(r["tried"] for r in rows.values())
     rejected = sum(r["clear"] + r["unclear"] for r in rows.values())
     clear = sum(r["clear"] for r in rows.values())
-    print(f"tool fuzz: {tried} inputs over {len(rows)} callables, {rejected} rejected, "
-          f"{clear / rejected:.0%} of them clearly" if rejected else "no rejection")
+    print(
+        f"tool fuzz: {tried} inputs over {len(rows)} callables, {rejected} rejected, "
+        f"{clear / rejected:.0%} of them clearly"
+        if rejected
+        else "no rejection"
+    )
     assert all(r["unclear"] == 0 for r in rows.values())

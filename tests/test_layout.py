@@ -63,8 +63,9 @@ def _reference_values(t: torch.Tensor) -> torch.Tensor:
     return flat[storage_indices(t).reshape(-1)].reshape(t.shape)
 
 
-@pytest.mark.parametrize("case", [c for c in OP_CASES if c.documented == "view" and c.op not in ("indices", "values")],
-                         ids=lambda c: c.op)
+@pytest.mark.parametrize(
+    "case", [c for c in OP_CASES if c.documented == "view" and c.op not in ("indices", "values")], ids=lambda c: c.op
+)
 def test_storage_indices_reproduce_every_official_view_op(case):
     """For each view op, reading storage at storage_indices(v) gives exactly the view's values."""
     x = case.make_input()
@@ -142,8 +143,12 @@ def test_overlap_methods_agree_bitset_and_enumeration(cutoff, monkeypatch):
     import sys
 
     monkeypatch.setattr(sys.modules["viewlab.layout"], "_MAX_BITSET_SPAN", cutoff)
-    cases = {((2, 2, 2), (3, 4, 5)): False, ((2, 2, 2), (1, 2, 3)): True, ((3, 3, 2), (2, 3, 7)): True,
-             ((2, 3, 2), (4, 5, 7)): False}
+    cases = {
+        ((2, 2, 2), (3, 4, 5)): False,
+        ((2, 2, 2), (1, 2, 3)): True,
+        ((3, 3, 2), (2, 3, 7)): True,
+        ((2, 3, 2), (4, 5, 7)): False,
+    }
     for (shape, stride), expected in cases.items():
         t = torch.zeros(64).as_strided(shape, stride)
         assert layout(t).overlaps is expected == _reads_an_element_twice(t)

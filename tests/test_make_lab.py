@@ -18,10 +18,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # `make lab` first installs the course into .venv when it is not there yet (minutes), which this test's
 # two-minute wait does not cover; `make test` installs it before the tests run.
 pytestmark = [
-    pytest.mark.skipif(sys.platform == "win32" or shutil.which("make") is None,
-                       reason="needs make and POSIX process groups; on Windows use the README's python -m commands"),
-    pytest.mark.skipif(not (ROOT / ".venv" / ".installed-course").is_file(),
-                       reason="the course is not installed in .venv yet: run it through `make test`"),
+    pytest.mark.skipif(
+        sys.platform == "win32" or shutil.which("make") is None,
+        reason="needs make and POSIX process groups; on Windows use the README's python -m commands",
+    ),
+    pytest.mark.skipif(
+        not (ROOT / ".venv" / ".installed-course").is_file(),
+        reason="the course is not installed in .venv yet: run it through `make test`",
+    ),
 ]
 
 
@@ -36,7 +40,10 @@ def test_make_lab_serves_lab_page_with_notebooks():
     args = f"--no-browser --ip=127.0.0.1 --ServerApp.token={token}"
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "lab", f"LAB_PORT={port}", f"LAB_ARGS={args}"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline, body, status = time.monotonic() + 120, "", None

@@ -80,7 +80,13 @@ def test_freed_inside_is_subtracted_and_live_values_update():
 def test_views_and_inplace_ops_allocate_nothing():
     x = torch.arange(24.0).view(2, 3, 4)
     with measure(device="cpu", log_ops=True) as m:
-        views = [x.t() if x.dim() == 2 else x.transpose(0, 2), x[1:, ::2], x.view(6, 4), x.unsqueeze(0), x.permute(2, 0, 1)]
+        views = [
+            x.t() if x.dim() == 2 else x.transpose(0, 2),
+            x[1:, ::2],
+            x.view(6, 4),
+            x.unsqueeze(0),
+            x.permute(2, 0, 1),
+        ]
         x.mul_(2)
         x.contiguous()  # already contiguous: returns itself
     assert m.allocated_bytes == 0 and m.peak_bytes == 0
@@ -116,7 +122,7 @@ def test_storages_from_before_the_block_are_out_of_scope():
     with measure(device="cpu") as m:
         del x  # freeing something older than the block is not a negative allocation here
         y = torch.ones(10)
-    assert m.allocated_bytes == 40 and m.peak_bytes == 40
+    assert m.allocated_bytes == 40 and m.peak_bytes == 40 and y.numel() == 10
     assert "before" in m.note
 
 
@@ -333,8 +339,12 @@ def test_cuda_allocated_is_block_rounded_and_requested_is_exact():
         tiny = torch.ones(1, device="cuda")
     assert (m.allocated_bytes, m.requested_bytes) == (512, 4)
     assert "allocated 512 B (requested 4 B)" in m.summary()
-    assert set(m.cuda_counters_before) == {"memory_allocated", "max_memory_allocated", "memory_reserved",
-                                           "max_memory_reserved"}
+    assert set(m.cuda_counters_before) == {
+        "memory_allocated",
+        "max_memory_allocated",
+        "memory_reserved",
+        "max_memory_reserved",
+    }
     assert tiny.is_cuda
 
 

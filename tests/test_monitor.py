@@ -12,7 +12,7 @@ import torch
 
 import viewlab
 from viewlab import MemoryMonitor
-from viewlab.monitor import MIN_INTERVAL, _THREAD_NAME, fmt_bytes
+from viewlab.monitor import _THREAD_NAME, MIN_INTERVAL, fmt_bytes
 
 
 def _monitor_threads() -> list[threading.Thread]:
@@ -52,7 +52,7 @@ def test_thread_stops_on_exit_on_exception_and_on_interrupt():
     assert len(_monitor_threads()) == base and not mon.running
     with pytest.raises(ZeroDivisionError):
         with MemoryMonitor(device="cpu", display=False):
-            1 / 0
+            _ = 1 / 0
     assert len(_monitor_threads()) == base
     with pytest.raises(KeyboardInterrupt):
         with MemoryMonitor(device="cpu", display=False):
@@ -372,7 +372,9 @@ def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(frames, se
 @pytest.mark.parametrize("frames", ["thread", "cell"])
 def test_in_a_kernel_cuda_monitor_streams_frames(frames):
     """The CUDA allocator backend, live, in a real kernel, with both frame paths; prints the frame count."""
-    warm = "import matplotlib.figure, ipywidgets, torch\nfrom viewlab import MemoryMonitor\ntorch.zeros(1, device='cuda')"
+    warm = (
+        "import matplotlib.figure, ipywidgets, torch\nfrom viewlab import MemoryMonitor\ntorch.zeros(1, device='cuda')"
+    )
     loop = (
         "import time\n"
         f"with MemoryMonitor(device='cuda', frames={frames!r}) as mon:\n"
@@ -391,8 +393,15 @@ def test_in_a_kernel_cuda_monitor_streams_frames(frames):
 
 
 def test_in_a_kernel_load_ext_prints_one_line_per_cell():
-    msgs = _run_in_kernel(["%load_ext viewlab", "import torch\nx = torch.ones(1, 512)", "e = x.expand(64, 512)",
-                           "r = x.repeat(64, 1)", "%unload_ext viewlab"])
+    msgs = _run_in_kernel(
+        [
+            "%load_ext viewlab",
+            "import torch\nx = torch.ones(1, 512)",
+            "e = x.expand(64, 512)",
+            "r = x.repeat(64, 1)",
+            "%unload_ext viewlab",
+        ]
+    )
     text = ["".join(m["content"]["text"] for m in cell if m["msg_type"] == "stream") for cell in msgs]
     assert "+2,048 B still held" in text[1]
     assert "+0 B still held, peak +0 B" in text[2]

@@ -67,7 +67,9 @@ def test_article_broadcast_rules_match_torch(a, b):
 
 
 def test_safe_expand_as_names_shapes_and_dimension():
-    with pytest.raises(ValueError, match=r"shape \(1, 3\) to b's shape \(3,\): a has 2 dimensions but the target only 1"):
+    with pytest.raises(
+        ValueError, match=r"shape \(1, 3\) to b's shape \(3,\): a has 2 dimensions but the target only 1"
+    ):
         sh.safe_expand_as(torch.zeros(1, 3), torch.zeros(3))
     with pytest.raises(ValueError, match="dimension 1 of a has size 2 but the target has 4"):
         sh.safe_expand_as(torch.zeros(3, 2), torch.zeros(3, 4))

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _nbval_flags() -> list[str]:
     """The exact flags `make test-notebooks` passes (read from the Makefile, so they cannot drift)."""
     text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
-    line = next(l for l in text.splitlines() if "--nbval" in l and "pytest" in l)
+    line = next(row for row in text.splitlines() if "--nbval" in row and "pytest" in row)
     flags = line.split("pytest", 1)[1].split("$(NOTEBOOKS)")[0].split()
     return flags
 
@@ -30,7 +30,10 @@ def _run(tmp_path: Path, cells) -> subprocess.CompletedProcess:
     nbformat.write(nb, path)
     return subprocess.run(
         [sys.executable, "-m", "pytest", *_nbval_flags(), "-rs", "-p", "no:cacheprovider", str(path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

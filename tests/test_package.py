@@ -27,6 +27,8 @@ def test_public_names_have_runnable_docstrings():
         obj = getattr(viewlab, name)
         if callable(obj) and not isinstance(obj, type):
             assert obj.__doc__ and ">>>" in obj.__doc__, f"viewlab.{name} needs a docstring example"
-    for module in {getattr(viewlab, n).__module__ for n in viewlab.__all__ if hasattr(getattr(viewlab, n), "__module__")}:
+    for module in {
+        getattr(viewlab, n).__module__ for n in viewlab.__all__ if hasattr(getattr(viewlab, n), "__module__")
+    }:
         result = doctest.testmod(sys.modules[module])
         assert result.failed == 0, module

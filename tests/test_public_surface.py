@@ -48,8 +48,10 @@ def defined_public_names(path: Path) -> set[str]:
 
 def test_defined_public_names_sees_defs_classes_and_constants(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("from typing import Any\nimport os\nA = 1\n_b = 2\nc: int = 3\n"
-                      "def f(): pass\ndef _g(): pass\nclass K: pass\nx, _y = 1, 2\n")
+    source.write_text(
+        "from typing import Any\nimport os\nA = 1\n_b = 2\nc: int = 3\n"
+        "def f(): pass\ndef _g(): pass\nclass K: pass\nx, _y = 1, 2\n"
+    )
     assert defined_public_names(source) == {"A", "c", "f", "K", "x"}
 
 
@@ -73,8 +75,11 @@ def test_package_all_names_exist_once_and_nothing_public_is_left_out():
     missing = [n for n in declared if not hasattr(viewlab, n)]
     assert not missing, f"viewlab.__all__ names what viewlab does not have: {missing}"
     stray = sorted(
-        n for n, obj in vars(viewlab).items()
-        if not n.startswith("_") and not isinstance(obj, types.ModuleType) and n not in declared
+        n
+        for n, obj in vars(viewlab).items()
+        if not n.startswith("_")
+        and not isinstance(obj, types.ModuleType)
+        and n not in declared
         and n not in IPYTHON_HOOKS
     )
     assert not stray, f"public names of viewlab missing from viewlab.__all__ (and so from the book): {stray}"
@@ -83,6 +88,7 @@ def test_package_all_names_exist_once_and_nothing_public_is_left_out():
 @pytest.mark.parametrize("name", MODULES)
 def test_every_public_name_has_a_docstring(name):
     module = sys.modules[f"viewlab.{name}"]
-    undocumented = [n for n in module.__all__
-                    if callable(getattr(module, n)) and not (getattr(module, n).__doc__ or "").strip()]
+    undocumented = [
+        n for n in module.__all__ if callable(getattr(module, n)) and not (getattr(module, n).__doc__ or "").strip()
+    ]
     assert not undocumented, f"viewlab.{name}: {undocumented} need docstrings"

@@ -3,7 +3,6 @@ stretches, held_by_ipython finds what IPython keeps alive (in a real kernel)."""
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import pytest
@@ -50,7 +49,8 @@ def test_views_only_agrees_with_storage_sharing_on_every_listed_op(case):
     except CopyError:
         raised = True
     assert raised == (not expected_view or builds), (
-        f"{case.code}: shares storage {expected_view}, builds a tensor {builds}, views_only raised {raised}")
+        f"{case.code}: shares storage {expected_view}, builds a tensor {builds}, views_only raised {raised}"
+    )
     assert _get_current_dispatch_mode_stack() == []
 
 
@@ -211,17 +211,19 @@ def _kernel_run(codes: list[str], timeout: float = 120) -> list[str]:
 
 
 def test_in_a_kernel_output_history_and_a_traceback_keep_tensors_alive_until_released():
-    texts = _kernel_run([
-        "import torch, gc, weakref\nfrom viewlab.sentinels import held_by_ipython, release_ipython_refs",
-        "torch.zeros(1000, 250)",  # a cell whose value is a 1,000,000-byte tensor: Out[2] and _ keep it
-        "def f():\n    big = torch.ones(500_000)\n    raise RuntimeError('boom')\nf()",  # the traceback keeps big
-        "mine = torch.ones(10)\nmine",  # shown, but also held by the learner's own variable
-        "for h in held_by_ipython():\n    print(h.where, h.shape, h.bytes)\n"
-        "print('only traceback', [h.where for h in held_by_ipython(sources=('traceback',))])",
-        "print('freed', release_ipython_refs())\nprint('left', [h.where for h in held_by_ipython()])",
-        "import gc\nfor o in gc.get_objects():\n    if isinstance(o, torch.Tensor) and o.numel() in (250000, 500000):\n        print('ALIVE', o.shape, [type(r).__name__ for r in gc.get_referrers(o)])",
-        "print('mine still there', mine.shape)",
-    ])
+    texts = _kernel_run(
+        [
+            "import torch, gc, weakref\nfrom viewlab.sentinels import held_by_ipython, release_ipython_refs",
+            "torch.zeros(1000, 250)",  # a cell whose value is a 1,000,000-byte tensor: Out[2] and _ keep it
+            "def f():\n    big = torch.ones(500_000)\n    raise RuntimeError('boom')\nf()",  # the traceback keeps big
+            "mine = torch.ones(10)\nmine",  # shown, but also held by the learner's own variable
+            "for h in held_by_ipython():\n    print(h.where, h.shape, h.bytes)\n"
+            "print('only traceback', [h.where for h in held_by_ipython(sources=('traceback',))])",
+            "print('freed', release_ipython_refs())\nprint('left', [h.where for h in held_by_ipython()])",
+            "import gc\nfor o in gc.get_objects():\n    if isinstance(o, torch.Tensor) and o.numel() in (250000, 500000):\n        print('ALIVE', o.shape, [type(r).__name__ for r in gc.get_referrers(o)])",
+            "print('mine still there', mine.shape)",
+        ]
+    )
     held = texts[4]
     assert "Out[2] (1000, 250) 1000000" in held and "_2 (1000, 250) 1000000" in held
     assert "traceback: f() local 'big' (500000,) 2000000" in held
@@ -246,10 +248,12 @@ def test_outside_ipython_it_says_so_and_bad_sources_are_named():
 
 
 def test_in_a_kernel_the_error_names_the_line_of_the_cell():
-    texts = _kernel_run([
-        "from viewlab import views_only\nimport torch\nx = torch.zeros(2, 3).t()\ntry:\n"
-        "    with views_only():\n        y = x.reshape(6)\nexcept Exception as err:\n    print(err)",
-    ])
+    texts = _kernel_run(
+        [
+            "from viewlab import views_only\nimport torch\nx = torch.zeros(2, 3).t()\ntry:\n"
+            "    with views_only():\n        y = x.reshape(6)\nexcept Exception as err:\n    print(err)",
+        ]
+    )
     assert "At line 6 of this cell: y = x.reshape(6)" in texts[0], texts[0]
 
 
@@ -262,4 +266,4 @@ def test_viewlabs_own_helpers_are_not_reported_but_the_same_code_in_yours_is():
     assert mask.shape == (2, 1, 1, 4)
     with pytest.raises(BroadcastStretchError, match=r"\(1, 4\) and \(2, 1\) to \(2, 4\)"):
         with watch_broadcasts(action="raise"):
-            torch.arange(4)[None, :] < lengths[:, None]  # the same comparison written here: reported
+            _ = torch.arange(4)[None, :] < lengths[:, None]  # the same comparison written here: reported

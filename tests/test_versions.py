@@ -3,10 +3,10 @@ every version-dependent behaviour the course relies on holds on the torch instal
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 from viewlab.versions import BEHAVIOURS, TORCH_FLOOR, check_torch, torch_at_least
@@ -37,8 +37,14 @@ def test_check_torch_reports_nothing_here():
 
 @pytest.mark.parametrize(
     ("want", "have", "expected"),
-    [("2.5", "2.5.0", True), ("2.5", "2.4.1", False), ("2.5", "2.11.0+cu128", True), ("2.5.1", "2.5.0", False),
-     ("2.5", "2.6.0.dev20241001", True), ("2.10", "2.9.1", False)],
+    [
+        ("2.5", "2.5.0", True),
+        ("2.5", "2.4.1", False),
+        ("2.5", "2.11.0+cu128", True),
+        ("2.5.1", "2.5.0", False),
+        ("2.5", "2.6.0.dev20241001", True),
+        ("2.10", "2.9.1", False),
+    ],
 )
 def test_torch_at_least_compares_numerically(want, have, expected):
     assert torch_at_least(want, installed=have) is expected

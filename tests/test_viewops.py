@@ -71,6 +71,7 @@ def test_observe_takes_an_op_name_regression():
 
 def test_view_op_table_rejects_an_array_for_documented():
     import numpy as np
+
     from viewlab import view_op_table
 
     # found by the fuzz suite: used to fail with numpy's "truth value of an array ... is ambiguous"

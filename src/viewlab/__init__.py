@@ -7,21 +7,20 @@ Importing viewlab starts nothing: no CUDA initialisation, no threads, no pyplot 
 False
 """
 
-from . import bench, versions
+from . import bench, exercises, versions
 from .attention import (
     SqueezeExcitation,
-    scaled_dot_product_attention,
     causal_mask,
     combine_masks,
     merge_heads,
     multi_head_self_attention,
     padding_mask,
+    scaled_dot_product_attention,
     split_heads,
 )
 from .broadcast import BroadcastError, BroadcastExplanation, explain_broadcast
 from .draw import draw_layout, show_figure
 from .draw_broadcast import draw_broadcast
-from . import exercises
 from .layout import Layout, layout, storage_indices
 from .memory import Measurement, OpRecord, measure
 from .monitor import MemoryMonitor
@@ -35,7 +34,7 @@ from .sentinels import (
     watch_broadcasts,
 )
 from .sharing import shares_storage
-from .viewops import OP_CASES, OFFICIAL_VIEW_OPS, observe, view_op_table
+from .viewops import OFFICIAL_VIEW_OPS, OP_CASES, observe, view_op_table
 
 __all__ = [
     "explain_broadcast",
@@ -66,6 +65,7 @@ __all__ = [
     "multi_head_self_attention",
     "SqueezeExcitation",
     "bench",
+    "versions",
     "views_only",
     "CopyError",
     "watch_broadcasts",

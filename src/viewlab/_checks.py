@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import operator
 import os
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import torch
 
@@ -126,9 +127,7 @@ def require_strided_tensor(obj: Any, func: str, arg: str = "t") -> torch.Tensor:
             hint = f" Wrap it first: {func}(torch.tensor({arg}))."
         elif type(obj).__module__ == "numpy":
             hint = f" Convert it without copying: {func}(torch.from_numpy({arg}))."
-        raise TypeError(
-            f"{func}() expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}"
-        )
+        raise TypeError(f"{func}() expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}")
     if obj.layout != torch.strided:
         raise ValueError(
             f"{func}() works on dense (strided) tensors; `{arg}` has layout {obj.layout}, "
@@ -136,8 +135,7 @@ def require_strided_tensor(obj: Any, func: str, arg: str = "t") -> torch.Tensor:
         )
     if getattr(obj, "is_nested", False):
         raise ValueError(
-            f"{func}() does not support nested tensors; pass one of its components, "
-            f"e.g. `{arg}.unbind()[0]`."
+            f"{func}() does not support nested tensors; pass one of its components, e.g. `{arg}.unbind()[0]`."
         )
     return obj
 
@@ -173,21 +171,35 @@ def require_tensor(
     """
     t = require_strided_tensor(obj, func, arg)
     if is_quantized_dtype(t.dtype) and not quantized:
-        raise type_error(func, arg, "a tensor of plain numbers, not a quantized one", t,
-                         f"Pass {arg}.dequantize().")
+        raise type_error(func, arg, "a tensor of plain numbers, not a quantized one", t, f"Pass {arg}.dequantize().")
     if not meta and t.device.type == "meta":
-        raise value_error(func, arg, "a tensor that holds values (not on the meta device)", t,
-                          f"Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data.")
+        raise value_error(
+            func,
+            arg,
+            "a tensor that holds values (not on the meta device)",
+            t,
+            "Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data.",
+        )
     shape_words = f" {shape_hint}" if shape_hint else ""
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if t.dim() not in allowed:
             dims = " or ".join(str(n) for n in allowed)
-            raise value_error(func, arg, f"a {dims}-D tensor{shape_words}", t,
-                              f"It has {t.dim()} dims; reshape or index it to {dims} dims.")
+            raise value_error(
+                func,
+                arg,
+                f"a {dims}-D tensor{shape_words}",
+                t,
+                f"It has {t.dim()} dims; reshape or index it to {dims} dims.",
+            )
     if min_ndim is not None and t.dim() < min_ndim:
-        raise value_error(func, arg, f"a tensor with at least {min_ndim} dims{shape_words}", t,
-                          f"It has {t.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0).")
+        raise value_error(
+            func,
+            arg,
+            f"a tensor with at least {min_ndim} dims{shape_words}",
+            t,
+            f"It has {t.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0).",
+        )
     if kinds is not None:
         kinds = tuple(kinds)
         if _dtype_kind(t.dtype) not in kinds:
@@ -309,8 +321,10 @@ def require_number(
         raise type_error(func, arg, want, value)
     if math.isnan(number) or (finite and math.isinf(number)):
         raise value_error(func, arg, want, value)
-    if (minimum is not None and number < minimum) or (above is not None and number <= above) or (
-        maximum is not None and number > maximum
+    if (
+        (minimum is not None and number < minimum)
+        or (above is not None and number <= above)
+        or (maximum is not None and number > maximum)
     ):
         raise value_error(func, arg, want, value)
     return number

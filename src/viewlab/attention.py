@@ -73,8 +73,12 @@ def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
             f"{func}(): a length ({longest}) exceeds max_len={max_len}; "
             f"pass max_len >= {longest} (the padded sequence length)."
         )
-    require_allocation(lengths.numel() * max_len + 8 * max_len, func, f"a padding mask of shape "
-                       f"({lengths.numel()}, 1, 1, {max_len})", lengths.device)
+    require_allocation(
+        lengths.numel() * max_len + 8 * max_len,
+        func,
+        f"a padding mask of shape ({lengths.numel()}, 1, 1, {max_len})",
+        lengths.device,
+    )
     positions = torch.arange(max_len, device=lengths.device)
     return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
@@ -137,8 +141,9 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
         result = torch.broadcast_shapes(*shapes)
     except RuntimeError as exc:
         raise ValueError(f"combine_masks(): mask shapes {shapes} do not broadcast together ({exc}).") from None
-    require_allocation(math.prod(result), "combine_masks", f"the combined mask of shape {tuple(result)}",
-                       masks[0].device)
+    require_allocation(
+        math.prod(result), "combine_masks", f"the combined mask of shape {tuple(result)}", masks[0].device
+    )
     out = masks[0]
     for m in masks[1:]:
         out = out & m
@@ -214,8 +219,9 @@ def _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weigh
     scores_shape = _scores_shape(q, k, v)
     if mask is not None:
         _check_mask(mask, scores_shape, q, func)
-    require_allocation(3 * math.prod(scores_shape) * q.element_size(), func,
-                       f"the attention scores of shape {scores_shape}", q.device)
+    require_allocation(
+        3 * math.prod(scores_shape) * q.element_size(), func, f"the attention scores of shape {scores_shape}", q.device
+    )
     if scale is not None:
         return require_number(scale, func, "scale")
     # With head dim 0 every score is an empty dot product, 0, whatever the scale: use 1 (SDPA's result is
@@ -251,8 +257,9 @@ def scaled_dot_product_attention(
     >>> scaled_dot_product_attention(q, k, v, mask=no_keys)[0, 0].tolist()
     [0.0, 0.0, 0.0]
     """
-    scale = _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights,
-                             "scaled_dot_product_attention")
+    scale = _check_attention(
+        q, k, v, mask, is_causal, scale, fully_masked, return_weights, "scaled_dot_product_attention"
+    )
     lq, lk = q.shape[-2], k.shape[-2]
     scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk): one dot product per (query, key) pair
     scores = scores * scale
@@ -367,12 +374,24 @@ def multi_head_self_attention(
             f"{func}(): the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by "
             f"num_heads={num_heads}; pick num_heads among the divisors of {d}."
         )
-    params = {"in_proj_weight": in_proj_weight, "in_proj_bias": in_proj_bias,
-              "out_proj_weight": out_proj_weight, "out_proj_bias": out_proj_bias}
-    expected = {"in_proj_weight": (3 * d, d), "in_proj_bias": (3 * d,), "out_proj_weight": (d, d),
-                "out_proj_bias": (d,)}
-    letters = {"in_proj_weight": "(3*D, D)", "in_proj_bias": "(3*D,)", "out_proj_weight": "(D, D)",
-               "out_proj_bias": "(D,)"}
+    params = {
+        "in_proj_weight": in_proj_weight,
+        "in_proj_bias": in_proj_bias,
+        "out_proj_weight": out_proj_weight,
+        "out_proj_bias": out_proj_bias,
+    }
+    expected = {
+        "in_proj_weight": (3 * d, d),
+        "in_proj_bias": (3 * d,),
+        "out_proj_weight": (d, d),
+        "out_proj_bias": (d,),
+    }
+    letters = {
+        "in_proj_weight": "(3*D, D)",
+        "in_proj_bias": "(3*D,)",
+        "out_proj_weight": "(D, D)",
+        "out_proj_bias": "(D,)",
+    }
     for name, p in params.items():
         if p is None and name.endswith("bias"):
             continue
@@ -419,8 +438,11 @@ class SqueezeExcitation(nn.Module):
                 f"SqueezeExcitation(channels={channels}, reduction={reduction}): channels // reduction = 0 hidden "
                 f"units, so the attention would ignore its input. Use reduction <= {channels}."
             )
-        require_allocation(4 * (2 * channels * hidden + channels + hidden), "SqueezeExcitation",
-                           f"the weights of {channels} channels x {hidden} hidden units")
+        require_allocation(
+            4 * (2 * channels * hidden + channels + hidden),
+            "SqueezeExcitation",
+            f"the weights of {channels} channels x {hidden} hidden units",
+        )
         self.channels = channels
         self.fc1 = nn.Linear(channels, hidden)
         self.fc2 = nn.Linear(hidden, channels)
@@ -435,7 +457,8 @@ class SqueezeExcitation(nn.Module):
         if x.dim() != 4 or x.shape[1] != self.channels:
             raise ValueError(
                 f"SqueezeExcitation(channels={self.channels}) expects x of shape (B, {self.channels}, H, W); "
-                f"got shape {tuple(x.shape)}" + (f" (dim 1 is {x.shape[1]})." if x.dim() == 4 else f" ({x.dim()} dims).")
+                f"got shape {tuple(x.shape)}"
+                + (f" (dim 1 is {x.shape[1]})." if x.dim() == 4 else f" ({x.dim()} dims).")
             )
         if x.shape[2] * x.shape[3] == 0:
             raise ValueError(

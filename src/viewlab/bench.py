@@ -14,8 +14,9 @@ from __future__ import annotations
 import html
 import inspect
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 from torch.utils import benchmark
@@ -73,14 +74,16 @@ class Comparison:
     def _table(self) -> list[tuple[str, ...]]:
         out = [("candidate", "median", "IQR", f"x {self.reference}", "bytes moved", "GB/s")]
         for r in self.rows:
-            out.append((
-                r.name,
-                _fmt_time(r.median_s),
-                _fmt_time(r.iqr_s),
-                f"{r.ratio:.3g}",
-                "-" if r.bytes_moved is None else f"{r.bytes_moved:,}",
-                "-" if r.gb_per_s is None else f"{r.gb_per_s:.3g}",
-            ))
+            out.append(
+                (
+                    r.name,
+                    _fmt_time(r.median_s),
+                    _fmt_time(r.iqr_s),
+                    f"{r.ratio:.3g}",
+                    "-" if r.bytes_moved is None else f"{r.bytes_moved:,}",
+                    "-" if r.gb_per_s is None else f"{r.gb_per_s:.3g}",
+                )
+            )
         return out
 
     def __str__(self) -> str:
@@ -149,15 +152,19 @@ def compare(
     """
     func = "compare"
     if not isinstance(cases, Mapping) or not cases:
-        raise ValueError("compare() needs a non-empty dict of {name: zero-argument callable}, "
-                         "e.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)}); "
-                         f"got {describe_value(cases)}.")
+        raise ValueError(
+            "compare() needs a non-empty dict of {name: zero-argument callable}, "
+            "e.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)}); "
+            f"got {describe_value(cases)}."
+        )
     for name, fn in cases.items():
         if not isinstance(name, str):
             raise TypeError(f"compare(): case names must be str, got {name!r}.")
         if not callable(fn):
-            raise TypeError(f"compare(): case {name!r} is a {type(fn).__name__}, not a callable; "
-                            f"wrap the expression: lambda: <expression>.")
+            raise TypeError(
+                f"compare(): case {name!r} is a {type(fn).__name__}, not a callable; "
+                f"wrap the expression: lambda: <expression>."
+            )
         _require_zero_arguments(fn, name)
     if reference is not None:
         require_str(reference, func, "reference", allow_none=True)
@@ -174,12 +181,15 @@ def compare(
             raise ValueError(f"compare(): bytes_moved[{name!r}] must be an int >= 0 (bytes per call), got {nbytes!r}.")
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"compare(): rounds must be an int >= 1, got {rounds!r}.")
-    if isinstance(min_run_time, bool) or not isinstance(min_run_time, (int, float)) or not (
-        0 < min_run_time <= MAX_MIN_RUN_TIME
+    if (
+        isinstance(min_run_time, bool)
+        or not isinstance(min_run_time, (int, float))
+        or not (0 < min_run_time <= MAX_MIN_RUN_TIME)
     ):
         # nan fails every comparison and inf never ends: both are refused here
-        raise ValueError(f"compare(): min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}, "
-                         f"got {min_run_time!r}.")
+        raise ValueError(
+            f"compare(): min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}, got {min_run_time!r}."
+        )
     budget = rounds * len(cases) * min_run_time
     if budget > MAX_TOTAL_SECONDS:
         raise ValueError(
@@ -187,7 +197,9 @@ def compare(
             f"least {budget:,.0f} s, more than {MAX_TOTAL_SECONDS} s; use fewer rounds or a shorter min_run_time."
         )
     if num_threads is not None:
-        num_threads = require_int(num_threads, func, "num_threads", minimum=1, maximum=max(1, 4 * (os.cpu_count() or 1)))
+        num_threads = require_int(
+            num_threads, func, "num_threads", minimum=1, maximum=max(1, 4 * (os.cpu_count() or 1))
+        )
     threads = torch.get_num_threads() if num_threads is None else num_threads
 
     timers = {
@@ -203,15 +215,17 @@ def compare(
     rows = []
     for name, m in merged.items():
         nbytes = bytes_moved.get(name)
-        rows.append(BenchRow(
-            name=name,
-            median_s=m.median,
-            iqr_s=m.iqr,
-            runs=len(m.times),
-            ratio=m.median / ref_median,
-            bytes_moved=nbytes,
-            gb_per_s=None if nbytes is None else nbytes / m.median / 1e9,
-        ))
+        rows.append(
+            BenchRow(
+                name=name,
+                median_s=m.median,
+                iqr_s=m.iqr,
+                runs=len(m.times),
+                ratio=m.median / ref_median,
+                bytes_moved=nbytes,
+                gb_per_s=None if nbytes is None else nbytes / m.median / 1e9,
+            )
+        )
     return Comparison(tuple(rows), reference)
 
 

@@ -17,8 +17,9 @@ import html
 import itertools
 import math
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any
 
 import torch
 
@@ -36,7 +37,7 @@ __all__ = [
     "NEW_DIM",
 ]
 
-_Operand = Union[torch.Tensor, torch.Size, Sequence[int]]
+_Operand = torch.Tensor | torch.Size | Sequence[int]
 
 EQUAL = "equal"
 STRETCHED = "stretched from 1"
@@ -69,7 +70,7 @@ class BroadcastError(ValueError):
     -1 b.unsqueeze(1)
     """
 
-    def __init__(self, message: str, conflicts: tuple, fixes: tuple["BroadcastFix", ...]):
+    def __init__(self, message: str, conflicts: tuple, fixes: tuple[BroadcastFix, ...]):
         super().__init__(message)
         self.conflicts = conflicts
         self.fixes = fixes
@@ -200,8 +201,10 @@ class BroadcastExplanation:
         if isinstance(key, bool) or not hasattr(key, "__index__"):
             raise TypeError(f"BroadcastExplanation[...] takes an operand's position (int) or name (str), got {key!r}.")
         if not -len(self.operands) <= operator.index(key) < len(self.operands):
-            raise IndexError(f"BroadcastExplanation[{key!r}]: there are {len(self.operands)} operands (positions "
-                             f"0..{len(self.operands) - 1}, or -1 for the last).")
+            raise IndexError(
+                f"BroadcastExplanation[{key!r}]: there are {len(self.operands)} operands (positions "
+                f"0..{len(self.operands) - 1}, or -1 for the last)."
+            )
         return self.operands[key]
 
     @property
@@ -224,8 +227,7 @@ class BroadcastExplanation:
         labels = [self._label(op) for op in self.operands]
         lw = max(len(s) for s in labels + ["result"])
         cells = [[("[1]" if r == NEW_DIM else str(n)) for n, r in zip(op.padded, op.rules)] for op in self.operands]
-        cw = max([3] + [len(c) for row in cells for c in row] + [len(str(n)) for n in self.shape]
-                 + [len(str(-rank))])
+        cw = max([3] + [len(c) for row in cells for c in row] + [len(str(n)) for n in self.shape] + [len(str(-rank))])
         lines = [f"broadcast {', '.join(labels)} -> {_fmt_shape(self.shape)}", ""]
         lines.append("1. right-align the shapes; pad missing leading dims with 1 (shown [1]):")
         header = " ".join(f"{d:>{cw}}" for d in range(-rank, 0))
@@ -275,13 +277,18 @@ class BroadcastExplanation:
             for n, rule, res in zip(op.padded, op.rules, self.shape):
                 text = {EQUAL: str(n), STRETCHED: f"1 &rarr; {res}", NEW_DIM: f"[1] &rarr; {res}"}[rule]
                 tip = esc(rule)
-                tds.append(f"<td style='text-align:center;{style[rule]}' title='{tip}'>{text}"
-                           f"{'' if rule == EQUAL else f'<br><small>{tip}</small>'}</td>")
-            rows.append(f"<tr><th style='text-align:left'>{esc(op.name)} <code>{esc(_fmt_shape(op.shape))}</code>"
-                        f"</th>{''.join(tds)}</tr>")
+                tds.append(
+                    f"<td style='text-align:center;{style[rule]}' title='{tip}'>{text}"
+                    f"{'' if rule == EQUAL else f'<br><small>{tip}</small>'}</td>"
+                )
+            rows.append(
+                f"<tr><th style='text-align:left'>{esc(op.name)} <code>{esc(_fmt_shape(op.shape))}</code>"
+                f"</th>{''.join(tds)}</tr>"
+            )
         res_tds = "".join(f"<td style='text-align:center'><b>{n}</b></td>" for n in self.shape)
-        rows.append(f"<tr><th style='text-align:left'>result <code>{esc(_fmt_shape(self.shape))}</code></th>"
-                    f"{res_tds}</tr>")
+        rows.append(
+            f"<tr><th style='text-align:left'>result <code>{esc(_fmt_shape(self.shape))}</code></th>{res_tds}</tr>"
+        )
         steps = "".join(
             f"<li>dim {s.from_right}: "
             + ", ".join(f"{esc(n)} {'&ndash;' if z is None else z}" for n, z in zip(names, s.sizes))
@@ -388,9 +395,14 @@ def _find_fixes(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> l
             new = tuple(new_shape)
             if _broadcast([new, target]) != tuple(target):
                 continue
-            lined = ", ".join(f"its dim {i} (size {n}) with dim {p - rt}" for i, (n, p) in enumerate(zip(shape, positions)))
-            fixes.append(BroadcastFix(name, _unsqueeze_code(name, ones_at), new, tuple(target),
-                                      f"lines up {lined} of the result"))
+            lined = ", ".join(
+                f"its dim {i} (size {n}) with dim {p - rt}" for i, (n, p) in enumerate(zip(shape, positions))
+            )
+            fixes.append(
+                BroadcastFix(
+                    name, _unsqueeze_code(name, ones_at), new, tuple(target), f"lines up {lined} of the result"
+                )
+            )
     # 2. reorder dims (small ranks only): a transposed operand.
     if 2 <= r <= 4:
         for perm in itertools.permutations(range(r)):
@@ -433,8 +445,10 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
             extra = ""
             if "unsqueeze" in f.code:
                 extra = " (if it came from a reduction, keepdim=True keeps that dim)"
-            lines.append(f"  {f.code} -> shape {_fmt_shape(f.new_shape)}, broadcasts to "
-                         f"{_fmt_shape(f.result_shape)}; {f.note}{extra}.")
+            lines.append(
+                f"  {f.code} -> shape {_fmt_shape(f.new_shape)}, broadcasts to "
+                f"{_fmt_shape(f.result_shape)}; {f.note}{extra}."
+            )
         if len(fixes) > _MAX_FIXES_SHOWN:
             lines.append(f"  ... and {len(fixes) - _MAX_FIXES_SHOWN} more (see the error's .fixes).")
         if len(fixes) > 1:
@@ -494,9 +508,7 @@ def _explain(operands: Sequence[Any], names: Any, dtype: Any, func: str) -> Broa
             raise TypeError(f"{func}(): names must be a list of non-empty strings, got {names!r}.")
         names = list(names)
         if len(names) != len(operands):
-            raise ValueError(
-                f"{func}(): got {len(operands)} operands but {len(names)} names; give one name each."
-            )
+            raise ValueError(f"{func}(): got {len(operands)} operands but {len(names)} names; give one name each.")
         if len(set(names)) != len(names):
             raise ValueError(f"{func}(): names must be different from each other, got {names!r}.")
     parsed = [_as_shape(obj, i, n, func) for i, (obj, n) in enumerate(zip(operands, names))]
@@ -513,9 +525,7 @@ def _explain(operands: Sequence[Any], names: Any, dtype: Any, func: str) -> Broa
     for (shape, tensor), name in zip(parsed, names):
         pad = rank - len(shape)
         padded = (1,) * pad + shape
-        rules = tuple(
-            NEW_DIM if d < pad else (EQUAL if padded[d] == result[d] else STRETCHED) for d in range(rank)
-        )
+        rules = tuple(NEW_DIM if d < pad else (EQUAL if padded[d] == result[d] else STRETCHED) for d in range(rank))
         expanded = tuple(d for d in range(rank) if padded[d] == 1 and result[d] > 1)
         sum_dims = tuple(d for d in range(rank) if rules[d] != EQUAL)
         if tensor is not None:
@@ -524,7 +534,11 @@ def _explain(operands: Sequence[Any], names: Any, dtype: Any, func: str) -> Broa
         else:
             op_dtype = dtype
             stride = tuple(torch.empty(shape, dtype=dtype, device="meta").expand(result).stride())
-        itemsize = tensor.element_size() if tensor is not None else torch.empty((), dtype=op_dtype, device="meta").element_size()
+        itemsize = (
+            tensor.element_size()
+            if tensor is not None
+            else torch.empty((), dtype=op_dtype, device="meta").element_size()
+        )
         infos.append(
             OperandInfo(
                 name=name,

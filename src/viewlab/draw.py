@@ -31,7 +31,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def draw_layout(t: Any, title: str | None = None) -> "Figure":
+def draw_layout(t: Any, title: str | None = None) -> Figure:
     """Draw how ``t`` maps onto its storage and return the matplotlib ``Figure``.
 
     Top: the tensor as the learner indexes it (2-D grid; leading dimensions are stacked as rows and
@@ -113,8 +113,14 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
     if leading:
         for r in range(rows):
             label = list(torch.unravel_index(torch.tensor(r), leading)) if len(leading) > 1 else [r]
-            top.text(-0.15, rows - 1 - r + 0.5, str(tuple(int(v) for v in label)) if len(leading) > 1 else str(r),
-                     ha="right", va="center", fontsize=8)
+            top.text(
+                -0.15,
+                rows - 1 - r + 0.5,
+                str(tuple(int(v) for v in label)) if len(leading) > 1 else str(r),
+                ha="right",
+                va="center",
+                fontsize=8,
+            )
     top.set_xlim(-1.2, max(cols, 1) + 0.2)
     top.set_ylim(-0.1, max(rows, 1) + 0.1)
     top.set_title(
@@ -132,8 +138,9 @@ def draw_layout(t: Any, title: str | None = None) -> "Figure":
     offset = t.storage_offset()
     if offset and lo <= offset < hi:  # mark where the view starts reading, and what it skips
         x0, x1 = 0 - (lo - 0), offset - lo
-        bottom.annotate("", xy=(x1, -0.62), xytext=(max(x0, 0), -0.62),
-                        arrowprops={"arrowstyle": "->", "color": "#444444", "lw": 1})
+        bottom.annotate(
+            "", xy=(x1, -0.62), xytext=(max(x0, 0), -0.62), arrowprops={"arrowstyle": "->", "color": "#444444", "lw": 1}
+        )
         bottom.text((max(x0, 0) + x1) / 2, -0.85, f"offset {offset}", ha="center", va="center", fontsize=7)
     bottom.set_xlim(-0.2, max(hi - lo, 1) + 0.2)
     bottom.set_ylim(-1.05 if offset else -0.5, 1.45)
@@ -175,7 +182,7 @@ class PNGFigure:
         return f"PNGFigure({len(self.data):,} bytes, alt={self.alt!r})"
 
 
-def show_figure(fig: "Figure", alt: str, dpi: int = 100) -> PNGFigure:
+def show_figure(fig: Figure, alt: str, dpi: int = 100) -> PNGFigure:
     """Render ``fig`` to a PNG and return a ``PNGFigure`` that carries ``alt`` text.
 
     A plain PNG output survives in the saved notebook and in the static book (no widget state, no
@@ -191,13 +198,15 @@ def show_figure(fig: "Figure", alt: str, dpi: int = 100) -> PNGFigure:
     if not isinstance(fig, _Figure):
         raise TypeError(f"show_figure() expects a matplotlib Figure (e.g. from draw_layout), got {type(fig).__name__}.")
     if not isinstance(alt, str) or not alt.strip():
-        raise ValueError("show_figure() needs alt text: one sentence saying what the picture shows, e.g. "
-                         "alt='a 2x3 view reading storage elements 0 to 5'.")
+        raise ValueError(
+            "show_figure() needs alt text: one sentence saying what the picture shows, e.g. "
+            "alt='a 2x3 view reading storage elements 0 to 5'."
+        )
     dpi = require_number(dpi, "show_figure", "dpi", minimum=20, maximum=1000)
     return PNGFigure(render_png(fig, dpi=dpi), alt)
 
 
-def render_png(fig: "Figure", dpi: int = 100) -> bytes:
+def render_png(fig: Figure, dpi: int = 100) -> bytes:
     """The PNG bytes of ``fig``; identical bytes for identical figures, so re-executed notebooks diff cleanly.
 
     >>> render_png(draw_layout(torch.arange(3)))[:4]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -41,7 +42,7 @@ def _as_grid(shape: Sequence[int]) -> tuple[int, int]:
 
 def draw_broadcast(
     *tensors: torch.Tensor, names: Sequence[str] | None = None, op: str = "+", title: str | None = None
-) -> "Figure":
+) -> Figure:
     """Draw ``tensors[0] op tensors[1] op ...`` as broadcasting computes it; return the ``Figure``.
 
     One panel per operand, drawn at the result's shape: cells the operand really stores are solid and
@@ -69,11 +70,14 @@ def draw_broadcast(
         if t.device.type == "meta":
             raise ValueError(f"draw_broadcast(): operand {i} is a meta tensor, which has no values to draw.")
     if op in ("<", ">") and any(t.is_complex() for t in tensors):
-        raise TypeError(f"draw_broadcast(): op={op!r} orders values, and complex numbers have no order; "
-                        "pass real tensors (e.g. x.real) or op='=='.")
+        raise TypeError(
+            f"draw_broadcast(): op={op!r} orders values, and complex numbers have no order; "
+            "pass real tensors (e.g. x.real) or op='=='."
+        )
     if op == "-" and any(t.dtype == torch.bool for t in tensors):
-        raise TypeError("draw_broadcast(): op='-' is not defined for bool tensors; "
-                        "pass x.int() to subtract, or op='==' to compare.")
+        raise TypeError(
+            "draw_broadcast(): op='-' is not defined for bool tensors; pass x.int() to subtract, or op='==' to compare."
+        )
     expl = _explain(tensors, names, torch.float32, func)  # validates count, names; raises BroadcastError
     shape = tuple(expl.shape)
     if len(shape) > 2:
@@ -110,11 +114,17 @@ def draw_broadcast(
                 if real:
                     ax.add_patch(Rectangle((c, y), 1, 1, facecolor=colour, edgecolor="black", linewidth=1))
                 else:  # hatch drawn in the operand's colour, then a black border on top
-                    ax.add_patch(Rectangle((c, y), 1, 1, facecolor="white", edgecolor=colour, hatch="///",
-                                           linewidth=0))
+                    ax.add_patch(Rectangle((c, y), 1, 1, facecolor="white", edgecolor=colour, hatch="///", linewidth=0))
                     ax.add_patch(Rectangle((c, y), 1, 1, fill=False, edgecolor="black", linewidth=1))
-                ax.text(c + 0.5, y + 0.5, _fmt(values[r][c]), ha="center", va="center", fontsize=9,
-                        bbox=None if real else {"facecolor": "white", "edgecolor": "none", "pad": 1.5})
+                ax.text(
+                    c + 0.5,
+                    y + 0.5,
+                    _fmt(values[r][c]),
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    bbox=None if real else {"facecolor": "white", "edgecolor": "none", "pad": 1.5},
+                )
         ax.set_xlim(-0.1, cols + 0.1)
         ax.set_ylim(-0.1, rows + 0.1)
         ax.set_aspect("equal")
@@ -124,17 +134,27 @@ def draw_broadcast(
     for k, (t, info) in enumerate(zip(tensors, expl.operands)):
         view = t.detach().cpu().expand(shape).reshape(rows, cols).tolist()
         padded2 = _as_grid(info.padded)  # the operand's own sizes, right-aligned to the result
-        stored = [[(padded2[0] > 1 or r == 0) and (padded2[1] > 1 or c == 0) for c in range(cols)]
-                  for r in range(rows)]
+        stored = [[(padded2[0] > 1 or r == 0) and (padded2[1] > 1 or c == 0) for c in range(cols)] for r in range(rows)]
         copies = rows * cols - sum(map(sum, stored))
         label = f"{info.name}: shape {tuple(info.shape)}\nstride after expand {info.expanded_stride}"
         label += f"\n{copies} virtual cop{'y' if copies == 1 else 'ies'}"
         draw_panel(axes[k], view, stored, _PALETTE[k % len(_PALETTE)], label)
     values = result.reshape(rows, cols).tolist()
     joined = f" {op} ".join(o.name for o in expl.operands)
-    draw_panel(axes[-1], values, [[True] * cols for _ in range(rows)], _RESULT_COLOUR,
-               f"{joined}: shape {shape}\n(new memory, {numel} elements)")
+    draw_panel(
+        axes[-1],
+        values,
+        [[True] * cols for _ in range(rows)],
+        _RESULT_COLOUR,
+        f"{joined}: shape {shape}\n(new memory, {numel} elements)",
+    )
     fig.tight_layout(rect=(0, 0.08, 1, 0.98))
-    fig.text(0.5, 0.03, title or "solid = stored in memory; hatched = virtual copy (stride 0, no memory)",
-             ha="center", va="bottom", fontsize=9)
+    fig.text(
+        0.5,
+        0.03,
+        title or "solid = stored in memory; hatched = virtual copy (stride 0, no memory)",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+    )
     return fig

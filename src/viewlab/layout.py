@@ -185,7 +185,7 @@ def _overlaps(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
         return False
     index = torch.zeros((), dtype=torch.int64)
     for s, n in dims:
-        index = (index[..., None] + torch.arange(n, dtype=torch.int64) * s)
+        index = index[..., None] + torch.arange(n, dtype=torch.int64) * s
     flat = index.reshape(-1)
     return bool(torch.unique(flat).numel() < flat.numel())
 

@@ -36,8 +36,9 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
@@ -80,13 +81,17 @@ def resolve_device(device: Any = None) -> torch.device:
 def _resolve_device(device: Any, func: str) -> torch.device:
     """:func:`resolve_device`, with errors that name ``func``, the function the learner called."""
     if isinstance(device, bool) or (isinstance(device, int) and not isinstance(device, bool)):
-        raise TypeError(f"{func}(device={device!r}): pass a device name such as 'cuda:0' or 'cpu', not a bare "
-                        f"{type(device).__name__}.")
+        raise TypeError(
+            f"{func}(device={device!r}): pass a device name such as 'cuda:0' or 'cpu', not a bare "
+            f"{type(device).__name__}."
+        )
     if device is None:
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"{func}(device=...) expects None, a device name such as 'cpu' or 'cuda:0', or a "
-                        f"torch.device; got {type(device).__name__}.")
+        raise TypeError(
+            f"{func}(device=...) expects None, a device name such as 'cpu' or 'cuda:0', or a "
+            f"torch.device; got {type(device).__name__}."
+        )
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError) as exc:
@@ -182,7 +187,7 @@ class _TorchCudaCounters:
 class _CudaWindow:
     """One open viewlab measurement window on a CUDA device (a ``measure`` block, a monitor, a cell)."""
 
-    def __init__(self, ledger: "_CudaLedger", device: torch.device, start: dict[str, int]) -> None:
+    def __init__(self, ledger: _CudaLedger, device: torch.device, start: dict[str, int]) -> None:
         self.ledger = ledger
         self.device = device
         self.start = start  # the counters when the window opened
@@ -252,8 +257,11 @@ def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
         raise ValueError(f"cuda_process_peak(device={device!r}): pass a CUDA device such as 'cuda' or 'cuda:0'.")
     if dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
-    names = {"allocated": "allocated_bytes.all.peak", "requested": "requested_bytes.all.peak",
-             "reserved": "reserved_bytes.all.peak"}
+    names = {
+        "allocated": "allocated_bytes.all.peak",
+        "requested": "requested_bytes.all.peak",
+        "reserved": "reserved_bytes.all.peak",
+    }
     return {name: _CUDA_LEDGER.process_peak(dev, key) for name, key in names.items()}
 
 

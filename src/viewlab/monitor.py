@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .memory import _CUDA_LEDGER, _CudaWindow, _enter_mode, _remove_mode, _resolve_device, _StorageTracker, rss_bytes
@@ -196,8 +195,11 @@ class _CudaSource(_Source):
 
     def read(self) -> tuple[int, int, int]:
         s = self.ledger.counters.stats(self.device)
-        return (s.get("allocated_bytes.all.current", 0), self._window.peak("allocated_bytes.all.peak"),
-                s.get("reserved_bytes.all.current", 0))
+        return (
+            s.get("allocated_bytes.all.current", 0),
+            self._window.peak("allocated_bytes.all.peak"),
+            s.get("reserved_bytes.all.current", 0),
+        )
 
     def reset_peak(self) -> None:
         self._window.close()
@@ -260,7 +262,7 @@ class _FrameHook(TorchDispatchMode):
     """``frames="cell"``: after each operator on the cell's thread, one clock read; when a frame is
     due, the monitor samples and sends it from this thread. Holds the monitor only weakly."""
 
-    def __init__(self, monitor: "MemoryMonitor") -> None:
+    def __init__(self, monitor: MemoryMonitor) -> None:
         super().__init__()
         self._monitor = weakref.ref(monitor)
         self.due = 0.0  # perf_counter() time from which the next frame may be sent
@@ -274,7 +276,7 @@ class _FrameHook(TorchDispatchMode):
         return out
 
 
-def _sampler(ref: "weakref.ReferenceType[MemoryMonitor]", stop: threading.Event, interval: float) -> None:
+def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, interval: float) -> None:
     """Thread body. Holds only a weak reference, so a forgotten monitor does not keep it alive."""
     while not stop.wait(interval):
         mon = ref()
@@ -428,7 +430,7 @@ class MemoryMonitor:
 
     # ------------------------------------------------------------------ control
 
-    def start(self) -> "MemoryMonitor":
+    def start(self) -> MemoryMonitor:
         """Start sampling (and, in a notebook, show the live widget). Starting twice is an error.
 
         >>> mon = MemoryMonitor(device="cpu", display=False).start()
@@ -452,7 +454,9 @@ class MemoryMonitor:
                 self._stop_event = threading.Event()
                 self._take_sample()
                 thread = threading.Thread(
-                    target=_sampler, args=(weakref.ref(self), self._stop_event, self.interval), name=_THREAD_NAME,
+                    target=_sampler,
+                    args=(weakref.ref(self), self._stop_event, self.interval),
+                    name=_THREAD_NAME,
                     daemon=True,
                 )
                 thread.start()
@@ -481,7 +485,7 @@ class MemoryMonitor:
                 self._source.close()
                 self._source = None
 
-    def stop(self, show: bool | None = None) -> "MemoryMonitor":
+    def stop(self, show: bool | None = None) -> MemoryMonitor:
         """Stop the thread, take a last sample, and (in a notebook) show the final PNG + summary.
 
         Safe to call when not running. ``show=False`` skips the final output.
@@ -514,7 +518,7 @@ class MemoryMonitor:
             self._show_final()
         return self
 
-    def reset(self) -> "MemoryMonitor":
+    def reset(self) -> MemoryMonitor:
         """Forget samples, marks and cells, and restart the peak from the current value.
 
         >>> mon = MemoryMonitor(device="cpu", display=False)
@@ -566,7 +570,7 @@ class MemoryMonitor:
                 self._hook.due = self._frame_time + MIN_INTERVAL
         return mark
 
-    def __enter__(self) -> "MemoryMonitor":
+    def __enter__(self) -> MemoryMonitor:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -687,26 +691,67 @@ class MemoryMonitor:
         last = samples[-1] if samples else None
         for idx, cell in enumerate(cells):
             ax.axvspan(cell.start, cell.end, color="#56B4E9" if idx % 2 else "#E69F00", alpha=0.15, lw=0)
-            ax.annotate(cell.label, (cell.start, 1.0), xycoords=ax.get_xaxis_transform(), xytext=(1, -2),
-                        textcoords="offset points", fontsize=7, va="top", color="#444444")
+            ax.annotate(
+                cell.label,
+                (cell.start, 1.0),
+                xycoords=ax.get_xaxis_transform(),
+                xytext=(1, -2),
+                textcoords="offset points",
+                fontsize=7,
+                va="top",
+                color="#444444",
+            )
         if samples:
-            ax.plot(ts, [s.allocated / scale for s in samples], color="#0072B2", lw=2, drawstyle="steps-post",
-                    label=f"{source_line}: {_exact(last.allocated)}")
+            ax.plot(
+                ts,
+                [s.allocated / scale for s in samples],
+                color="#0072B2",
+                lw=2,
+                drawstyle="steps-post",
+                label=f"{source_line}: {_exact(last.allocated)}",
+            )
             if self.backend_kind != "rss":
-                ax.plot(ts, [s.peak / scale for s in samples], color="#D55E00", lw=1.5, ls="--", drawstyle="steps-post",
-                        label=f"peak: {_exact(last.peak)}")
+                ax.plot(
+                    ts,
+                    [s.peak / scale for s in samples],
+                    color="#D55E00",
+                    lw=1.5,
+                    ls="--",
+                    drawstyle="steps-post",
+                    label=f"peak: {_exact(last.peak)}",
+                )
             if any(s.reserved is not None for s in samples):
-                ax.plot(ts, [(s.reserved or 0) / scale for s in samples], color="#009E73", lw=1.5, ls=":", drawstyle="steps-post",
-                        label=f"reserved: {_exact(last.reserved)}")
+                ax.plot(
+                    ts,
+                    [(s.reserved or 0) / scale for s in samples],
+                    color="#009E73",
+                    lw=1.5,
+                    ls=":",
+                    drawstyle="steps-post",
+                    label=f"reserved: {_exact(last.reserved)}",
+                )
             if any(s.rss is not None for s in samples):
-                ax.plot(ts, [(s.rss or 0) / scale for s in samples], color="#999999", lw=1,
-                        label=f"process RSS (approx.): {_exact(last.rss)}")
+                ax.plot(
+                    ts,
+                    [(s.rss or 0) / scale for s in samples],
+                    color="#999999",
+                    lw=1,
+                    label=f"process RSS (approx.): {_exact(last.rss)}",
+                )
         for idx, mark in enumerate(marks):
             ax.axvline(mark.t, color="#CC79A7", lw=1)
             # Staggered heights and a white box, so neighbouring labels neither overlap nor vanish into a line.
-            ax.annotate(mark.label, (mark.t, 0.92 - 0.17 * (idx % 4)), xycoords=ax.get_xaxis_transform(),
-                        xytext=(3, 0), textcoords="offset points", fontsize=8, color="#6a3d5a", va="top",
-                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+            ax.annotate(
+                mark.label,
+                (mark.t, 0.92 - 0.17 * (idx % 4)),
+                xycoords=ax.get_xaxis_transform(),
+                xytext=(3, 0),
+                textcoords="offset points",
+                fontsize=8,
+                color="#6a3d5a",
+                va="top",
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+            )
         ax.set_xlabel("seconds since start")
         ax.set_ylabel(unit)
         ax.set_ylim(bottom=0, top=peak_all / scale * 1.12 if samples else 1.0)
@@ -715,18 +760,40 @@ class MemoryMonitor:
         ax.set_xlim(0, max(end, 1.0 if self.running else 1e-3) * 1.02)
         fig.suptitle(self.title or f"memory: {self.backend}", fontsize=10)
         if samples:  # above the plot, so it never hides a line or a mark
-            ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=7, title=self.backend,
-                      title_fontsize=7, frameon=False, alignment="left")
+            ax.legend(
+                loc="lower left",
+                bbox_to_anchor=(0.0, 1.0),
+                ncol=2,
+                fontsize=7,
+                title=self.backend,
+                title_fontsize=7,
+                frameon=False,
+                alignment="left",
+            )
         ax.grid(alpha=0.3)
         if bars is not None:
             labels = [c.label for c in cells]
             xs = range(len(cells))
-            bars.bar(xs, [c.peak_bytes / scale for c in cells], color="#D55E00", alpha=0.35, label="peak inside the cell")
-            bars.bar(xs, [max(c.allocated_bytes, 0) / scale for c in cells], width=0.45, color="#0072B2",
-                     label="still held after it")
+            bars.bar(
+                xs, [c.peak_bytes / scale for c in cells], color="#D55E00", alpha=0.35, label="peak inside the cell"
+            )
+            bars.bar(
+                xs,
+                [max(c.allocated_bytes, 0) / scale for c in cells],
+                width=0.45,
+                color="#0072B2",
+                label="still held after it",
+            )
             for x, c in zip(xs, cells):
-                bars.annotate(f"+{c.allocated_bytes:,} B held\npeak +{c.peak_bytes:,} B", (x, c.peak_bytes / scale),
-                              xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7)
+                bars.annotate(
+                    f"+{c.allocated_bytes:,} B held\npeak +{c.peak_bytes:,} B",
+                    (x, c.peak_bytes / scale),
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                )
             bars.set_xticks(list(xs), labels, fontsize=8)
             bars.set_ylabel(unit)
             bars.set_ylim(0, max([c.peak_bytes for c in cells] + [1]) / scale * 1.45)
@@ -736,7 +803,9 @@ class MemoryMonitor:
             bars.grid(alpha=0.3, axis="y")
             fig.subplots_adjust(left=0.09, right=0.98, top=0.84, bottom=0.07, hspace=0.6)
         else:
-            fig.subplots_adjust(left=0.09, right=0.98, top=0.76, bottom=0.16)  # fixed: tight_layout costs a frame's time
+            fig.subplots_adjust(
+                left=0.09, right=0.98, top=0.76, bottom=0.16
+            )  # fixed: tight_layout costs a frame's time
         return fig
 
     def png(self) -> bytes:
@@ -786,7 +855,9 @@ class MemoryMonitor:
                 rows.append(("reserved at stop", f"{last.reserved:,} B"))
         rows += [(f"mark: {m.label}", f"{m.allocated:,} B allocated") for m in self.marks]
         rows += [(f"cell {c.label}", f"{c.allocated_bytes:+,} B held, peak +{c.peak_bytes:,} B") for c in self.cells]
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows
+        )
         return f"<table class='viewlab-memory'>{body}</table>"
 
     def _show_final(self) -> None:
@@ -816,8 +887,10 @@ class MemoryMonitor:
             # Shown once, as the same bundle ipywidgets 7 and 8 send, but with a readable text/plain: that is
             # what GitHub, nbviewer and other viewers without the widget show instead of "VBox(children=...".
             view = {"version_major": 2, "version_minor": 0, "model_id": self._widget.model_id}
-            text = (f"[live memory monitor: {self.backend}; a widget that updates while cells run. "
-                    "Its final plot and summary table are stored below it when it stops.]")
+            text = (
+                f"[live memory monitor: {self.backend}; a widget that updates while cells run. "
+                "Its final plot and summary table are stored below it when it stops.]"
+            )
             display({"application/vnd.jupyter.widget-view+json": view, "text/plain": text}, raw=True)
             handle = getattr(self._widget, "_handle_displayed", None)
             if callable(handle):
@@ -889,7 +962,7 @@ class MemoryMonitor:
         self.reset()
 
 
-def _click(ref: "weakref.ReferenceType[MemoryMonitor]", action: str, _button: Any = None) -> None:
+def _click(ref: weakref.ReferenceType[MemoryMonitor], action: str, _button: Any = None) -> None:
     mon = ref()
     if mon is not None:
         getattr(mon, action)()

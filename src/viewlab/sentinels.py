@@ -19,7 +19,8 @@ import functools
 import sys
 import traceback
 import warnings
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -128,9 +129,7 @@ def _blocking_dims(t: torch.Tensor) -> list[tuple[int, int]]:
     """Adjacent dimension pairs that cannot be merged into one without a copy: for dims ``i, i+1`` (both of
     size > 1), a view can merge them only when ``stride[i] == stride[i+1] * size[i+1]``."""
     dims = [d for d in range(t.dim()) if t.shape[d] != 1]
-    return [
-        (a, b) for a, b in zip(dims, dims[1:]) if t.stride(a) != t.stride(b) * t.shape[b]
-    ]
+    return [(a, b) for a, b in zip(dims, dims[1:]) if t.stride(a) != t.stride(b) * t.shape[b]]
 
 
 def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
@@ -149,8 +148,10 @@ def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
                 f"{base.stride(b)} * {base.shape[b]} = {base.stride(b) * base.shape[b]}"
                 for a, b in blocked
             )
-            return (f"the input ({_describe(base)}) cannot be read in the new shape with strides alone; the "
-                    f"dimensions that would have to merge are not laid out back to back ({pairs})")
+            return (
+                f"the input ({_describe(base)}) cannot be read in the new shape with strides alone; the "
+                f"dimensions that would have to merge are not laid out back to back ({pairs})"
+            )
         return f"the input ({_describe(base)}) cannot be viewed in the new shape"
     return f"{short} computes new values (input {_describe(base)}), which need new storage"
 
@@ -203,7 +204,7 @@ class _Guard:
         self._make = make_modes
         self._active: list[tuple[TorchFunctionMode, TorchDispatchMode]] = []
 
-    def __enter__(self) -> "_Guard":
+    def __enter__(self) -> _Guard:
         function_mode, dispatch_mode = self._make()
         function_mode.__enter__()
         try:
@@ -278,11 +279,21 @@ class BroadcastStretchError(ValueError):
     """Raised by :func:`watch_broadcasts(action="raise") <watch_broadcasts>` instead of the warning."""
 
 
-_LOSSES = frozenset({
-    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
-    "kl_div", "hinge_embedding_loss",
-})
+_LOSSES = frozenset(
+    {
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "soft_margin_loss",
+        "poisson_nll_loss",
+        "gaussian_nll_loss",
+        "kl_div",
+        "hinge_embedding_loss",
+    }
+)
 
 
 def mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int, int]]] | None:
@@ -349,10 +360,11 @@ def _stretch_message(func: Any, recorder: _CallRecorder, shapes: list, stretched
         fix = "make the operands' shapes equal first (reshape or view_as one of them)"
     fix += "; if an outer product is what you meant, pass allow_outer=True"
     line = _learner_line()
-    return (f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
-            f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
-            f"{numel:,} elements, more than any operand. To compute elementwise, {fix}."
-            + (f"\nAt {line}" if line else ""))
+    return (
+        f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
+        f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
+        f"{numel:,} elements, more than any operand. To compute elementwise, {fix}." + (f"\nAt {line}" if line else "")
+    )
 
 
 class _LossWatch(_CallRecorder):
@@ -437,8 +449,10 @@ class HeldTensor:
 
 def _shell(ip: Any, func: str = "held_by_ipython") -> Any:
     if ip is not None and not isinstance(getattr(ip, "user_ns", None), dict):
-        raise TypeError(f"{func}(ip=...) expects the IPython shell (get_ipython()) or None for the running one; "
-                        f"got {type(ip).__name__}.")
+        raise TypeError(
+            f"{func}(ip=...) expects the IPython shell (get_ipython()) or None for the running one; "
+            f"got {type(ip).__name__}."
+        )
     if ip is None:
         try:
             from IPython import get_ipython
@@ -446,8 +460,10 @@ def _shell(ip: Any, func: str = "held_by_ipython") -> Any:
             get_ipython = None
         ip = get_ipython() if get_ipython else None
     if ip is None or not isinstance(getattr(ip, "user_ns", None), dict):
-        raise RuntimeError(f"{func}() works inside IPython or Jupyter (get_ipython() is None here); "
-                           "in a script nothing keeps outputs alive.")
+        raise RuntimeError(
+            f"{func}() works inside IPython or Jupyter (get_ipython() is None here); "
+            "in a script nothing keeps outputs alive."
+        )
     return ip
 
 
@@ -459,10 +475,16 @@ def _sources(sources: Any, where: str) -> tuple[str, ...]:
     given = sources
     if isinstance(sources, str):
         sources = (sources,)
-    if (not isinstance(sources, (list, tuple, set)) or not sources or not all(isinstance(x, str) for x in sources)
-            or not set(sources) <= set(_SOURCES)):
-        raise ValueError(f"{where}(sources={given!r}): pass some of {_SOURCES} "
-                         "(output history, the last result, the last stored traceback).")
+    if (
+        not isinstance(sources, (list, tuple, set))
+        or not sources
+        or not all(isinstance(x, str) for x in sources)
+        or not set(sources) <= set(_SOURCES)
+    ):
+        raise ValueError(
+            f"{where}(sources={given!r}): pass some of {_SOURCES} "
+            "(output history, the last result, the last stored traceback)."
+        )
     return tuple(sources)
 
 
@@ -520,8 +542,12 @@ def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]
     """
     ip, sources = _shell(ip, "held_by_ipython"), _sources(sources, "held_by_ipython")
     # Storages one of your own variables also reaches: releasing IPython's reference would free nothing.
-    own = {_storage_key(t) for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ("Out", "In")
-           for t in _tensors_in(v)}
+    own = {
+        _storage_key(t)
+        for k, v in ip.user_ns.items()
+        if not k.startswith("_") and k not in ("Out", "In")
+        for t in _tensors_in(v)
+    }
     held, seen = [], set()
     for where, value in _history_slots(ip, sources):
         for t in _tensors_in(value):
@@ -581,7 +607,9 @@ def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
         sys.last_traceback = sys.last_value = sys.last_type = None
         if hasattr(sys, "last_exc"):
             sys.last_exc = None
-    for printer in ("InteractiveTB", "SyntaxTB") if "traceback" in sources else ():  # IPython's traceback printers keep the last one too
+    for printer in (
+        ("InteractiveTB", "SyntaxTB") if "traceback" in sources else ()
+    ):  # IPython's traceback printers keep the last one too
         if getattr(getattr(ip, printer, None), "tb", None) is not None:
             getattr(ip, printer).tb = None
     gc.collect()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
+import torch  # noqa: F401 - the docstring examples use it (doctest runs in this module's namespace)
 
 from ._checks import require_strided_tensor
 

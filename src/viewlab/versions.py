@@ -14,8 +14,8 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -33,8 +33,10 @@ def torch_at_least(version: str, installed: str | None = None) -> bool:
     if not isinstance(version, str):
         raise TypeError(f"torch_at_least(version=...) expects a string such as '2.5', got {type(version).__name__}.")
     if installed is not None and not isinstance(installed, str):
-        raise TypeError(f"torch_at_least(installed=...) expects a version string such as '2.11.0+cu128' or None "
-                        f"(the torch running here), got {type(installed).__name__}.")
+        raise TypeError(
+            f"torch_at_least(installed=...) expects a version string such as '2.11.0+cu128' or None "
+            f"(the torch running here), got {type(installed).__name__}."
+        )
 
     def parts(text: str) -> tuple[int, ...]:
         match = re.match(r"\d+(?:\.\d+)*", text.strip())  # "2.11.0+cu128" -> (2, 11, 0); "cuda:7" -> ()
@@ -94,15 +96,27 @@ def _memory_history_takes_python_stacks() -> bool:
 
 
 BEHAVIOURS: tuple[Behaviour, ...] = (
-    Behaviour("scaled_dot_product_attention returns 0 (not NaN) for a query whose mask row is all False",
-              "2.5", "notebooks 04 and 05 (fully masked rows); viewlab.attention matches it",
-              _sdpa_fully_masked_row_is_zero),
-    Behaviour("Tensor.untyped_storage() exists and views share it", "2.0",
-              "every notebook; viewlab.layout, viewlab.sharing, viewlab.measure", _untyped_storage_is_shared_by_views),
-    Behaviour("Tensor.storage() warns that TypedStorage is deprecated", "2.0", "notebook 01",
-              _typed_storage_warns_deprecated),
-    Behaviour("torch.cuda.memory._record_memory_history(stacks='python')", "2.1", "notebook 06 (memory snapshot)",
-              _memory_history_takes_python_stacks),
+    Behaviour(
+        "scaled_dot_product_attention returns 0 (not NaN) for a query whose mask row is all False",
+        "2.5",
+        "notebooks 04 and 05 (fully masked rows); viewlab.attention matches it",
+        _sdpa_fully_masked_row_is_zero,
+    ),
+    Behaviour(
+        "Tensor.untyped_storage() exists and views share it",
+        "2.0",
+        "every notebook; viewlab.layout, viewlab.sharing, viewlab.measure",
+        _untyped_storage_is_shared_by_views,
+    ),
+    Behaviour(
+        "Tensor.storage() warns that TypedStorage is deprecated", "2.0", "notebook 01", _typed_storage_warns_deprecated
+    ),
+    Behaviour(
+        "torch.cuda.memory._record_memory_history(stacks='python')",
+        "2.1",
+        "notebook 06 (memory snapshot)",
+        _memory_history_takes_python_stacks,
+    ),
 )
 
 

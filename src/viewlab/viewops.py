@@ -8,8 +8,9 @@ input's layout. :func:`view_op_table` runs them all and reports what actually ha
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -20,11 +21,43 @@ __all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "observe", "view_op_table"
 
 # The ops listed on PyTorch's "Tensor Views" docs page (plus basic indexing, listed there in prose).
 OFFICIAL_VIEW_OPS: tuple[str, ...] = (
-    "basic indexing", "adjoint", "as_strided", "detach", "diagonal", "expand", "expand_as",
-    "movedim", "narrow", "permute", "select", "squeeze", "transpose", "t", "T", "H", "mT", "mH",
-    "real", "imag", "view_as_real", "unflatten", "unfold", "unsqueeze", "view", "view_as", "unbind",
-    "split", "hsplit", "vsplit", "tensor_split", "split_with_sizes", "swapaxes", "swapdims", "chunk",
-    "indices", "values",
+    "basic indexing",
+    "adjoint",
+    "as_strided",
+    "detach",
+    "diagonal",
+    "expand",
+    "expand_as",
+    "movedim",
+    "narrow",
+    "permute",
+    "select",
+    "squeeze",
+    "transpose",
+    "t",
+    "T",
+    "H",
+    "mT",
+    "mH",
+    "real",
+    "imag",
+    "view_as_real",
+    "unflatten",
+    "unfold",
+    "unsqueeze",
+    "view",
+    "view_as",
+    "unbind",
+    "split",
+    "hsplit",
+    "vsplit",
+    "tensor_split",
+    "split_with_sizes",
+    "swapaxes",
+    "swapdims",
+    "chunk",
+    "indices",
+    "values",
 )
 
 
@@ -162,8 +195,10 @@ def _find_case(name: str, func: str) -> OpCase:
 
         close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(f"{func}(): no case for op {name!r} in OP_CASES.{hint} "
-                         "The ops with a case: [c.op for c in viewlab.OP_CASES].")
+        raise ValueError(
+            f"{func}(): no case for op {name!r} in OP_CASES.{hint} "
+            "The ops with a case: [c.op for c in viewlab.OP_CASES]."
+        )
     inputs = ", ".join(repr(c.input) for c in matches)
     raise ValueError(
         f"{func}(): op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on "
@@ -186,8 +221,7 @@ def observe(case: OpCase | str) -> str:
     if isinstance(case, str):
         case = _find_case(case, "observe")
     elif not isinstance(case, OpCase):
-        raise type_error("observe", "case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'",
-                         case)
+        raise type_error("observe", "case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'", case)
     x = case.make_input()
     result = case.apply(x)
     parts: Sequence[torch.Tensor] = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -222,8 +256,7 @@ class OpTable:
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
         body = "".join(
-            "<tr>" + "".join(f"<td><code>{html.escape(str(c))}</code></td>" for c in r) + "</tr>"
-            for r in self.rows
+            "<tr>" + "".join(f"<td><code>{html.escape(str(c))}</code></td>" for c in r) + "</tr>" for r in self.rows
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

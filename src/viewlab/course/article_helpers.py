@@ -16,7 +16,8 @@ False
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -34,8 +35,10 @@ def _shape(obj: Any, arg: str, func: str) -> tuple[int, ...]:
     """Accept a tensor, torch.Size or a sequence of ints; return the shape as a tuple."""
     if isinstance(obj, torch.Tensor):
         return tuple(obj.shape)
-    if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)) and all(
-        isinstance(n, int) and not isinstance(n, bool) for n in obj
+    if (
+        isinstance(obj, Sequence)
+        and not isinstance(obj, (str, bytes))
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in obj)
     ):
         bad = [n for n in obj if n < 0]
         if bad:
@@ -70,13 +73,14 @@ def expand_problem(a: Any, b: Any) -> str | None:
     """
     sa, sb = _shape(a, "a", "expand_problem"), _shape(b, "b", "expand_problem")
     if len(sa) > len(sb):
-        return (f"a has {len(sa)} dimensions but the target only {len(sb)}; expand can add leading "
-                "dimensions, never remove them (squeeze first)")
+        return (
+            f"a has {len(sa)} dimensions but the target only {len(sb)}; expand can add leading "
+            "dimensions, never remove them (squeeze first)"
+        )
     lead = len(sb) - len(sa)
     for i, (n_a, n_b) in enumerate(zip(sa, sb[lead:])):
         if n_a != n_b and n_a != 1:
-            return (f"dimension {i} of a has size {n_a} but the target has {n_b}; only size-1 dimensions "
-                    "can be expanded")
+            return f"dimension {i} of a has size {n_a} but the target has {n_b}; only size-1 dimensions can be expanded"
     return None
 
 
