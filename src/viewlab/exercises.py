@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from ._checks import describe_value, is_quantized_dtype, require_int, require_number, require_str, type_error
+from .course.rules import PREDICT_PEAK_BYTES, OpRecorder, Rules, forbid_problem, loop_problem
 from .sharing import shares_storage
 
 if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
@@ -80,6 +81,7 @@ if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
 
 __all__ = [
     "Exercise",
+    "Rules",
     "CheckResult",
     "register",
     "get",
@@ -89,6 +91,8 @@ __all__ = [
     "solution",
     "check",
     "check_exercise",
+    "check_guess",
+    "named_rule",
     "tensors",
     "shapes",
     "LAYOUTS",
@@ -400,24 +404,27 @@ def _memory_problem(memory: str | None, args: tuple[Any, ...], result: Any) -> s
         shared = any(shares_storage(out, x) for x in inputs)
         if memory == "view" and not shared and out.numel() > 0:
             return (
-                f"{where} shares no memory with the input, so it was copied (new bytes were allocated). "
+                f"breaks rule `must_view`: {where} shares no memory with the input, so it was copied (new bytes were allocated). "
                 "The exercise asks for a view: use only view ops (view, transpose, expand, slicing, ...) "
                 "and avoid contiguous(), clone(), repeat(), reshape() of non-contiguous input, arithmetic."
             )
         if memory == "copy" and shared:
             return (
-                f"{where} shares memory with the input, so writing to it would change the input. "
+                f"breaks rule `must_copy`: {where} shares memory with the input, so writing to it would change the input. "
                 "The exercise asks for an independent copy: add .clone() (or .contiguous() after an expand)."
             )
     return None
 
 
-def _meter(memory: str | None, args: tuple[Any, ...]) -> Any:
-    """``viewlab.measure`` for view exercises on CPU inputs (exact new-storage bytes), else a no-op."""
+def _meter(memory: str | None, args: tuple[Any, ...], rules: Rules | None = None) -> Any:
+    """``viewlab.measure`` for view exercises on CPU inputs and for rules on bytes (exact new-storage bytes),
+    else a no-op."""
     import contextlib
 
     parts = _tensor_parts(args)
-    if memory != "view" or not parts or any(p.device.type != "cpu" for p in parts):
+    on_cpu = all(p.device.type == "cpu" for p in parts)
+    by_bytes = rules is not None and (rules.max_new_bytes is not None or rules.predict_without_running)
+    if not on_cpu or not (by_bytes or (memory == "view" and parts)):
         return contextlib.nullcontext(None)
     try:
         from .memory import measure
@@ -594,7 +601,9 @@ def _run_once(
     rtol: float,
     atol: float,
     extra: Sequence[Callable[[tuple[Any, ...], Any], str | None]],
+    rules: Rules | None = None,
 ) -> None:
+    rules = rules or Rules()
     pristine = _fresh(args)
     try:
         expected = reference_fn(*_fresh(args))
@@ -605,19 +614,25 @@ def _run_once(
         ) from exc
     mine = _fresh(args)
     text = [_describe(a) for a in pristine]
-    meter = _meter(memory, mine)
+    meter = _meter(memory, mine, rules)
+    recorder = OpRecorder(getattr(learner_fn, "__code__", None)) if rules.needs_recorder else None
     try:
-        with meter as m:
+        with _recording(recorder), meter as m:
             got = learner_fn(*mine)
     except NotImplementedError as exc:
         raise _NotSolved() from exc
     except Exception as exc:  # noqa: BLE001 - the learner's error is the lesson: report it, no traceback
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise _Failure(f"your function raised {type(exc).__name__}: {msg}", text, expected, None,
+        broken = forbid_problem(rules, recorder)  # a forbidden op that then raised: the rule comes first
+        raise _Failure(broken or f"your function raised {type(exc).__name__}: {msg}", text, expected, None,
                        f"{type(exc).__name__}: {msg}", pristine) from None
     if _is_stub_result(got) and not _is_stub_result(expected):
         raise _NotSolved()
-    reason = _compare(expected, got, "the result", rtol, atol)
+    reason = forbid_problem(rules, recorder)
+    if reason is None and m is not None:  # a prediction that ran what it predicts: the rule, before the value
+        reason = _bytes_problem(rules, mine, m.peak_bytes)
+    if reason is None:
+        reason = _compare(expected, got, "the result", rtol, atol)
     if reason is None:
         reason = _memory_problem(memory, mine, got)
         if reason and m is not None:
@@ -632,9 +647,55 @@ def _run_once(
         for rule in extra:
             reason = rule(mine, got)
             if reason:
+                label = getattr(rule, "rule", None)
+                reason = f"breaks rule `{label}`: {reason}" if label else reason
                 break
     if reason is not None:
         raise _Failure(reason, text, expected, got, None, pristine)
+
+
+def _recording(recorder: OpRecorder | None) -> Any:
+    import contextlib
+
+    return recorder if recorder is not None else contextlib.nullcontext(None)
+
+
+def _bytes_problem(rules: Rules, args: tuple[Any, ...], peak: int) -> str | None:
+    """The rules on measured bytes: ``max_new_bytes`` and ``predict_without_running``."""
+    if rules.max_new_bytes is not None:
+        limit = rules.max_new_bytes(*args) if callable(rules.max_new_bytes) else rules.max_new_bytes
+        if peak > limit:
+            return (f"breaks rule `max_new_bytes`: while your function ran, new tensors peaked at {peak:,} B "
+                    f"(viewlab.measure); the exercise allows {limit:,} B here. A temporary counts while it is "
+                    "alive, even when it is gone by the end of the line: find the one you do not need")
+    if rules.predict_without_running and peak > PREDICT_PEAK_BYTES:
+        return (f"breaks rule `predict_without_running`: your function allocated {peak:,} B of tensors while it "
+                f"ran (viewlab.measure; a prediction may use at most {PREDICT_PEAK_BYTES} B). It ran the code "
+                "it should predict: compute the answer from sizes, dtypes and element sizes instead")
+    return None
+
+
+def _loop_probe(learner_fn: Any, reference_fn: Any, sized: Callable[[int], tuple[Any, ...]]) -> None:
+    """Rule ``no_python_loops``: run on a small and a bigger input; the op count may not grow."""
+    runs = []
+    for n in _LOOP_SIZES:
+        rec = OpRecorder(getattr(learner_fn, "__code__", None))
+        args = sized(n)
+        try:
+            with rec:
+                got = learner_fn(*_fresh(args))
+        except NotImplementedError as exc:
+            raise _NotSolved() from exc
+        except Exception:  # noqa: BLE001 - raising on a size the strategy also draws was reported already
+            return
+        runs.append((rec, args, got))
+    reason = loop_problem(runs[0][0], runs[1][0], *_LOOP_SIZES)
+    if reason is not None:
+        args, got = runs[1][1], runs[1][2]
+        raise _Failure(reason, [_describe(a) for a in args], reference_fn(*_fresh(args)), got, None, args)
+
+
+_LOOP_SIZES = (3, 6)
 
 
 def _quiet_settings(max_examples: int) -> Any:
@@ -687,6 +748,7 @@ def check(
     hint: str | None = None,
     title: str = "check",
     extra: Sequence[Callable[[tuple[Any, ...], Any], str | None]] = (),
+    rules: Rules | None = None,
 ) -> CheckResult:
     """Run ``learner_fn`` and ``reference_fn`` on many inputs and compare what they return.
 
@@ -702,7 +764,10 @@ def check(
         rtol, atol: tolerance for floating-point values (exact for integers and bools).
         hint: shown under a failure.
         title: names the exercise in the report.
-        extra: more rules, each ``rule(args, result) -> problem text or None``.
+        extra: more rules, each ``rule(args, result) -> problem text or None`` (a ``rule`` attribute on it
+            names the rule in the message, see :func:`named_rule`).
+        rules: the exercise's stated rules (:class:`viewlab.course.rules.Rules`): forbidden operators,
+            no Python loops, bytes limits, predict without running.
 
     Also checked: value, shape, dtype and device of every tensor in the result, and that the
     learner's function did not modify its input in place. A stub (raises NotImplementedError,
@@ -715,11 +780,11 @@ def check(
     (True, 'passed')
     """
     return _check(learner_fn, reference_fn, inputs, memory, examples, max_examples, rtol, atol, hint, title, extra,
-                  "check")
+                  "check", rules)
 
 
 def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, examples: Any, max_examples: Any,
-           rtol: Any, atol: Any, hint: Any, title: Any, extra: Any, func: str) -> CheckResult:
+           rtol: Any, atol: Any, hint: Any, title: Any, extra: Any, func: str, rules: Any = None) -> CheckResult:
     """:func:`check`, with every error naming ``func``, the function the learner called."""
     _require_learner_fn(learner_fn, func)
     if not callable(reference_fn):
@@ -737,6 +802,8 @@ def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, example
         raise type_error(func, "examples", "a list of argument tuples", examples)
     if not isinstance(extra, (list, tuple)) or not all(callable(rule) for rule in extra):
         raise type_error(func, "extra", "a list of rules, each rule(args, result) -> str or None", extra)
+    if rules is not None and not isinstance(rules, Rules):
+        raise type_error(func, "rules", "a viewlab.exercises.Rules, e.g. Rules(forbid=('repeat',))", rules)
     from hypothesis import given
     from hypothesis import strategies as st
     from hypothesis.reporting import with_reporter
@@ -758,7 +825,7 @@ def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, example
         nonlocal count
         count += 1
         try:
-            _run_once(learner_fn, reference_fn, args, memory, rtol, atol, extra)
+            _run_once(learner_fn, reference_fn, args, memory, rtol, atol, extra, rules)
         except _ReferenceError as exc:
             # Remembered: hypothesis would otherwise report whichever failure shrinks smallest.
             reference_errors.append(exc)
@@ -771,6 +838,8 @@ def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, example
             test = _quiet_settings(max_examples)(given(strategy)(body))
             with with_reporter(lambda _msg: None):
                 test()
+        if rules is not None and rules.no_python_loops is not None:
+            _loop_probe(learner_fn, reference_fn, rules.no_python_loops)
 
     try:
         try:
@@ -819,7 +888,13 @@ class Exercise:
         wrong: plausible wrong answers with a substring their failure message must contain
             (tested in tests/test_exercises.py).
         examples: argument tuples always tried first.
-        extra: additional rules for :func:`check`.
+        extra: additional rules for :func:`check` (name each with :func:`named_rule`).
+        rules: the stated rules, enforced by :func:`check` (:class:`viewlab.course.rules.Rules`). ``memory``
+            is the rule ``must_view`` / ``must_copy``; every rule needs a breaking answer in ``wrong``
+            whose message text is ``rule `<label>```.
+        answer: what :func:`solution` shows when the reference measures instead of reasoning (default:
+            the reference); it must pass the check too.
+        why: the two lines of reasoning :func:`solution` prints under the answer.
     """
 
     id: str
@@ -833,6 +908,20 @@ class Exercise:
     wrong: tuple[tuple[Callable[..., Any], str], ...] = ()
     examples: tuple[tuple[Any, ...], ...] = ()
     extra: tuple[Callable[[tuple[Any, ...], Any], str | None], ...] = field(default=())
+    rules: Rules = field(default_factory=Rules)
+    answer: Callable[..., Any] | None = None
+    why: tuple[str, ...] = ()
+
+    def rule_labels(self) -> list[str]:
+        """Every rule this exercise states, as failure messages name it (``memory`` and named extras included).
+
+        >>> get("02-pairwise-diff").rule_labels()
+        ['forbid repeat', 'forbid tile', 'no_python_loops']
+        """
+        labels = self.rules.labels()
+        labels += {"view": ["must_view"], "copy": ["must_copy"]}.get(self.memory or "", [])
+        labels += [r.rule for r in self.extra if getattr(r, "rule", None)]
+        return list(dict.fromkeys(labels))
 
     def __post_init__(self) -> None:
         if not self.id or not self.id[:2].isdigit() or self.id[2:3] != "-":
@@ -841,6 +930,29 @@ class Exercise:
             raise ValueError(f"Exercise {self.id}: memory must be None, 'view' or 'copy', got {self.memory!r}.")
         if not self.statement.strip() or not self.signature.startswith("def "):
             raise ValueError(f"Exercise {self.id}: needs a statement and a signature starting with 'def '.")
+        if not isinstance(self.rules, Rules):
+            raise TypeError(f"Exercise {self.id}: `rules` must be a Rules(...), got {type(self.rules).__name__}.")
+        if (self.rules.must_view and self.memory == "copy") or (self.rules.must_copy and self.memory == "view"):
+            raise ValueError(f"Exercise {self.id}: memory={self.memory!r} contradicts its rules.")
+        if self.rules.must_view or self.rules.must_copy:
+            object.__setattr__(self, "memory", "view" if self.rules.must_view else "copy")
+
+
+def named_rule(label: str, rule: Callable[[tuple[Any, ...], Any], str | None]) -> Callable[..., str | None]:
+    """Give an ``extra`` rule a name: its failure message then starts ``breaks rule `<label>```.
+
+    >>> named_rule("no_stride_0", lambda args, out: None).rule
+    'no_stride_0'
+    """
+    require_str(label, "named_rule", "label")
+    if not callable(rule):
+        raise type_error("named_rule", "rule", "a function rule(args, result) -> str or None", rule)
+
+    def checked(args: tuple[Any, ...], result: Any) -> str | None:
+        return rule(args, result)
+
+    checked.rule = label  # type: ignore[attr-defined]
+    return checked
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -923,8 +1035,11 @@ def show(exercise_id: str) -> None:
     )
     print(f"Exercise {ex.id}: {ex.title}")
     print(textwrap.fill(ex.statement, 100))
-    if memory:
-        print(memory)
+    sentences = ex.rules.sentences()
+    if memory and memory not in sentences:
+        sentences.append(memory)
+    for sentence in sentences:
+        print(textwrap.fill(f"Rule: {sentence}", 100, subsequent_indent="  "))
     print()
     print(f"{ex.signature}:\n    raise NotImplementedError  # your code here")
     print(f"\nCheck it with: check_exercise({ex.id!r}, {fn})   ({len(ex.hints)} hints: hint({ex.id!r}, 1))")
@@ -933,8 +1048,8 @@ def show(exercise_id: str) -> None:
 def hint(exercise_id: str, n: int = 1) -> None:
     """Print hint number ``n`` (1-based) of an exercise.
 
-    >>> hint("05-flatten-any", 2)
-    Hint 2/2: x.reshape(-1) (or x.flatten()) views when possible and copies otherwise.
+    >>> hint("05-flatten-any", 1)
+    Hint 1/2: x.view(-1) needs strides compatible with the new shape: does a transposed tensor have them?
     """
     ex = _get(exercise_id, "hint")
     if isinstance(n, bool) or not isinstance(n, int):
@@ -948,22 +1063,27 @@ def hint(exercise_id: str, n: int = 1) -> None:
 
 
 def solution(exercise_id: str) -> None:
-    """Print the reference solution's source (opt-in: try the hints first).
+    """Print the solution's source and two lines of why (opt-in: try the hints first).
 
-    >>> solution("05-flatten-any")
-    def _flatten(x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(-1)
+    >>> solution("05-batch-view")
+    def _batch_view(sample: torch.Tensor, n: int) -> torch.Tensor:
+        return sample.unsqueeze(0).expand(n, *sample.shape)
+    # Why: expand gives the new dim stride 0, so all n entries read the same storage: a view, 0 bytes.
+    # Why: repeat writes n copies into new memory: right values, n times the bytes.
     """
     ex = _get(exercise_id, "solution")
+    shown = ex.answer or ex.reference
     try:
-        src = inspect.getsource(ex.reference)
+        src = inspect.getsource(shown)
     except (OSError, TypeError):
-        src = f"# source not available for {ex.reference!r}"
-    if getattr(ex.reference, "__name__", "") == "<lambda>":
+        src = f"# source not available for {shown!r}"
+    if getattr(shown, "__name__", "") == "<lambda>":
         body = _lambda_body(src)
         if body is not None:  # show a lambda reference as the def the learner writes
             src = f"{ex.signature}:\n    return {body}"
     print(textwrap.dedent(src).rstrip())
+    for line in ex.why:
+        print(textwrap.fill(f"# Why: {line}", 100, subsequent_indent="#   "))
 
 
 def _lambda_body(src: str) -> str | None:
@@ -995,4 +1115,45 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     _require_max_examples(max_examples, "check_exercise")
     first_hint = f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
     return _check(learner_fn, ex.reference, ex.inputs(), ex.memory, ex.examples, max_examples, _RTOL, _ATOL,
-                  first_hint, f"{ex.id} ({ex.title})", ex.extra, "check_exercise")
+                  first_hint, f"{ex.id} ({ex.title})", ex.extra, "check_exercise", ex.rules)
+
+
+# --------------------------------------------------------------------------------------------
+# Predict, then run
+# --------------------------------------------------------------------------------------------
+def check_guess(guess: Any, actual: Any, why: str) -> str:
+    """Judge a prediction written down *before* the cell that measures ran; print the verdict and why.
+
+    ``guess`` left as ``None`` or ``...`` prints "make your guess first" and reveals nothing. Otherwise
+    the verdict is computed by comparing ``guess`` with ``actual`` (tuples and ``torch.Size`` compare by
+    value, numbers exactly). Returns ``"right"``, ``"wrong"`` or ``"no guess"``.
+
+    >>> check_guess(..., 96, "repeat allocates numel * itemsize")
+    make your guess first: set `guess = ...` in the cell above, run it, then run this one.
+    'no guess'
+    >>> check_guess(96, 96, "4 x 6 float32 elements")
+    right: 96. 4 x 6 float32 elements
+    'right'
+    >>> check_guess((3, 4), torch.Size([4, 3]), "transposed")
+    wrong: you guessed (3, 4); it is (4, 3). transposed
+    'wrong'
+    """
+    require_str(why, "check_guess", "why")
+    if guess is None or guess is Ellipsis:
+        print("make your guess first: set `guess = ...` in the cell above, run it, then run this one.")
+        return "no guess"
+    norm = lambda v: tuple(v) if isinstance(v, (torch.Size, list)) else v  # noqa: E731
+    shown, mine = norm(actual), norm(guess)
+    if isinstance(shown, bool) or isinstance(mine, bool):
+        same = mine is shown  # True is not 1 here: a yes/no question wants a yes/no answer
+    else:
+        try:
+            same = bool(mine == shown)
+        except Exception:  # noqa: BLE001 - an uncomparable guess is a wrong guess
+            same = False
+    verdict = "right" if same else "wrong"
+    if same:
+        print(f"right: {shown!r}. {why}")
+    else:
+        print(f"wrong: you guessed {mine!r}; it is {shown!r}. {why}")
+    return verdict

@@ -29,12 +29,17 @@ register(Exercise(
     memory="view",
     hints=(
         "Only the order of the dimensions changes, not the order of the bytes: which view op reorders dims?",
-        "images.permute(0, 3, 1, 2) -- reshape/view to (N, C, H, W) keeps the shape but scrambles the values.",
+        "Write down where each input dim goes: N stays at 0 and C (input dim 3) moves to position 1. "
+        "Pass that new order of input dims to the op.",
+    ),
+    why=(
+        "permute writes a new shape and stride recipe over the same storage, so nothing is copied.",
+        "reshape or view to (N, C, H, W) keeps row-major order: the right shape with scrambled values.",
     ),
     wrong=(
         (lambda images: images.reshape(images.shape[0], images.shape[3], images.shape[1], images.shape[2]),
          "values differ"),
-        (lambda images: images.permute(0, 3, 1, 2).contiguous(), "shares no memory"),
+        (lambda images: images.permute(0, 3, 1, 2).contiguous(), "rule `must_view`: the result shares no memory"),
     ),
 ))
 
@@ -57,11 +62,15 @@ register(Exercise(
     inputs=_vectors,
     memory="view",
     hints=(
-        "Basic indexing (slices) returns views; indexing with a list or tensor of positions copies.",
-        "x[1::2]",
+        "Which kind of indexing returns a view: a slice, or a list or tensor of positions?",
+        "A slice is start:stop:step; the start here is 1. Which step skips every other element?",
+    ),
+    why=(
+        "A slice with a step is a view: the stride is multiplied by the step and the offset moves to the start.",
+        "Indexing with a tensor of positions (advanced indexing) gathers the elements into new memory.",
     ),
     wrong=(
-        (lambda x: x[torch.arange(1, x.shape[0], 2)], "shares no memory"),
+        (lambda x: x[torch.arange(1, x.shape[0], 2)], "rule `must_view`: the result shares no memory"),
         (lambda x: x[::2], "shape"),
     ),
 ))
@@ -85,11 +94,16 @@ register(Exercise(
     inputs=_matrices,
     memory="copy",
     hints=(
-        "reshape(-1) and flatten() are views when they can be (contiguous input) and copies otherwise.",
-        "x.reshape(-1).clone() or x.flatten().clone() -- clone always allocates.",
+        "reshape(-1) is a view when the layout allows it: what happens to x when you then write into the result?",
+        "Flatten first, then call the one method that allocates new memory whatever the layout.",
+    ),
+    why=(
+        "reshape(-1) and flatten() view a contiguous x and copy only a non-contiguous one, so sharing depends "
+        "on the layout.",
+        "clone() always allocates, so the result never shares memory with x.",
     ),
     wrong=(
-        (lambda x: x.reshape(-1), "shares memory"),
+        (lambda x: x.reshape(-1), "rule `must_copy`: the result shares memory"),
         (lambda x: x.t().reshape(-1).clone(), "values differ"),
     ),
 ))

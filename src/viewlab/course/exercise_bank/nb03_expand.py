@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, register, tensors
+from ...exercises import Exercise, Rules, register, tensors
 
 
 def _two_vectors() -> Any:
@@ -19,24 +19,53 @@ def _outer_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a[:, None] + b[None, :]
 
 
+def _sized_pair(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.arange(float(n)), 10 * torch.arange(float(n + 1))
+
+
+def _outer_sum_by_loop(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # rule-breaking: right values, a loop
+    return torch.stack([a[i] + b for i in range(a.shape[0])])
+
+
+def _grad_by_autograd(upstream: torch.Tensor) -> torch.Tensor:  # rule-breaking: right values, autograd
+    w = torch.zeros(1, upstream.shape[1], requires_grad=True)
+    (grad,) = torch.autograd.grad(w.expand_as(upstream), w, upstream)
+    return grad
+
+
+def _grad_by_backward(upstream: torch.Tensor) -> torch.Tensor:  # rule-breaking: right values, .backward()
+    w = torch.zeros(1, upstream.shape[1], requires_grad=True)
+    w.expand_as(upstream).backward(upstream)
+    return w.grad
+
+
 register(Exercise(
     id="03-outer-sum",
     title="Every pair, without a loop",
     statement=(
         "Given 1-D tensors a (N,) and b (M,), return the (N, M) tensor out with out[i, j] = a[i] + b[j]. "
-        "Use broadcasting: make a a column and b a row; neither input may be repeated or copied first."
+        "Use broadcasting: make a a column and b a row; no Python loop, and neither input may be repeated "
+        "(repeat, tile) or copied (clone, contiguous, .to) first."
     ),
     signature="def outer_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor",
     reference=_outer_sum,
     inputs=_two_vectors,
+    rules=Rules(forbid=("repeat", "tile", "copy"), no_python_loops=_sized_pair),
     examples=((torch.tensor([0.0, 10.0]), torch.tensor([1.0, 2.0, 3.0])),),
     hints=(
-        "a[:, None] has shape (N, 1), b[None, :] has shape (1, M); what does + broadcast them to?",
-        "a[:, None] + b[None, :]  (or a.unsqueeze(1) + b)",
+        "a[:, None] has shape (N, 1): what shape must b have so that + broadcasts the pair to (N, M)?",
+        "Give b a size-1 dim in front; adding a column and a row makes the whole table at once.",
+    ),
+    why=(
+        "(N, 1) + (1, M) broadcasts to (N, M): out[i, j] = a[i] + b[j].",
+        "Indexing with None is a view, so only the result is allocated: no repeated or copied input.",
     ),
     wrong=(
         (lambda a, b: a[None, :] + b[:, None], "the result"),
-        (lambda a, b: a.repeat(b.shape[0]) + b.repeat(a.shape[0]), "the result"),
+        (lambda a, b: a[:, None].repeat(1, b.shape[0]) + b, "rule `forbid repeat`"),
+        (lambda a, b: torch.tile(a[:, None], (1, b.shape[0])) + b, "rule `forbid tile`"),
+        (lambda a, b: a[:, None].clone() + b[None, :], "rule `forbid copy`"),
+        (_outer_sum_by_loop, "rule `no_python_loops`"),
     ),
 ))
 
@@ -63,11 +92,15 @@ register(Exercise(
     inputs=_interleave_inputs,
     memory="view",
     hints=(
-        "Make x a column (N, 1) first; which op stretches a size-1 dim with stride 0?",
-        "x[:, None].expand(-1, n)",
+        "Which op stretches a size-1 dim to any size with stride 0, writing nothing?",
+        "Make x a column (N, 1) first; then stretch only the new dim (-1 keeps a size as it is).",
+    ),
+    why=(
+        "expand gives the size-1 column stride 0, so out[i, j] reads x[i] for every j: a view, 0 bytes.",
+        "repeat_interleave writes every value n times into new memory: right values, wrong cost.",
     ),
     wrong=(
-        (lambda x, n: x.repeat_interleave(n).view(-1, n), "shares no memory"),
+        (lambda x, n: x.repeat_interleave(n).view(-1, n), "rule `must_view`: the result shares no memory"),
         (lambda x, n: x.expand(n, -1), "the result"),
     ),
 ))
@@ -93,12 +126,19 @@ register(Exercise(
     signature="def grad_of_expand(upstream: torch.Tensor) -> torch.Tensor",
     reference=_grad_of_expand,
     inputs=_grad_inputs,
+    rules=Rules(forbid=("autograd",)),
     hints=(
         "Every row of y is the same memory as w, so w receives the gradient of every row: combine them how?",
-        "upstream.sum(dim=0, keepdim=True)",
+        "Reduce upstream over dim 0, and keep that dim so the result has shape (1, D).",
+    ),
+    why=(
+        "Each element of w is read by all B rows of y, and the gradients of all its uses add up.",
+        "So dL/dw is upstream summed over the expanded dim, kept as size 1: exactly what autograd computes.",
     ),
     wrong=(
         (lambda g: g.mean(dim=0, keepdim=True), "values differ"),
         (lambda g: g.sum(dim=0), "the result"),
+        (_grad_by_autograd, "rule `forbid autograd`"),
+        (_grad_by_backward, "rule `forbid autograd`"),
     ),
 ))

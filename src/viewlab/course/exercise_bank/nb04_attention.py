@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, register, tensors
+from ...exercises import Exercise, Rules, register, tensors
 
 
 def _causal_inputs() -> Any:
@@ -20,25 +20,38 @@ def _causal(q_len: int, k_len: int) -> torch.Tensor:
     return torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None]
 
 
+def _causal_by_list(q_len: int, k_len: int) -> torch.Tensor:  # rule-breaking: right values, Python lists
+    rows = [[j <= i for j in range(k_len)] for i in range(q_len)]
+    return torch.tensor(rows, dtype=torch.bool).reshape(q_len, k_len)
+
+
 register(Exercise(
     id="04-causal-mask",
     title="A causal mask by broadcasting",
     statement=(
         "Given ints q_len and k_len (>= 0), return a bool tensor of shape (q_len, k_len) that is True exactly "
         "where key position j <= query position i (query i may look at itself and the past). Build it by "
-        "comparing a column of query positions with a row of key positions: no loop, no tril."
+        "comparing a column of query positions with a row of key positions: no Python loop or list, no tril "
+        "(nor triu)."
     ),
     signature="def causal(q_len: int, k_len: int) -> torch.Tensor",
     reference=_causal,
     inputs=_causal_inputs,
+    rules=Rules(forbid=("tril",), no_python_loops=lambda n: (n, n + 1)),
     examples=((3, 3), (2, 4)),
     hints=(
-        "torch.arange(q_len)[:, None] has shape (q_len, 1); torch.arange(k_len)[None, :] has shape (1, k_len).",
-        "torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None]",
+        "Which comparison between query position i and key position j says that query i may see key j?",
+        "torch.arange(q_len)[:, None] is a (q_len, 1) column of query positions; compare it with a row of keys.",
+    ),
+    why=(
+        "A (1, k_len) row compared with a (q_len, 1) column broadcasts to (q_len, k_len): entry [i, j] is j <= i.",
+        "tril builds the same table from a full matrix; the comparison states the rule itself.",
     ),
     wrong=(
         (lambda q, k: torch.arange(k)[None, :] < torch.arange(q)[:, None], "values differ"),
         (lambda q, k: torch.arange(k)[None, :] >= torch.arange(q)[:, None], "values differ"),
+        (lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), "rule `forbid tril`"),
+        (_causal_by_list, "rule `no_python_loops`"),
     ),
 ))
 
@@ -71,12 +84,17 @@ register(Exercise(
     inputs=_heads_inputs,
     memory="view",
     hints=(
-        "First split the last dim into (H, D // H) with view, then swap the L and H dims.",
-        "x.view(B, L, H, D // H).transpose(1, 2)",
+        "Which two view steps: one that splits D into (H, D // H), and one that moves H in front of L?",
+        "x.view(B, L, H, D // H) holds the heads in (B, L, H, D // H) order; one more view op swaps two dims.",
+    ),
+    why=(
+        "Splitting the last dim and swapping two dims only rewrite shape and strides: a view, 0 bytes.",
+        "Viewing straight to (B, H, L, D // H) keeps row-major order and mixes positions into heads.",
     ),
     wrong=(
         (lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h), "values differ"),
-        (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2).contiguous(), "shares no memory"),
+        (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2).contiguous(),
+         "rule `must_view`: the result shares no memory"),
     ),
 ))
 
@@ -105,19 +123,30 @@ register(Exercise(
     statement=(
         "Given `loss` of shape (B, L, V) (one value per token and vocabulary entry) and a bool `mask` of "
         "shape (B, L) (True = real token, False = padding; at least one True), return the mean of `loss` over "
-        "all entries of real tokens, as a 0-dim tensor. Use broadcasting: put the mask's singleton dim where V is."
+        "all entries of real tokens, as a 0-dim tensor. Use broadcasting: put the mask's singleton dim where V is "
+        "(no repeat, no expand of the mask)."
     ),
     signature="def masked_token_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor",
     reference=_masked_mean,
     inputs=_loss_inputs,
+    rules=Rules(forbid=("repeat", "expand")),
     examples=((torch.ones(2, 3, 3), torch.tensor([[True, True, False], [True, False, False]])),),
     hints=(
-        "mask[:, :, None] has shape (B, L, 1), which lines up with (B, L, V). A (B, 1, L) mask would line "
-        "L up with V instead -- an error, or a silently wrong answer when L == V.",
-        "w = mask[:, :, None].to(loss.dtype); (loss * w).sum() / (w.sum() * loss.shape[-1])",
+        "Shapes align from the right: which dims of (B, L, V) must the (B, L) mask meet, and where does it need "
+        "a size-1 dim?",
+        "mask[:, :, None] (B, L, 1) lines up with (B, L, V). The divisor counts entries, not tokens: how many "
+        "entries does one real token have?",
+    ),
+    why=(
+        "A (B, L, 1) weight broadcasts over V, so each token's V entries are kept or zeroed together.",
+        "The mean divides by the number of kept entries: real tokens times V.",
     ),
     wrong=(
         (lambda loss, mask: loss.mean(), "values differ"),
         (lambda loss, mask: (loss * mask[:, :, None]).sum() / mask.sum(), "values differ"),
+        (lambda loss, mask: (loss * mask[:, :, None].repeat(1, 1, loss.shape[-1])).sum()
+         / (mask.sum() * loss.shape[-1]), "rule `forbid repeat`"),
+        (lambda loss, mask: (loss * mask[:, :, None].expand_as(loss)).sum() / (mask.sum() * loss.shape[-1]),
+         "rule `forbid expand`"),
     ),
 ))

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, register, tensors
+from ...exercises import Exercise, Rules, register, tensors
 
 
 def _any_tensor() -> Any:
@@ -34,9 +34,13 @@ register(Exercise(
     hints=(
         "Which method returns new memory whatever the input's layout -- and which one returns x itself "
         "when x is already contiguous?",
-        "x.clone() always copies; x.contiguous() returns x unchanged when it is already contiguous.",
+        "contiguous() copies only a non-contiguous x; you need the method that copies every time.",
     ),
-    wrong=((lambda x: x.contiguous(), "shares memory with the input"),),
+    why=(
+        "clone() always allocates new storage and copies the values, whatever the layout.",
+        "contiguous() returns x itself when x is already contiguous, so writes would reach x.",
+    ),
+    wrong=((lambda x: x.contiguous(), "rule `must_copy`: the result shares memory with the input"),),
 ))
 
 
@@ -63,11 +67,20 @@ register(Exercise(
     signature="def mask_tokens(loss: torch.Tensor, keep: torch.Tensor) -> torch.Tensor",
     reference=_mask_tokens,
     inputs=_loss_and_mask,
+    rules=Rules(forbid=("expand", "repeat")),
     hints=(
         "The mask has one value per token: which axis of the loss must it be stretched along?",
-        "loss * keep[:, :, None] -- (B, L, 1) broadcasts over the vocabulary axis.",
+        "Index the mask with None in the one place that gives shape (B, L, 1); broadcasting does the rest.",
     ),
-    wrong=((lambda loss, keep: loss * keep[:, None, :], "your function raised RuntimeError"),),
+    why=(
+        "keep[:, :, None] has shape (B, L, 1), which lines up with (B, L, V) and is stretched over V.",
+        "keep[:, None, :] is (B, 1, L): it lines L up with V, an error or, when L == V, a wrong answer.",
+    ),
+    wrong=(
+        (lambda loss, keep: loss * keep[:, None, :], "your function raised RuntimeError"),
+        (lambda loss, keep: loss * keep[:, :, None].expand_as(loss), "rule `forbid expand`"),
+        (lambda loss, keep: loss * keep[:, :, None].repeat(1, 1, loss.shape[-1]), "rule `forbid repeat`"),
+    ),
     examples=((torch.ones(1, 2, 3), torch.tensor([[1.0, 0.0]])),),
 ))
 
@@ -99,8 +112,12 @@ register(Exercise(
     reference=_faster,
     inputs=_timings,
     hints=(
-        "Compare the gap between the medians with the sum of the spreads before deciding a winner.",
-        "gap = median_b - median_a; 'unclear' if abs(gap) <= iqr_a + iqr_b, else 'a' if gap > 0 else 'b'.",
+        "Before naming a winner: is the gap between the medians bigger than the two spreads together?",
+        "gap = median_b - median_a; decide 'unclear' first, then the sign of the gap picks the winner.",
+    ),
+    why=(
+        "A difference smaller than the spread of the timings could be noise, so the honest answer is 'unclear'.",
+        "Only a gap beyond iqr_a + iqr_b names a winner: a, when b's median is the larger.",
     ),
     wrong=((lambda ma, ia, mb, ib: "a" if ma < mb else "b", "expected 'unclear'"),),
     examples=((1e-6, 5e-7, 1.2e-6, 5e-7),),
