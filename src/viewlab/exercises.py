@@ -81,7 +81,6 @@ if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
 
 __all__ = [
     "Exercise",
-    "Rules",
     "CheckResult",
     "register",
     "get",
@@ -1121,6 +1120,12 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
 # --------------------------------------------------------------------------------------------
 # Predict, then run
 # --------------------------------------------------------------------------------------------
+def _plain_guess(value: Any) -> bool:
+    if isinstance(value, (torch.Size, tuple, list)):
+        return all(_plain_guess(v) for v in value)
+    return isinstance(value, (bool, int, float, str))
+
+
 def check_guess(guess: Any, actual: Any, why: str) -> str:
     """Judge a prediction written down *before* the cell that measures ran; print the verdict and why.
 
@@ -1129,7 +1134,7 @@ def check_guess(guess: Any, actual: Any, why: str) -> str:
     value, numbers exactly). Returns ``"right"``, ``"wrong"`` or ``"no guess"``.
 
     >>> check_guess(..., 96, "repeat allocates numel * itemsize")
-    make your guess first: set `guess = ...` in the cell above, run it, then run this one.
+    make your guess first: replace None in the cell above with your guess, run it, then run this one.
     'no guess'
     >>> check_guess(96, 96, "4 x 6 float32 elements")
     right: 96. 4 x 6 float32 elements
@@ -1139,18 +1144,19 @@ def check_guess(guess: Any, actual: Any, why: str) -> str:
     'wrong'
     """
     require_str(why, "check_guess", "why")
+    for name, value in (("guess", guess), ("actual", actual)):
+        if not _plain_guess(value) and not (name == "guess" and (value is None or value is Ellipsis)):
+            raise type_error("check_guess", name, "a plain value to compare: an int, float, bool, str, or a tuple "
+                             "of those (a shape), e.g. guess = 96 or guess = (3, 4)", value)
     if guess is None or guess is Ellipsis:
-        print("make your guess first: set `guess = ...` in the cell above, run it, then run this one.")
+        print("make your guess first: replace None in the cell above with your guess, run it, then run this one.")
         return "no guess"
     norm = lambda v: tuple(v) if isinstance(v, (torch.Size, list)) else v  # noqa: E731
     shown, mine = norm(actual), norm(guess)
     if isinstance(shown, bool) or isinstance(mine, bool):
         same = mine is shown  # True is not 1 here: a yes/no question wants a yes/no answer
     else:
-        try:
-            same = bool(mine == shown)
-        except Exception:  # noqa: BLE001 - an uncomparable guess is a wrong guess
-            same = False
+        same = bool(mine == shown)
     verdict = "right" if same else "wrong"
     if same:
         print(f"right: {shown!r}. {why}")

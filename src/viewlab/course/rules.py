@@ -56,6 +56,10 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     "copy": (("aten.clone", "aten.copy_", "aten._to_copy", "aten.repeat"),
              "index with None (or unsqueeze) to add size-1 dims; those are views, and + broadcasts them"),
     "autograd": ((), "write the backward rule by hand: which rows of the output read the same element?"),
+    "sdpa": (("aten.scaled_dot_product_attention", "aten._scaled_dot_product_flash_attention_for_cpu",
+              "aten._scaled_dot_product_attention_math", "aten._scaled_dot_product_efficient_attention",
+              "aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_cudnn_attention"),
+             "build it from its parts: scores from q and k, the mask, a softmax, then the weighted sum of v"),
 }
 
 #: what a prediction may allocate while it runs (a few small tensors, never what it predicts)

@@ -27,6 +27,15 @@ def _outer_sum_by_loop(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # rul
     return torch.stack([a[i] + b for i in range(a.shape[0])])
 
 
+def _tries_on_a_copy_of_the_layout(write: str) -> str:  # rule-breaking: builds the layout and tries the write
+    e = torch.zeros(64).as_strided((4, 3), (0, 1))  # stride 0 without calling expand, and 256 B of storage
+    try:
+        _WRITES[write](e)
+    except RuntimeError:
+        return "raises"
+    return "goes through"
+
+
 def _grad_by_autograd(upstream: torch.Tensor) -> torch.Tensor:  # rule-breaking: right values, autograd
     w = torch.zeros(1, upstream.shape[1], requires_grad=True)
     (grad,) = torch.autograd.grad(w.expand_as(upstream), w, upstream)
@@ -140,5 +149,76 @@ register(Exercise(
         (lambda g: g.sum(dim=0), "the result"),
         (_grad_by_autograd, "rule `forbid autograd`"),
         (_grad_by_backward, "rule `forbid autograd`"),
+    ),
+))
+
+
+# Writes into e = base.expand(4, 3), base = torch.zeros(3): each entry is one write a learner might try.
+_WRITES: dict[str, Any] = {
+    "e.add_(1)": lambda e: e.add_(1),
+    "e.mul_(2)": lambda e: e.mul_(2),
+    "e.copy_(torch.ones(4, 3))": lambda e: e.copy_(torch.ones(4, 3)),
+    "e.fill_(7)": lambda e: e.fill_(7),
+    "e.zero_()": lambda e: e.zero_(),
+    "e[0].add_(1)": lambda e: e[0].add_(1),
+    "e[0, 1] = 5": lambda e: e.__setitem__((0, 1), 5),
+    "e[:, 0] += 1": lambda e: e[:, 0].add_(1),
+}
+
+
+def _write_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    return st.tuples(st.sampled_from(sorted(_WRITES)))
+
+
+def _measured_write(write: str) -> str:
+    e = torch.zeros(3).expand(4, 3)
+    try:
+        _WRITES[write](e)
+    except RuntimeError:
+        return "raises"
+    return "goes through"
+
+
+def _predicted_write(write: str) -> str:
+    # A kernel that reads and writes the same element through several indices is refused; one that only
+    # stores a value (fill_, zero_), or a write through a sub-view whose own elements are distinct, goes through.
+    overlapping = write in ("e.add_(1)", "e.mul_(2)", "e.copy_(torch.ones(4, 3))", "e[:, 0] += 1")
+    return "raises" if overlapping else "goes through"
+
+
+register(Exercise(
+    id="03-writes-into-expand",
+    title="Which writes into an expanded tensor go through?",
+    statement=(
+        "e = torch.zeros(3).expand(4, 3): four rows that are one row of memory (stride 0). Given one write, as a "
+        "string from: " + ", ".join(repr(w) for w in sorted(_WRITES)) + ", return 'raises' if PyTorch refuses it "
+        "(the 'more than one element of the written-to tensor refers to a single memory location' error) or "
+        "'goes through' if it writes into the base. Predict: do not build an expanded tensor and try the write."
+    ),
+    signature="def write_outcome(write: str) -> str",
+    reference=_measured_write,
+    answer=_predicted_write,
+    inputs=_write_inputs,
+    rules=Rules(forbid=("expand",), predict_without_running=True),
+    examples=tuple((w,) for w in sorted(_WRITES)),
+    hints=(
+        "Does the write read each element and write it back (add_, mul_, copy_ from another tensor), or only store "
+        "one value everywhere?",
+        "Look at the tensor actually written: e[0] is a row of three distinct elements, e[:, 0] is four "
+        "indices on one element.",
+    ),
+    why=(
+        "In-place arithmetic and copy_ into a tensor whose indices overlap (stride 0) are refused: the result "
+        "would depend on the order of the writes.",
+        "fill_ and zero_ store one value (any order gives the same memory), and a sub-view with distinct "
+        "elements (e[0], e[0, 1]) is an ordinary view of the base.",
+    ),
+    wrong=(
+        (lambda write: "raises", "expected 'goes through'"),
+        (lambda write: "goes through", "expected 'raises'"),
+        (lambda write: _measured_write(write), "rule `forbid expand`"),
+        (_tries_on_a_copy_of_the_layout, "rule `predict_without_running`"),
     ),
 ))

@@ -150,3 +150,62 @@ register(Exercise(
          "rule `forbid expand`"),
     ),
 ))
+
+
+def _sdpa_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    def build(b: int, h: int, lq: int, lk: int, d: int) -> Any:
+        small = dict(values=(-2, 2), layouts=("contiguous", "transposed"))
+        keep = st.lists(st.booleans(), min_size=b * lk, max_size=b * lk).map(
+            lambda bits: torch.tensor(bits).view(b, 1, 1, lk)).filter(lambda m: bool(m.any(dim=-1).all()))
+        return st.tuples(tensors(shape=(b, h, lq, d), **small), tensors(shape=(b, h, lk, d), **small),
+                         tensors(shape=(b, h, lk, d), **small), keep)
+
+    sizes = st.tuples(*[st.integers(1, 2)] * 2, st.integers(1, 3), st.integers(1, 4), st.integers(1, 3))
+    return sizes.flatmap(lambda s: build(*s))
+
+
+def _sdpa_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+
+def _sdpa_by_hand(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    return scores.masked_fill(~keep, float("-inf")).softmax(dim=-1) @ v
+
+
+register(Exercise(
+    id="04-sdpa-by-hand",
+    title="Scaled dot-product attention with a padding mask, by hand",
+    statement=(
+        "Given q (B, H, Lq, d), k and v (B, H, Lk, d) and a bool padding mask `keep` of shape (B, 1, 1, Lk) "
+        "(True = this key may be attended; every batch has at least one), return softmax(q k^T / sqrt(d)) v "
+        "with the masked-out keys given zero weight: shape (B, H, Lq, d). The check compares with "
+        "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep), which you may not call."
+    ),
+    signature="def sdpa_by_hand(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor",
+    reference=_sdpa_reference,
+    answer=_sdpa_by_hand,
+    inputs=_sdpa_inputs,
+    rules=Rules(forbid=("sdpa",)),
+    examples=((torch.ones(1, 1, 2, 2), torch.ones(1, 1, 3, 2), torch.arange(6.0).view(1, 1, 3, 2),
+               torch.tensor([True, True, False]).view(1, 1, 1, 3)),),
+    hints=(
+        "Which product gives one score per (query, key) pair, shape (B, H, Lq, Lk), and how does the (B, 1, 1, Lk) "
+        "mask line up with it?",
+        "Scale the scores by 1 / sqrt(d); a masked key must get weight 0 after the softmax, so what score gives e^s = 0?",
+    ),
+    why=(
+        "q @ k.transpose(-2, -1) scores every query against every key; the (B, 1, 1, Lk) mask broadcasts over "
+        "heads and queries.",
+        "Filling masked scores with -inf makes their softmax weight exactly 0, so only kept keys mix into v.",
+    ),
+    wrong=(
+        (lambda q, k, v, keep: (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).softmax(-1) @ v, "values differ"),
+        (lambda q, k, v, keep: (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf")).softmax(-1) @ v,
+         "values differ"),
+        (lambda q, k, v, keep: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+         "rule `forbid sdpa`"),
+    ),
+))
