@@ -25,7 +25,9 @@ def test_registry_is_populated_and_ids_are_well_formed():
 
 @pytest.mark.parametrize("exercise_id", IDS)
 def test_reference_solution_passes(exercise_id):
-    result = ex.check_exercise(exercise_id, ex.get(exercise_id).reference)
+    e = ex.get(exercise_id)
+    # a reference that measures (06) is the truth, not an answer: it runs what the learner must predict
+    result = ex.check_exercise(exercise_id, e.answer or e.reference)
     assert result.status == PASSED, str(result)
     assert result.examples >= 10, "too few inputs were tried to trust a pass"
 
@@ -47,8 +49,7 @@ def test_stubs_report_not_solved_yet(exercise_id):
     def raising(*args):
         raise NotImplementedError
 
-    def ellipsis_body(*args):
-        ...
+    def ellipsis_body(*args): ...
 
     def returns_ellipsis(*args):
         return ...
@@ -257,7 +258,9 @@ def test_tensors_default_values_fit_the_dtype_regression(dtype):
 
 
 def test_tensors_refuses_values_its_dtype_cannot_hold():
-    with pytest.raises(ValueError, match=r"tensors\(\): values=\(-3, 3\) does not fit dtype torch.uint8.*values=\(0, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"tensors\(\): values=\(-3, 3\) does not fit dtype torch.uint8.*values=\(0, 3\)"
+    ):
         tensors(dtype=torch.uint8, values=(-3, 3))
     with pytest.raises(ValueError, match=r"does not fit dtype torch.float16, which holds whole numbers -2048..2048"):
         tensors(dtype=torch.float16, values=(0, 5000))
@@ -292,3 +295,84 @@ def test_a_failing_reference_is_reported_by_the_function_called():
         check(lambda x: x, lambda x: x.t(), inputs=[(2,)])
     with pytest.raises(RuntimeError, match=r"^check\(\): the reference solution raised"):
         check(lambda x: x, lambda x: x.t(), inputs=[(2,)])
+
+
+# --- rules as data: every stated rule is enforced, and an answer that breaks it fails (issue 13) ---------------
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_every_stated_rule_has_a_rule_breaking_answer(exercise_id):
+    e = ex.get(exercise_id)
+    texts = [text for _fn, text in e.wrong]
+    for label in e.rule_labels():
+        assert any(f"rule `{label}`" in t for t in texts), f"{exercise_id}: no wrong answer breaks rule {label!r}"
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_rule_breaking_answers_name_rule_what_was_seen_and_a_fix(exercise_id):
+    for fn, text in ex.get(exercise_id).wrong:
+        if "rule `" not in text:
+            continue
+        msg = ex.check_exercise(exercise_id, fn).reason
+        assert msg.startswith("breaks rule `"), msg
+        if "rule `forbid" in text:
+            assert "aten." in msg or "autograd engine" in msg, msg  # the operator seen
+            assert "line " in msg, f"the learner's line should be named: {msg}"
+            assert "instead" in msg, msg
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_hints_teach_without_giving_the_answer_and_solution_explains(exercise_id, capsys):
+    import ast
+    import inspect
+    import textwrap
+
+    e = ex.get(exercise_id)
+    assert len(e.hints) == 2 and e.hints[0].rstrip().endswith("?"), f"{exercise_id}: hint 1 must be a question"
+    shown = e.answer or e.reference
+    src = textwrap.dedent(inspect.getsource(shown))
+    body = ex._lambda_body(src) if shown.__name__ == "<lambda>" else None
+    if body is None:
+        tree = ast.parse(src)
+        body = next(ast.unparse(n.value) for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value)
+    squash = lambda s: "".join(s.split())  # noqa: E731
+    for h in e.hints:
+        assert squash(body) not in squash(h), f"{exercise_id}: a hint gives the whole answer {body!r}"
+    assert len(e.why) == 2, f"{exercise_id}: solution() prints two lines of why"
+    ex.solution(exercise_id)
+    out = capsys.readouterr().out
+    assert "return" in out and out.count("# Why:") == 2 and "measure(" not in out
+
+
+@pytest.mark.parametrize("exercise_id", [i for i in IDS if ex.get(i).answer is not None])
+def test_the_answer_solution_shows_passes(exercise_id):
+    assert ex.check_exercise(exercise_id, ex.get(exercise_id).answer).passed
+
+
+def test_natural_answers_to_lower_the_peak_are_judged_consistently():
+    for fn in (lambda r: r.sum() * 2, lambda r: 2 * r.sum(), lambda r: r.sum().mul_(2)):
+        assert ex.check_exercise("06-lower-the-peak", fn).passed
+    assert "rule `max_new_bytes`" in ex.check_exercise("06-lower-the-peak", lambda r: r.mul(2).sum()).reason
+    three = ex.check_exercise("06-lower-the-peak", lambda r: r.sum() + r.sum()).reason  # three 0-d tensors alive
+    assert "peaked at 12 B" in three and "allows 8 B" in three
+
+
+def test_forbidden_ops_are_seen_in_plain_check_and_rules_validate():
+    from viewlab.exercises import Rules
+
+    r = check(lambda x: x.repeat(1, 1), lambda x: x.clone(), inputs=ARGS, rules=Rules(forbid=("repeat",)))
+    assert r.status == FAILED and "aten.repeat" in r.reason
+    assert check(lambda x: x + 0, lambda x: x.clone(), inputs=ARGS, rules=Rules(forbid=("repeat",))).passed
+    with pytest.raises(ValueError, match="unknown"):
+        Rules(forbid=("loopz",))
+    with pytest.raises(TypeError, match="must be a tuple"):
+        Rules(forbid="repeat")
+    with pytest.raises(TypeError, match=r"check\(\): `rules`"):
+        check(lambda x: x, lambda x: x, inputs=ARGS, rules={"forbid": ("repeat",)})
+
+
+def test_check_guess_asks_first_then_judges_both_ways(capsys):
+    assert ex.check_guess(None, 96, "why") == "no guess"
+    assert "make your guess first" in capsys.readouterr().out
+    assert ex.check_guess(96, 96, "why") == "right"
+    assert ex.check_guess(95, 96, "why") == "wrong"
+    assert ex.check_guess(1, True, "why") == "wrong"
+    assert ex.check_guess([4, 3], torch.Size([4, 3]), "why") == "right"

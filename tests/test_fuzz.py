@@ -611,6 +611,18 @@ def oracle_check(kw: dict, result: Any, data: Any) -> None:
         assert result.status == exercises.PASSED, str(result)
 
 
+def oracle_guess(kw: dict, result: Any, data: Any) -> None:
+    if kw["guess"] is None:
+        assert result == "no guess"
+    else:
+        same = kw["guess"] is kw["actual"] if isinstance(kw["guess"], bool) else kw["guess"] == kw["actual"]
+        assert result == ("right" if same else "wrong")
+
+
+def oracle_named_rule(kw: dict, result: Any, data: Any) -> None:
+    assert result.rule == kw["label"] and result((), None) is None
+
+
 def oracle_register(kw: dict, result: Any, data: Any) -> None:
     assert result is kw["exercise"]
 
@@ -856,10 +868,33 @@ TARGETS: list[Target] = [
         "check_exercise",
         exercises.check_exercise,
         st.sampled_from(_IDS).map(
-            lambda i: {"exercise_id": i, "learner_fn": exercises.get(i).reference, "max_examples": 1}
+            lambda i: {
+                "exercise_id": i,  # answer: what passes where the reference measures
+                "learner_fn": exercises.get(i).answer or exercises.get(i).reference,
+                "max_examples": 1,
+            }
         ),
         oracle_check,
         examples=25,
+    ),
+    Target(
+        "check_guess",
+        exercises.check_guess,
+        _fixed(
+            guess=st.one_of(st.none(), st.integers(0, 3), st.booleans()),
+            actual=st.integers(0, 3),
+            why=st.text(max_size=20),
+        ),
+        oracle_guess,
+        examples=40,
+        quiet=True,
+    ),
+    Target(
+        "named_rule",
+        exercises.named_rule,
+        _fixed(label=st.text(min_size=1, max_size=10), rule=st.just(lambda args, out: None)),
+        oracle_named_rule,
+        examples=20,
     ),
     Target(
         "register",

@@ -66,12 +66,14 @@ import importlib
 import inspect
 import pkgutil
 import textwrap
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._checks import describe_value, is_quantized_dtype, require_int, require_number, require_str, type_error
+from ._checks import describe_value, is_quantized_dtype, require_number, require_str, type_error
+from .course.rules import PREDICT_PEAK_BYTES, OpRecorder, Rules, forbid_problem, loop_problem
 from .sharing import shares_storage
 
 if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
@@ -89,6 +91,8 @@ __all__ = [
     "solution",
     "check",
     "check_exercise",
+    "check_guess",
+    "named_rule",
     "tensors",
     "shapes",
     "LAYOUTS",
@@ -111,9 +115,12 @@ _MAX_PICTURE_ELEMENTS = 48
 # Input strategies
 # --------------------------------------------------------------------------------------------
 def _require_range(func: str, name: str, rng: Any, lowest: int, highest: int | None = None) -> tuple[int, int]:
-    if not (isinstance(rng, tuple) and len(rng) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in rng)):
-        raise TypeError(f"{func}(): `{name}` must be a (min, max) tuple of ints, e.g. {name}=(1, 3); "
-                        f"got {describe_value(rng)}.")
+    if not (
+        isinstance(rng, tuple) and len(rng) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in rng)
+    ):
+        raise TypeError(
+            f"{func}(): `{name}` must be a (min, max) tuple of ints, e.g. {name}=(1, 3); got {describe_value(rng)}."
+        )
     lo, hi = rng
     top = "" if highest is None else f" <= {highest}"
     if lo < lowest or hi < lo or (highest is not None and hi > highest):
@@ -142,20 +149,24 @@ def _check_numel(func: str, shape: tuple[int, ...]) -> None:
     for k in shape:
         n *= k
     if len(shape) > MAX_DIMS or n > MAX_ELEMENTS:
-        raise ValueError(f"{func}(): shape {shape} has {len(shape)} dims and {n:,} elements; the tensors drawn "
-                         f"for checks have at most {MAX_DIMS} dims and {MAX_ELEMENTS:,} elements.")
+        raise ValueError(
+            f"{func}(): shape {shape} has {len(shape)} dims and {n:,} elements; the tensors drawn "
+            f"for checks have at most {MAX_DIMS} dims and {MAX_ELEMENTS:,} elements."
+        )
 
 
 def _shape_ranges(func: str, dims: Any, side: Any) -> tuple[int, int, int, int]:
     d_lo, d_hi = _require_range(func, "dims", dims, 0, MAX_DIMS)
     s_lo, s_hi = _require_range(func, "side", side, 0)
     if d_hi and s_hi**d_hi > MAX_ELEMENTS:
-        raise ValueError(f"{func}(): dims={dims}, side={side} allows {s_hi}**{d_hi} = {s_hi**d_hi:,} elements; "
-                         f"tensors for checks have at most {MAX_ELEMENTS:,}. Use smaller sides or fewer dims.")
+        raise ValueError(
+            f"{func}(): dims={dims}, side={side} allows {s_hi}**{d_hi} = {s_hi**d_hi:,} elements; "
+            f"tensors for checks have at most {MAX_ELEMENTS:,}. Use smaller sides or fewer dims."
+        )
     return d_lo, d_hi, s_lo, s_hi
 
 
-def shapes(dims: tuple[int, int] = (1, 3), side: tuple[int, int] = (1, 4)) -> "SearchStrategy[tuple[int, ...]]":
+def shapes(dims: tuple[int, int] = (1, 3), side: tuple[int, int] = (1, 4)) -> SearchStrategy[tuple[int, ...]]:
     """Strategy for tensor shapes with ``dims[0]..dims[1]`` dimensions of size ``side[0]..side[1]``.
 
     >>> from hypothesis import find
@@ -201,8 +212,8 @@ def tensors(
     dtype: torch.dtype = torch.float32,
     values: tuple[int, int] | None = None,
     layouts: Sequence[str] = LAYOUTS,
-    shape: "SearchStrategy[tuple[int, ...]] | tuple[int, ...] | None" = None,
-) -> "SearchStrategy[torch.Tensor]":
+    shape: SearchStrategy[tuple[int, ...]] | tuple[int, ...] | None = None,
+) -> SearchStrategy[torch.Tensor]:
     """Strategy for small tensors with integer-valued entries and varied memory layouts.
 
     Values are whole numbers in ``values`` (exact to compare, easy to read in a failure report); the
@@ -224,8 +235,10 @@ def tensors(
 
     func = "tensors"
     if not isinstance(dtype, torch.dtype) or is_quantized_dtype(dtype):
-        raise TypeError(f"{func}(): `dtype` must be a torch.dtype of plain numbers such as torch.float32; "
-                        f"got {describe_value(dtype)}.")
+        raise TypeError(
+            f"{func}(): `dtype` must be a torch.dtype of plain numbers such as torch.float32; "
+            f"got {describe_value(dtype)}."
+        )
     exact_lo, exact_hi = _exact_int_range(dtype)
     if values is None:
         # The default range, cut to what the dtype holds: uint8 gets 0..9, never -9 wrapped to 247.
@@ -239,8 +252,10 @@ def tensors(
                 f"values=({max(v_lo, exact_lo)}, {min(v_hi, exact_hi)})) or a wider dtype."
             )
     if isinstance(layouts, str) or not isinstance(layouts, (list, tuple)):
-        raise TypeError(f"{func}(): `layouts` must be a list or tuple of names from {LAYOUTS}, "
-                        f"e.g. layouts=('contiguous',); got {describe_value(layouts)}.")
+        raise TypeError(
+            f"{func}(): `layouts` must be a list or tuple of names from {LAYOUTS}, "
+            f"e.g. layouts=('contiguous',); got {describe_value(layouts)}."
+        )
     bad = [k for k in layouts if not isinstance(k, str) or k not in LAYOUTS]
     if bad or not layouts:
         raise ValueError(f"{func}(): layouts must be a non-empty subset of {LAYOUTS}; got {tuple(layouts)!r}.")
@@ -256,8 +271,10 @@ def tensors(
     elif isinstance(shape, st.SearchStrategy):
         shape_st = shape
     else:
-        raise TypeError(f"{func}(): `shape` must be None, a tuple of ints or a hypothesis strategy of such tuples; "
-                        f"got {describe_value(shape)}.")
+        raise TypeError(
+            f"{func}(): `shape` must be None, a tuple of ints or a hypothesis strategy of such tuples; "
+            f"got {describe_value(shape)}."
+        )
 
     @st.composite
     def _draw(draw: Callable[..., Any]) -> torch.Tensor:
@@ -375,8 +392,10 @@ def _compare(expected: Any, got: Any, where: str, rtol: float, atol: float) -> s
         equal = bool(got == expected)
     except Exception:  # noqa: BLE001 - an uncomparable answer is a wrong answer
         equal = False
-    if not equal or type(got) is not type(expected) and not (
-        isinstance(expected, (tuple, torch.Size)) and isinstance(got, (tuple, torch.Size))
+    if (
+        not equal
+        or type(got) is not type(expected)
+        and not (isinstance(expected, (tuple, torch.Size)) and isinstance(got, (tuple, torch.Size)))
     ):
         return f"{where} is {got!r} ({type(got).__name__}), expected {expected!r} ({type(expected).__name__})"
     return None
@@ -400,24 +419,27 @@ def _memory_problem(memory: str | None, args: tuple[Any, ...], result: Any) -> s
         shared = any(shares_storage(out, x) for x in inputs)
         if memory == "view" and not shared and out.numel() > 0:
             return (
-                f"{where} shares no memory with the input, so it was copied (new bytes were allocated). "
+                f"breaks rule `must_view`: {where} shares no memory with the input, so it was copied (new bytes were allocated). "
                 "The exercise asks for a view: use only view ops (view, transpose, expand, slicing, ...) "
                 "and avoid contiguous(), clone(), repeat(), reshape() of non-contiguous input, arithmetic."
             )
         if memory == "copy" and shared:
             return (
-                f"{where} shares memory with the input, so writing to it would change the input. "
+                f"breaks rule `must_copy`: {where} shares memory with the input, so writing to it would change the input. "
                 "The exercise asks for an independent copy: add .clone() (or .contiguous() after an expand)."
             )
     return None
 
 
-def _meter(memory: str | None, args: tuple[Any, ...]) -> Any:
-    """``viewlab.measure`` for view exercises on CPU inputs (exact new-storage bytes), else a no-op."""
+def _meter(memory: str | None, args: tuple[Any, ...], rules: Rules | None = None) -> Any:
+    """``viewlab.measure`` for view exercises on CPU inputs and for rules on bytes (exact new-storage bytes),
+    else a no-op."""
     import contextlib
 
     parts = _tensor_parts(args)
-    if memory != "view" or not parts or any(p.device.type != "cpu" for p in parts):
+    on_cpu = all(p.device.type == "cpu" for p in parts)
+    by_bytes = rules is not None and (rules.max_new_bytes is not None or rules.predict_without_running)
+    if not on_cpu or not (by_bytes or (memory == "view" and parts)):
         return contextlib.nullcontext(None)
     try:
         from .memory import measure
@@ -482,7 +504,7 @@ class CheckResult:
 
     __repr__ = __str__
 
-    def figure(self) -> "Figure | None":
+    def figure(self) -> Figure | None:
         """Expected vs got (and the first input tensor) as a matplotlib Figure, or None if not drawable."""
         if self.status != FAILED:
             return None
@@ -511,7 +533,12 @@ class CheckResult:
         """A sentence describing :meth:`figure` for screen readers."""
         exp, got = self.expected, self.got
         n_bad = ""
-        if isinstance(exp, torch.Tensor) and isinstance(got, torch.Tensor) and exp.shape == got.shape and exp.dtype == got.dtype:
+        if (
+            isinstance(exp, torch.Tensor)
+            and isinstance(got, torch.Tensor)
+            and exp.shape == got.shape
+            and exp.dtype == got.dtype
+        ):
             e, g = exp.detach().cpu(), got.detach().cpu()
             bad = ~(torch.isclose(g, e, equal_nan=True) if e.is_floating_point() else g == e)
             n_bad = f"; {int(bad.sum())} cells differ and are outlined in orange with a '!' mark"
@@ -552,7 +579,7 @@ def _cell(x: Any) -> str:
     return str(x)
 
 
-def _panels_figure(panels: list[tuple[str, torch.Tensor, torch.Tensor | None]]) -> "Figure":
+def _panels_figure(panels: list[tuple[str, torch.Tensor, torch.Tensor | None]]) -> Figure:
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
@@ -568,10 +595,25 @@ def _panels_figure(panels: list[tuple[str, torch.Tensor, torch.Tensor | None]]) 
         for r in range(rows):
             for c in range(cols):
                 wrong = bad is not None and bad[r][c] == "1"
-                ax.add_patch(Rectangle((c, rows - 1 - r), 1, 1, facecolor="#F5C08A" if wrong else "#DCEBF7",
-                                       edgecolor="#D55E00" if wrong else "black", linewidth=2.5 if wrong else 0.8))
-                ax.text(c + 0.5, rows - 1 - r + 0.5, text[r][c] + ("!" if wrong else ""), ha="center",
-                        va="center", fontsize=9, fontweight="bold" if wrong else "normal")
+                ax.add_patch(
+                    Rectangle(
+                        (c, rows - 1 - r),
+                        1,
+                        1,
+                        facecolor="#F5C08A" if wrong else "#DCEBF7",
+                        edgecolor="#D55E00" if wrong else "black",
+                        linewidth=2.5 if wrong else 0.8,
+                    )
+                )
+                ax.text(
+                    c + 0.5,
+                    rows - 1 - r + 0.5,
+                    text[r][c] + ("!" if wrong else ""),
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    fontweight="bold" if wrong else "normal",
+                )
         ax.set_xlim(-0.1, max(cols, 1) + 0.1)
         ax.set_ylim(-0.1, max(rows, 1) + 0.1)
         ax.set_title(title, fontsize=9)
@@ -594,7 +636,9 @@ def _run_once(
     rtol: float,
     atol: float,
     extra: Sequence[Callable[[tuple[Any, ...], Any], str | None]],
+    rules: Rules | None = None,
 ) -> None:
+    rules = rules or Rules()
     pristine = _fresh(args)
     try:
         expected = reference_fn(*_fresh(args))
@@ -605,19 +649,31 @@ def _run_once(
         ) from exc
     mine = _fresh(args)
     text = [_describe(a) for a in pristine]
-    meter = _meter(memory, mine)
+    meter = _meter(memory, mine, rules)
+    recorder = OpRecorder(getattr(learner_fn, "__code__", None)) if rules.needs_recorder else None
     try:
-        with meter as m:
+        with _recording(recorder), meter as m:
             got = learner_fn(*mine)
     except NotImplementedError as exc:
         raise _NotSolved() from exc
     except Exception as exc:  # noqa: BLE001 - the learner's error is the lesson: report it, no traceback
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise _Failure(f"your function raised {type(exc).__name__}: {msg}", text, expected, None,
-                       f"{type(exc).__name__}: {msg}", pristine) from None
+        broken = forbid_problem(rules, recorder)  # a forbidden op that then raised: the rule comes first
+        raise _Failure(
+            broken or f"your function raised {type(exc).__name__}: {msg}",
+            text,
+            expected,
+            None,
+            f"{type(exc).__name__}: {msg}",
+            pristine,
+        ) from None
     if _is_stub_result(got) and not _is_stub_result(expected):
         raise _NotSolved()
-    reason = _compare(expected, got, "the result", rtol, atol)
+    reason = forbid_problem(rules, recorder)
+    if reason is None and m is not None:  # a prediction that ran what it predicts: the rule, before the value
+        reason = _bytes_problem(rules, mine, m.peak_bytes)
+    if reason is None:
+        reason = _compare(expected, got, "the result", rtol, atol)
     if reason is None:
         reason = _memory_problem(memory, mine, got)
         if reason and m is not None:
@@ -625,16 +681,68 @@ def _run_once(
     if reason is None:
         for p, m in zip(_tensor_parts(pristine), _tensor_parts(mine)):
             if p.shape == m.shape and not torch.equal(p, m.detach()):
-                reason = ("your function changed its input in place (e.g. with an in-place op or "
-                          "by writing into a view); work on a copy or use out-of-place ops")
+                reason = (
+                    "your function changed its input in place (e.g. with an in-place op or "
+                    "by writing into a view); work on a copy or use out-of-place ops"
+                )
                 break
     if reason is None:
         for rule in extra:
             reason = rule(mine, got)
             if reason:
+                label = getattr(rule, "rule", None)
+                reason = f"breaks rule `{label}`: {reason}" if label else reason
                 break
     if reason is not None:
         raise _Failure(reason, text, expected, got, None, pristine)
+
+
+def _recording(recorder: OpRecorder | None) -> Any:
+    import contextlib
+
+    return recorder if recorder is not None else contextlib.nullcontext(None)
+
+
+def _bytes_problem(rules: Rules, args: tuple[Any, ...], peak: int) -> str | None:
+    """The rules on measured bytes: ``max_new_bytes`` and ``predict_without_running``."""
+    if rules.max_new_bytes is not None:
+        limit = rules.max_new_bytes(*args) if callable(rules.max_new_bytes) else rules.max_new_bytes
+        if peak > limit:
+            return (
+                f"breaks rule `max_new_bytes`: while your function ran, new tensors peaked at {peak:,} B "
+                f"(viewlab.measure); the exercise allows {limit:,} B here. A temporary counts while it is "
+                "alive, even when it is gone by the end of the line: find the one you do not need"
+            )
+    if rules.predict_without_running and peak > PREDICT_PEAK_BYTES:
+        return (
+            f"breaks rule `predict_without_running`: your function allocated {peak:,} B of tensors while it "
+            f"ran (viewlab.measure; a prediction may use at most {PREDICT_PEAK_BYTES} B). It ran the code "
+            "it should predict: compute the answer from sizes, dtypes and element sizes instead"
+        )
+    return None
+
+
+def _loop_probe(learner_fn: Any, reference_fn: Any, sized: Callable[[int], tuple[Any, ...]]) -> None:
+    """Rule ``no_python_loops``: run on a small and a bigger input; the op count may not grow."""
+    runs = []
+    for n in _LOOP_SIZES:
+        rec = OpRecorder(getattr(learner_fn, "__code__", None))
+        args = sized(n)
+        try:
+            with rec:
+                got = learner_fn(*_fresh(args))
+        except NotImplementedError as exc:
+            raise _NotSolved() from exc
+        except Exception:  # noqa: BLE001 - raising on a size the strategy also draws was reported already
+            return
+        runs.append((rec, args, got))
+    reason = loop_problem(runs[0][0], runs[1][0], *_LOOP_SIZES)
+    if reason is not None:
+        args, got = runs[1][1], runs[1][2]
+        raise _Failure(reason, [_describe(a) for a in args], reference_fn(*_fresh(args)), got, None, args)
+
+
+_LOOP_SIZES = (3, 6)
 
 
 def _quiet_settings(max_examples: int) -> Any:
@@ -664,8 +772,10 @@ _RTOL, _ATOL = 1e-5, 1e-6  # default tolerances for floating-point results
 def _require_learner_fn(learner_fn: Any, func: str) -> None:
     if not callable(learner_fn):
         example = "check(my_fn, reference_fn, inputs)" if func == "check" else f"{func}(exercise_id, my_fn)"
-        raise TypeError(f"{func}() expects your function, got {describe_value(learner_fn)}; "
-                        f"pass the function itself, e.g. {example}, not my_fn(x).")
+        raise TypeError(
+            f"{func}() expects your function, got {describe_value(learner_fn)}; "
+            f"pass the function itself, e.g. {example}, not my_fn(x)."
+        )
 
 
 def _require_max_examples(max_examples: Any, func: str) -> int:
@@ -677,7 +787,7 @@ def _require_max_examples(max_examples: Any, func: str) -> int:
 def check(
     learner_fn: Callable[..., Any],
     reference_fn: Callable[..., Any],
-    inputs: "SearchStrategy[Any] | Sequence[tuple[Any, ...]]",
+    inputs: SearchStrategy[Any] | Sequence[tuple[Any, ...]],
     *,
     memory: str | None = None,
     examples: Sequence[tuple[Any, ...]] = (),
@@ -687,6 +797,7 @@ def check(
     hint: str | None = None,
     title: str = "check",
     extra: Sequence[Callable[[tuple[Any, ...], Any], str | None]] = (),
+    rules: Rules | None = None,
 ) -> CheckResult:
     """Run ``learner_fn`` and ``reference_fn`` on many inputs and compare what they return.
 
@@ -702,7 +813,10 @@ def check(
         rtol, atol: tolerance for floating-point values (exact for integers and bools).
         hint: shown under a failure.
         title: names the exercise in the report.
-        extra: more rules, each ``rule(args, result) -> problem text or None``.
+        extra: more rules, each ``rule(args, result) -> problem text or None`` (a ``rule`` attribute on it
+            names the rule in the message, see :func:`named_rule`).
+        rules: the exercise's stated rules (:class:`viewlab.course.rules.Rules`): forbidden operators,
+            no Python loops, bytes limits, predict without running.
 
     Also checked: value, shape, dtype and device of every tensor in the result, and that the
     learner's function did not modify its input in place. A stub (raises NotImplementedError,
@@ -714,12 +828,26 @@ def check(
     >>> (r.passed, r.status)
     (True, 'passed')
     """
-    return _check(learner_fn, reference_fn, inputs, memory, examples, max_examples, rtol, atol, hint, title, extra,
-                  "check")
+    return _check(
+        learner_fn, reference_fn, inputs, memory, examples, max_examples, rtol, atol, hint, title, extra, "check", rules
+    )
 
 
-def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, examples: Any, max_examples: Any,
-           rtol: Any, atol: Any, hint: Any, title: Any, extra: Any, func: str) -> CheckResult:
+def _check(
+    learner_fn: Any,
+    reference_fn: Any,
+    inputs: Any,
+    memory: Any,
+    examples: Any,
+    max_examples: Any,
+    rtol: Any,
+    atol: Any,
+    hint: Any,
+    title: Any,
+    extra: Any,
+    func: str,
+    rules: Any = None,
+) -> CheckResult:
     """:func:`check`, with every error naming ``func``, the function the learner called."""
     _require_learner_fn(learner_fn, func)
     if not callable(reference_fn):
@@ -737,6 +865,8 @@ def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, example
         raise type_error(func, "examples", "a list of argument tuples", examples)
     if not isinstance(extra, (list, tuple)) or not all(callable(rule) for rule in extra):
         raise type_error(func, "extra", "a list of rules, each rule(args, result) -> str or None", extra)
+    if rules is not None and not isinstance(rules, Rules):
+        raise type_error(func, "rules", "a viewlab.exercises.Rules, e.g. Rules(forbid=('repeat',))", rules)
     from hypothesis import given
     from hypothesis import strategies as st
     from hypothesis.reporting import with_reporter
@@ -749,8 +879,10 @@ def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, example
         explicit += [tuple(a) if isinstance(a, tuple) else (a,) for a in inputs]
         strategy = None
     else:
-        raise TypeError(f"{func}(): inputs must be a hypothesis strategy of argument tuples "
-                        "(e.g. st.tuples(viewlab.exercises.tensors())) or a non-empty list of argument tuples.")
+        raise TypeError(
+            f"{func}(): inputs must be a hypothesis strategy of argument tuples "
+            "(e.g. st.tuples(viewlab.exercises.tensors())) or a non-empty list of argument tuples."
+        )
     count = 0
     reference_errors: list[_ReferenceError] = []
 
@@ -758,7 +890,7 @@ def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, example
         nonlocal count
         count += 1
         try:
-            _run_once(learner_fn, reference_fn, args, memory, rtol, atol, extra)
+            _run_once(learner_fn, reference_fn, args, memory, rtol, atol, extra, rules)
         except _ReferenceError as exc:
             # Remembered: hypothesis would otherwise report whichever failure shrinks smallest.
             reference_errors.append(exc)
@@ -771,6 +903,8 @@ def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, example
             test = _quiet_settings(max_examples)(given(strategy)(body))
             with with_reporter(lambda _msg: None):
                 test()
+        if rules is not None and rules.no_python_loops is not None:
+            _loop_probe(learner_fn, reference_fn, rules.no_python_loops)
 
     try:
         try:
@@ -780,8 +914,10 @@ def _check(learner_fn: Any, reference_fn: Any, inputs: Any, memory: Any, example
                 first = reference_errors[0]
                 raise _ReferenceFailed(f"{func}(): {first}") from first.__cause__
     except _NotSolved:
-        msg = (f"{title}: not solved yet. `{name}` is still a stub (it raised NotImplementedError or returned "
-               "... / None). Write its body, `return` the result, and run this cell again.")
+        msg = (
+            f"{title}: not solved yet. `{name}` is still a stub (it raised NotImplementedError or returned "
+            "... / None). Write its body, `return` the result, and run this cell again."
+        )
         return CheckResult(NOT_SOLVED, title, msg, count, hint_text=hint)
     except _Failure as f:
         lines = [f"{title}: FAILED -- {f.reason.rstrip('.')}.", "", "Smallest failing input found:"]
@@ -819,7 +955,13 @@ class Exercise:
         wrong: plausible wrong answers with a substring their failure message must contain
             (tested in tests/test_exercises.py).
         examples: argument tuples always tried first.
-        extra: additional rules for :func:`check`.
+        extra: additional rules for :func:`check` (name each with :func:`named_rule`).
+        rules: the stated rules, enforced by :func:`check` (:class:`viewlab.course.rules.Rules`). ``memory``
+            is the rule ``must_view`` / ``must_copy``; every rule needs a breaking answer in ``wrong``
+            whose message text is ``rule `<label>```.
+        answer: what :func:`solution` shows when the reference measures instead of reasoning (default:
+            the reference); it must pass the check too.
+        why: the two lines of reasoning :func:`solution` prints under the answer.
     """
 
     id: str
@@ -827,12 +969,26 @@ class Exercise:
     statement: str
     signature: str
     reference: Callable[..., Any]
-    inputs: Callable[[], "SearchStrategy[Any]"]
+    inputs: Callable[[], SearchStrategy[Any]]
     memory: str | None = None
     hints: tuple[str, ...] = ()
     wrong: tuple[tuple[Callable[..., Any], str], ...] = ()
     examples: tuple[tuple[Any, ...], ...] = ()
     extra: tuple[Callable[[tuple[Any, ...], Any], str | None], ...] = field(default=())
+    rules: Rules = field(default_factory=Rules)
+    answer: Callable[..., Any] | None = None
+    why: tuple[str, ...] = ()
+
+    def rule_labels(self) -> list[str]:
+        """Every rule this exercise states, as failure messages name it (``memory`` and named extras included).
+
+        >>> get("02-pairwise-diff").rule_labels()
+        ['forbid repeat', 'forbid tile', 'no_python_loops']
+        """
+        labels = self.rules.labels()
+        labels += {"view": ["must_view"], "copy": ["must_copy"]}.get(self.memory or "", [])
+        labels += [r.rule for r in self.extra if getattr(r, "rule", None)]
+        return list(dict.fromkeys(labels))
 
     def __post_init__(self) -> None:
         if not self.id or not self.id[:2].isdigit() or self.id[2:3] != "-":
@@ -841,6 +997,29 @@ class Exercise:
             raise ValueError(f"Exercise {self.id}: memory must be None, 'view' or 'copy', got {self.memory!r}.")
         if not self.statement.strip() or not self.signature.startswith("def "):
             raise ValueError(f"Exercise {self.id}: needs a statement and a signature starting with 'def '.")
+        if not isinstance(self.rules, Rules):
+            raise TypeError(f"Exercise {self.id}: `rules` must be a Rules(...), got {type(self.rules).__name__}.")
+        if (self.rules.must_view and self.memory == "copy") or (self.rules.must_copy and self.memory == "view"):
+            raise ValueError(f"Exercise {self.id}: memory={self.memory!r} contradicts its rules.")
+        if self.rules.must_view or self.rules.must_copy:
+            object.__setattr__(self, "memory", "view" if self.rules.must_view else "copy")
+
+
+def named_rule(label: str, rule: Callable[[tuple[Any, ...], Any], str | None]) -> Callable[..., str | None]:
+    """Give an ``extra`` rule a name: its failure message then starts ``breaks rule `<label>```.
+
+    >>> named_rule("no_stride_0", lambda args, out: None).rule
+    'no_stride_0'
+    """
+    require_str(label, "named_rule", "label")
+    if not callable(rule):
+        raise type_error("named_rule", "rule", "a function rule(args, result) -> str or None", rule)
+
+    def checked(args: tuple[Any, ...], result: Any) -> str | None:
+        return rule(args, result)
+
+    checked.rule = label  # type: ignore[attr-defined]
+    return checked
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -923,8 +1102,11 @@ def show(exercise_id: str) -> None:
     )
     print(f"Exercise {ex.id}: {ex.title}")
     print(textwrap.fill(ex.statement, 100))
-    if memory:
-        print(memory)
+    sentences = ex.rules.sentences()
+    if memory and memory not in sentences:
+        sentences.append(memory)
+    for sentence in sentences:
+        print(textwrap.fill(f"Rule: {sentence}", 100, subsequent_indent="  "))
     print()
     print(f"{ex.signature}:\n    raise NotImplementedError  # your code here")
     print(f"\nCheck it with: check_exercise({ex.id!r}, {fn})   ({len(ex.hints)} hints: hint({ex.id!r}, 1))")
@@ -933,8 +1115,8 @@ def show(exercise_id: str) -> None:
 def hint(exercise_id: str, n: int = 1) -> None:
     """Print hint number ``n`` (1-based) of an exercise.
 
-    >>> hint("05-flatten-any", 2)
-    Hint 2/2: x.reshape(-1) (or x.flatten()) views when possible and copies otherwise.
+    >>> hint("05-flatten-any", 1)
+    Hint 1/2: x.view(-1) needs strides compatible with the new shape: does a transposed tensor have them?
     """
     ex = _get(exercise_id, "hint")
     if isinstance(n, bool) or not isinstance(n, int):
@@ -948,22 +1130,27 @@ def hint(exercise_id: str, n: int = 1) -> None:
 
 
 def solution(exercise_id: str) -> None:
-    """Print the reference solution's source (opt-in: try the hints first).
+    """Print the solution's source and two lines of why (opt-in: try the hints first).
 
-    >>> solution("05-flatten-any")
-    def _flatten(x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(-1)
+    >>> solution("05-batch-view")
+    def _batch_view(sample: torch.Tensor, n: int) -> torch.Tensor:
+        return sample.unsqueeze(0).expand(n, *sample.shape)
+    # Why: expand gives the new dim stride 0, so all n entries read the same storage: a view, 0 bytes.
+    # Why: repeat writes n copies into new memory: right values, n times the bytes.
     """
     ex = _get(exercise_id, "solution")
+    shown = ex.answer or ex.reference
     try:
-        src = inspect.getsource(ex.reference)
+        src = inspect.getsource(shown)
     except (OSError, TypeError):
-        src = f"# source not available for {ex.reference!r}"
-    if getattr(ex.reference, "__name__", "") == "<lambda>":
+        src = f"# source not available for {shown!r}"
+    if getattr(shown, "__name__", "") == "<lambda>":
         body = _lambda_body(src)
         if body is not None:  # show a lambda reference as the def the learner writes
             src = f"{ex.signature}:\n    return {body}"
     print(textwrap.dedent(src).rstrip())
+    for line in ex.why:
+        print(textwrap.fill(f"# Why: {line}", 100, subsequent_indent="#   "))
 
 
 def _lambda_body(src: str) -> str | None:
@@ -993,6 +1180,74 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     ex = _get(exercise_id, "check_exercise")
     _require_learner_fn(learner_fn, "check_exercise")
     _require_max_examples(max_examples, "check_exercise")
-    first_hint = f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
-    return _check(learner_fn, ex.reference, ex.inputs(), ex.memory, ex.examples, max_examples, _RTOL, _ATOL,
-                  first_hint, f"{ex.id} ({ex.title})", ex.extra, "check_exercise")
+    first_hint = (
+        f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
+    )
+    return _check(
+        learner_fn,
+        ex.reference,
+        ex.inputs(),
+        ex.memory,
+        ex.examples,
+        max_examples,
+        _RTOL,
+        _ATOL,
+        first_hint,
+        f"{ex.id} ({ex.title})",
+        ex.extra,
+        "check_exercise",
+        ex.rules,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Predict, then run
+# --------------------------------------------------------------------------------------------
+def _plain_guess(value: Any) -> bool:
+    if isinstance(value, (torch.Size, tuple, list)):
+        return all(_plain_guess(v) for v in value)
+    return isinstance(value, (bool, int, float, str))
+
+
+def check_guess(guess: Any, actual: Any, why: str) -> str:
+    """Judge a prediction written down *before* the cell that measures ran; print the verdict and why.
+
+    ``guess`` left as ``None`` or ``...`` prints "make your guess first" and reveals nothing. Otherwise
+    the verdict is computed by comparing ``guess`` with ``actual`` (tuples and ``torch.Size`` compare by
+    value, numbers exactly). Returns ``"right"``, ``"wrong"`` or ``"no guess"``.
+
+    >>> check_guess(..., 96, "repeat allocates numel * itemsize")
+    make your guess first: replace None in the cell above with your guess, run it, then run this one.
+    'no guess'
+    >>> check_guess(96, 96, "4 x 6 float32 elements")
+    right: 96. 4 x 6 float32 elements
+    'right'
+    >>> check_guess((3, 4), torch.Size([4, 3]), "transposed")
+    wrong: you guessed (3, 4); it is (4, 3). transposed
+    'wrong'
+    """
+    require_str(why, "check_guess", "why")
+    for name, value in (("guess", guess), ("actual", actual)):
+        if not _plain_guess(value) and not (name == "guess" and (value is None or value is Ellipsis)):
+            raise type_error(
+                "check_guess",
+                name,
+                "a plain value to compare: an int, float, bool, str, or a tuple "
+                "of those (a shape), e.g. guess = 96 or guess = (3, 4)",
+                value,
+            )
+    if guess is None or guess is Ellipsis:
+        print("make your guess first: replace None in the cell above with your guess, run it, then run this one.")
+        return "no guess"
+    norm = lambda v: tuple(v) if isinstance(v, (torch.Size, list)) else v  # noqa: E731
+    shown, mine = norm(actual), norm(guess)
+    if isinstance(shown, bool) or isinstance(mine, bool):
+        same = mine is shown  # True is not 1 here: a yes/no question wants a yes/no answer
+    else:
+        same = bool(mine == shown)
+    verdict = "right" if same else "wrong"
+    if same:
+        print(f"right: {shown!r}. {why}")
+    else:
+        print(f"wrong: you guessed {mine!r}; it is {shown!r}. {why}")
+    return verdict

@@ -16,27 +16,36 @@ def _images() -> Any:
     return st.tuples(tensors(shape=shape, layouts=("contiguous", "offset")))
 
 
-register(Exercise(
-    id="01-channels-first",
-    title="Channels-last to channels-first, as a view",
-    statement=(
-        "`images` has shape (N, H, W, C) (channels last, as image libraries load them). Return the same "
-        "data with shape (N, C, H, W), so that out[n, c, h, w] == images[n, h, w, c], without copying."
-    ),
-    signature="def channels_first(images: torch.Tensor) -> torch.Tensor",
-    reference=lambda images: images.permute(0, 3, 1, 2),
-    inputs=_images,
-    memory="view",
-    hints=(
-        "Only the order of the dimensions changes, not the order of the bytes: which view op reorders dims?",
-        "images.permute(0, 3, 1, 2) -- reshape/view to (N, C, H, W) keeps the shape but scrambles the values.",
-    ),
-    wrong=(
-        (lambda images: images.reshape(images.shape[0], images.shape[3], images.shape[1], images.shape[2]),
-         "values differ"),
-        (lambda images: images.permute(0, 3, 1, 2).contiguous(), "shares no memory"),
-    ),
-))
+register(
+    Exercise(
+        id="01-channels-first",
+        title="Channels-last to channels-first, as a view",
+        statement=(
+            "`images` has shape (N, H, W, C) (channels last, as image libraries load them). Return the same "
+            "data with shape (N, C, H, W), so that out[n, c, h, w] == images[n, h, w, c], without copying."
+        ),
+        signature="def channels_first(images: torch.Tensor) -> torch.Tensor",
+        reference=lambda images: images.permute(0, 3, 1, 2),
+        inputs=_images,
+        memory="view",
+        hints=(
+            "Only the order of the dimensions changes, not the order of the bytes: which view op reorders dims?",
+            "Write down where each input dim goes: N stays at 0 and C (input dim 3) moves to position 1. "
+            "Pass that new order of input dims to the op.",
+        ),
+        why=(
+            "permute writes a new shape and stride recipe over the same storage, so nothing is copied.",
+            "reshape or view to (N, C, H, W) keeps row-major order: the right shape with scrambled values.",
+        ),
+        wrong=(
+            (
+                lambda images: images.reshape(images.shape[0], images.shape[3], images.shape[1], images.shape[2]),
+                "values differ",
+            ),
+            (lambda images: images.permute(0, 3, 1, 2).contiguous(), "rule `must_view`: the result shares no memory"),
+        ),
+    )
+)
 
 
 def _vectors() -> Any:
@@ -45,26 +54,32 @@ def _vectors() -> Any:
     return st.tuples(tensors(shape=st.tuples(st.integers(2, 9)), layouts=("contiguous", "strided", "offset")))
 
 
-register(Exercise(
-    id="01-odd-positions",
-    title="Every other element, starting at index 1",
-    statement=(
-        "Return the elements of the 1-D tensor `x` at positions 1, 3, 5, ... as a view of `x` (writing to "
-        "the result must change `x`)."
-    ),
-    signature="def odd_positions(x: torch.Tensor) -> torch.Tensor",
-    reference=lambda x: x[1::2],
-    inputs=_vectors,
-    memory="view",
-    hints=(
-        "Basic indexing (slices) returns views; indexing with a list or tensor of positions copies.",
-        "x[1::2]",
-    ),
-    wrong=(
-        (lambda x: x[torch.arange(1, x.shape[0], 2)], "shares no memory"),
-        (lambda x: x[::2], "shape"),
-    ),
-))
+register(
+    Exercise(
+        id="01-odd-positions",
+        title="Every other element, starting at index 1",
+        statement=(
+            "Return the elements of the 1-D tensor `x` at positions 1, 3, 5, ... as a view of `x` (writing to "
+            "the result must change `x`)."
+        ),
+        signature="def odd_positions(x: torch.Tensor) -> torch.Tensor",
+        reference=lambda x: x[1::2],
+        inputs=_vectors,
+        memory="view",
+        hints=(
+            "Which kind of indexing returns a view: a slice, or a list or tensor of positions?",
+            "A slice is start:stop:step; the start here is 1. Which step skips every other element?",
+        ),
+        why=(
+            "A slice with a step is a view: the stride is multiplied by the step and the offset moves to the start.",
+            "Indexing with a tensor of positions (advanced indexing) gathers the elements into new memory.",
+        ),
+        wrong=(
+            (lambda x: x[torch.arange(1, x.shape[0], 2)], "rule `must_view`: the result shares no memory"),
+            (lambda x: x[::2], "shape"),
+        ),
+    )
+)
 
 
 def _matrices() -> Any:
@@ -73,23 +88,30 @@ def _matrices() -> Any:
     return st.tuples(tensors(dims=(2, 2), side=(1, 4), layouts=("contiguous", "transposed", "offset")))
 
 
-register(Exercise(
-    id="01-independent-flat",
-    title="A flat copy that is safe to edit",
-    statement=(
-        "Return the elements of the 2-D tensor `x` in row-major order as a 1-D tensor that NEVER shares "
-        "memory with `x`, whatever its layout, so that editing the result can never change `x`."
-    ),
-    signature="def independent_flat(x: torch.Tensor) -> torch.Tensor",
-    reference=lambda x: x.reshape(-1).clone(),
-    inputs=_matrices,
-    memory="copy",
-    hints=(
-        "reshape(-1) and flatten() are views when they can be (contiguous input) and copies otherwise.",
-        "x.reshape(-1).clone() or x.flatten().clone() -- clone always allocates.",
-    ),
-    wrong=(
-        (lambda x: x.reshape(-1), "shares memory"),
-        (lambda x: x.t().reshape(-1).clone(), "values differ"),
-    ),
-))
+register(
+    Exercise(
+        id="01-independent-flat",
+        title="A flat copy that is safe to edit",
+        statement=(
+            "Return the elements of the 2-D tensor `x` in row-major order as a 1-D tensor that NEVER shares "
+            "memory with `x`, whatever its layout, so that editing the result can never change `x`."
+        ),
+        signature="def independent_flat(x: torch.Tensor) -> torch.Tensor",
+        reference=lambda x: x.reshape(-1).clone(),
+        inputs=_matrices,
+        memory="copy",
+        hints=(
+            "reshape(-1) is a view when the layout allows it: what happens to x when you then write into the result?",
+            "Flatten first, then call the one method that allocates new memory whatever the layout.",
+        ),
+        why=(
+            "reshape(-1) and flatten() view a contiguous x and copy only a non-contiguous one, so sharing depends "
+            "on the layout.",
+            "clone() always allocates, so the result never shares memory with x.",
+        ),
+        wrong=(
+            (lambda x: x.reshape(-1), "rule `must_copy`: the result shares memory"),
+            (lambda x: x.t().reshape(-1).clone(), "values differ"),
+        ),
+    )
+)

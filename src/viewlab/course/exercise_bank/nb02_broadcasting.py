@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, register, tensors
+from ...exercises import Exercise, Rules, register, tensors
 
 
 def _matrix_inputs() -> Any:
@@ -19,25 +19,34 @@ def _center_rows(x: torch.Tensor) -> torch.Tensor:
     return x - x.mean(dim=1, keepdim=True)
 
 
-register(Exercise(
-    id="02-center-rows",
-    title="Subtract each row's mean",
-    statement=(
-        "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row, "
-        "so every row of the result has mean 0. It must also be right when N == D (a square matrix), "
-        "where the classic mistake runs without any error."
-    ),
-    signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
-    reference=_center_rows,
-    inputs=_matrix_inputs,
-    memory="copy",
-    hints=(
-        "x.mean(dim=1) has shape (N,). Lined up from the right, which dim of x does that meet?",
-        "Keep the reduced dim so it lines up with the rows: x.mean(dim=1, keepdim=True) has shape (N, 1).",
-    ),
-    wrong=((lambda x: x - x.mean(dim=1), "values differ"),),
-    examples=((torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]),),),
-))
+register(
+    Exercise(
+        id="02-center-rows",
+        title="Subtract each row's mean",
+        statement=(
+            "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row, "
+            "so every row of the result has mean 0. It must also be right when N == D (a square matrix), "
+            "where the classic mistake runs without any error. Return a new tensor: x itself stays unchanged."
+        ),
+        signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
+        reference=_center_rows,
+        inputs=_matrix_inputs,
+        memory="copy",
+        hints=(
+            "x.mean(dim=1) has shape (N,). Lined up from the right, which dim of x does that meet?",
+            "mean() can keep the reduced dim with size 1, so the N row means form an (N, 1) column.",
+        ),
+        why=(
+            "An (N, 1) column of means lines up with the rows of (N, D) and is stretched along D.",
+            "An (N,) vector lines up with the last dim instead: subtracted per column, and silent when N == D.",
+        ),
+        wrong=(
+            (lambda x: x - x.mean(dim=1), "values differ"),
+            (lambda x: x.sub_(x.mean(dim=1, keepdim=True)), "rule `must_copy`"),
+        ),
+        examples=((torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]),),),
+    )
+)
 
 
 def _pair_inputs() -> Any:
@@ -50,27 +59,50 @@ def _pairwise_diff(p: torch.Tensor) -> torch.Tensor:
     return p.unsqueeze(1) - p.unsqueeze(0)
 
 
-register(Exercise(
-    id="02-pairwise-diff",
-    title="All pairwise differences, no loops",
-    statement=(
-        "Given points p of shape (N, D), return d of shape (N, N, D) with d[i, j] = p[i] - p[j], "
-        "using broadcasting only (no Python loops, no repeat)."
-    ),
-    signature="def pairwise_diff(p: torch.Tensor) -> torch.Tensor",
-    reference=_pairwise_diff,
-    inputs=_pair_inputs,
-    memory="copy",
-    hints=(
-        "Give p a size-1 dim in two different places so that one copy varies along i and the other along j.",
-        "p.unsqueeze(1) has shape (N, 1, D) and p.unsqueeze(0) has shape (1, N, D).",
-    ),
-    wrong=(
-        (lambda p: p.unsqueeze(0) - p.unsqueeze(1), "values differ"),
-        (lambda p: p - p, "shape"),
-    ),
-    examples=((torch.tensor([[0.0, 1.0], [2.0, 5.0]]),),),
-))
+def _sized_points(n: int) -> tuple[torch.Tensor]:
+    return (torch.arange(2.0 * n).view(n, 2),)
+
+
+def _pairwise_by_loop(p: torch.Tensor) -> torch.Tensor:  # a rule-breaking answer: right values, a loop
+    return torch.stack([torch.stack([p[i] - p[j] for j in range(p.shape[0])]) for i in range(p.shape[0])])
+
+
+register(
+    Exercise(
+        id="02-pairwise-diff",
+        title="All pairwise differences, no loops",
+        statement=(
+            "Given points p of shape (N, D), return d of shape (N, N, D) with d[i, j] = p[i] - p[j], "
+            "using broadcasting only (no Python loops, no repeat or tile)."
+        ),
+        signature="def pairwise_diff(p: torch.Tensor) -> torch.Tensor",
+        reference=_pairwise_diff,
+        inputs=_pair_inputs,
+        rules=Rules(forbid=("repeat", "tile"), no_python_loops=_sized_points),
+        hints=(
+            "Where must p get a size-1 dim so that one operand varies along i and the other along j?",
+            "p.unsqueeze(1) has shape (N, 1, D): it varies along i. Which shape varies along j?",
+        ),
+        why=(
+            "(N, 1, D) minus (1, N, D) broadcasts to (N, N, D): element [i, j] is p[i] - p[j].",
+            "Broadcasting reads the stretched operands with stride 0, so only the result is allocated.",
+        ),
+        wrong=(
+            (lambda p: p.unsqueeze(0) - p.unsqueeze(1), "values differ"),
+            (lambda p: p - p, "shape"),
+            (_pairwise_by_loop, "rule `no_python_loops`"),
+            (
+                lambda p: (
+                    p.repeat_interleave(p.shape[0], 0).view(p.shape[0], p.shape[0], -1)
+                    - p.repeat(p.shape[0], 1).view(p.shape[0], p.shape[0], -1)
+                ),
+                "rule `forbid repeat`",
+            ),
+            (lambda p: torch.tile(p[:, None], (1, p.shape[0], 1)) - p[None, :], "rule `forbid tile`"),
+        ),
+        examples=((torch.tensor([[0.0, 1.0], [2.0, 5.0]]),),),
+    )
+)
 
 
 def _mse_inputs() -> Any:
@@ -83,24 +115,29 @@ def _per_sample_error(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return (pred.squeeze(1) - target) ** 2
 
 
-register(Exercise(
-    id="02-per-sample-error",
-    title="Squared error per sample, shapes (N, 1) and (N,)",
-    statement=(
-        "A model returns pred of shape (N, 1); the labels target have shape (N,). Return the squared error "
-        "of each sample, shape (N,): element i is (pred[i, 0] - target[i]) ** 2."
-    ),
-    signature="def per_sample_error(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor",
-    reference=_per_sample_error,
-    inputs=_mse_inputs,
-    memory="copy",
-    hints=(
-        "Check the shape of pred - target with explain_broadcast(pred, target) before squaring.",
-        "Make the shapes equal first: pred.squeeze(1) (or target.unsqueeze(1) and squeeze the result).",
-    ),
-    wrong=((lambda pred, target: (pred - target) ** 2, "shape"),),
-    examples=((torch.tensor([[1.0], [2.0], [4.0]]), torch.tensor([1.0, 2.0, 3.0])),),
-))
+register(
+    Exercise(
+        id="02-per-sample-error",
+        title="Squared error per sample, shapes (N, 1) and (N,)",
+        statement=(
+            "A model returns pred of shape (N, 1); the labels target have shape (N,). Return the squared error "
+            "of each sample, shape (N,): element i is (pred[i, 0] - target[i]) ** 2."
+        ),
+        signature="def per_sample_error(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor",
+        reference=_per_sample_error,
+        inputs=_mse_inputs,
+        hints=(
+            "Before squaring: what shape does pred - target have (ask explain_broadcast(pred, target))?",
+            "Make the two shapes equal before subtracting: drop pred's size-1 dim (or give target one).",
+        ),
+        why=(
+            "(N, 1) - (N,) broadcasts to (N, N): every prediction minus every label.",
+            "With both shapes (N,), element i is pred[i, 0] - target[i], as asked.",
+        ),
+        wrong=((lambda pred, target: (pred - target) ** 2, "shape"),),
+        examples=((torch.tensor([[1.0], [2.0], [4.0]]), torch.tensor([1.0, 2.0, 3.0])),),
+    )
+)
 
 
 def _grad_inputs() -> Any:
@@ -113,24 +150,29 @@ def _bias_grad(grad_out: torch.Tensor) -> torch.Tensor:
     return grad_out.sum_to_size(grad_out.shape[-1:])
 
 
-register(Exercise(
-    id="02-bias-grad",
-    title="The gradient that reaches a broadcast bias",
-    statement=(
-        "y = x + bias, where bias has shape (D,) and x (and y) have shape (*, D). Given grad_out = dL/dy "
-        "(same shape as y), return dL/dbias, shape (D,): what autograd computes for bias.grad."
-    ),
-    signature="def bias_grad(grad_out: torch.Tensor) -> torch.Tensor",
-    reference=_bias_grad,
-    inputs=_grad_inputs,
-    hints=(
-        "bias was virtually copied along every dim except the last; its gradient adds up all those copies.",
-        "Sum over every dim but the last: grad_out.sum_to_size(grad_out.shape[-1:]), or "
-        "grad_out.reshape(-1, D).sum(0).",
-    ),
-    wrong=(
-        (lambda g: g.sum(0), "shape"),
-        (lambda g: g.reshape(-1, g.shape[-1]).mean(0), "values differ"),
-    ),
-    examples=((torch.arange(12.0).reshape(2, 3, 2),),),
-))
+register(
+    Exercise(
+        id="02-bias-grad",
+        title="The gradient that reaches a broadcast bias",
+        statement=(
+            "y = x + bias, where bias has shape (D,) and x (and y) have shape (*, D). Given grad_out = dL/dy "
+            "(same shape as y), return dL/dbias, shape (D,): what autograd computes for bias.grad."
+        ),
+        signature="def bias_grad(grad_out: torch.Tensor) -> torch.Tensor",
+        reference=_bias_grad,
+        inputs=_grad_inputs,
+        hints=(
+            "bias is read once for every position of the leading dims: how do the gradients of all those uses combine?",
+            "Add grad_out up over every dim except the last (merging the leading dims with reshape first helps).",
+        ),
+        why=(
+            "Broadcasting used each bias element once per leading position, and gradients of all uses add up.",
+            "So dL/dbias is grad_out summed over every broadcast dim: what autograd does for bias.grad.",
+        ),
+        wrong=(
+            (lambda g: g.sum(0), "shape"),
+            (lambda g: g.reshape(-1, g.shape[-1]).mean(0), "values differ"),
+        ),
+        examples=((torch.arange(12.0).reshape(2, 3, 2),),),
+    )
+)

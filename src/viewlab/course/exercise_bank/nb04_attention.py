@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, register, tensors
+from ...exercises import Exercise, Rules, register, tensors
 
 
 def _causal_inputs() -> Any:
@@ -20,27 +20,42 @@ def _causal(q_len: int, k_len: int) -> torch.Tensor:
     return torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None]
 
 
-register(Exercise(
-    id="04-causal-mask",
-    title="A causal mask by broadcasting",
-    statement=(
-        "Given ints q_len and k_len (>= 0), return a bool tensor of shape (q_len, k_len) that is True exactly "
-        "where key position j <= query position i (query i may look at itself and the past). Build it by "
-        "comparing a column of query positions with a row of key positions: no loop, no tril."
-    ),
-    signature="def causal(q_len: int, k_len: int) -> torch.Tensor",
-    reference=_causal,
-    inputs=_causal_inputs,
-    examples=((3, 3), (2, 4)),
-    hints=(
-        "torch.arange(q_len)[:, None] has shape (q_len, 1); torch.arange(k_len)[None, :] has shape (1, k_len).",
-        "torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None]",
-    ),
-    wrong=(
-        (lambda q, k: torch.arange(k)[None, :] < torch.arange(q)[:, None], "values differ"),
-        (lambda q, k: torch.arange(k)[None, :] >= torch.arange(q)[:, None], "values differ"),
-    ),
-))
+def _causal_by_list(q_len: int, k_len: int) -> torch.Tensor:  # rule-breaking: right values, Python lists
+    rows = [[j <= i for j in range(k_len)] for i in range(q_len)]
+    return torch.tensor(rows, dtype=torch.bool).reshape(q_len, k_len)
+
+
+register(
+    Exercise(
+        id="04-causal-mask",
+        title="A causal mask by broadcasting",
+        statement=(
+            "Given ints q_len and k_len (>= 0), return a bool tensor of shape (q_len, k_len) that is True exactly "
+            "where key position j <= query position i (query i may look at itself and the past). Build it by "
+            "comparing a column of query positions with a row of key positions: no Python loop or list, no tril "
+            "(nor triu)."
+        ),
+        signature="def causal(q_len: int, k_len: int) -> torch.Tensor",
+        reference=_causal,
+        inputs=_causal_inputs,
+        rules=Rules(forbid=("tril",), no_python_loops=lambda n: (n, n + 1)),
+        examples=((3, 3), (2, 4)),
+        hints=(
+            "Which comparison between query position i and key position j says that query i may see key j?",
+            "torch.arange(q_len)[:, None] is a (q_len, 1) column of query positions; compare it with a row of keys.",
+        ),
+        why=(
+            "A (1, k_len) row compared with a (q_len, 1) column broadcasts to (q_len, k_len): entry [i, j] is j <= i.",
+            "tril builds the same table from a full matrix; the comparison states the rule itself.",
+        ),
+        wrong=(
+            (lambda q, k: torch.arange(k)[None, :] < torch.arange(q)[:, None], "values differ"),
+            (lambda q, k: torch.arange(k)[None, :] >= torch.arange(q)[:, None], "values differ"),
+            (lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), "rule `forbid tril`"),
+            (_causal_by_list, "rule `no_python_loops`"),
+        ),
+    )
+)
 
 
 def _heads_inputs() -> Any:
@@ -58,27 +73,36 @@ def _split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     return x.view(b, length, num_heads, d // num_heads).transpose(1, 2)
 
 
-register(Exercise(
-    id="04-split-heads",
-    title="Split into heads without copying",
-    statement=(
-        "Given x of shape (B, L, D) and num_heads H dividing D, return a tensor of shape (B, H, L, D // H) "
-        "where head h holds features h*D//H ... (h+1)*D//H - 1 of every position. It must be a view of x "
-        "(zero new bytes), whatever x's memory layout."
-    ),
-    signature="def heads_view(x: torch.Tensor, num_heads: int) -> torch.Tensor",
-    reference=_split_heads,
-    inputs=_heads_inputs,
-    memory="view",
-    hints=(
-        "First split the last dim into (H, D // H) with view, then swap the L and H dims.",
-        "x.view(B, L, H, D // H).transpose(1, 2)",
-    ),
-    wrong=(
-        (lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h), "values differ"),
-        (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2).contiguous(), "shares no memory"),
-    ),
-))
+register(
+    Exercise(
+        id="04-split-heads",
+        title="Split into heads without copying",
+        statement=(
+            "Given x of shape (B, L, D) and num_heads H dividing D, return a tensor of shape (B, H, L, D // H) "
+            "where head h holds features h*D//H ... (h+1)*D//H - 1 of every position. It must be a view of x "
+            "(zero new bytes), whatever x's memory layout."
+        ),
+        signature="def heads_view(x: torch.Tensor, num_heads: int) -> torch.Tensor",
+        reference=_split_heads,
+        inputs=_heads_inputs,
+        memory="view",
+        hints=(
+            "Which two view steps: one that splits D into (H, D // H), and one that moves H in front of L?",
+            "x.view(B, L, H, D // H) holds the heads in (B, L, H, D // H) order; one more view op swaps two dims.",
+        ),
+        why=(
+            "Splitting the last dim and swapping two dims only rewrite shape and strides: a view, 0 bytes.",
+            "Viewing straight to (B, H, L, D // H) keeps row-major order and mixes positions into heads.",
+        ),
+        wrong=(
+            (lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h), "values differ"),
+            (
+                lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2).contiguous(),
+                "rule `must_view`: the result shares no memory",
+            ),
+        ),
+    )
+)
 
 
 def _loss_inputs() -> Any:
@@ -86,9 +110,11 @@ def _loss_inputs() -> Any:
 
     def build(b: int, length: int, v: int) -> Any:
         loss = tensors(shape=(b, length, v), values=(0, 9), layouts=("contiguous",))
-        mask = st.lists(st.booleans(), min_size=b * length, max_size=b * length).map(
-            lambda bits: torch.tensor(bits).view(b, length)
-        ).filter(lambda m: bool(m.any()))
+        mask = (
+            st.lists(st.booleans(), min_size=b * length, max_size=b * length)
+            .map(lambda bits: torch.tensor(bits).view(b, length))
+            .filter(lambda m: bool(m.any()))
+        )
         return st.tuples(loss, mask)
 
     return st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4)).flatmap(lambda p: build(*p))
@@ -99,25 +125,122 @@ def _masked_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (loss * weights).sum() / (weights.sum() * loss.shape[-1])
 
 
-register(Exercise(
-    id="04-masked-token-mean",
-    title="Average a per-token loss over real tokens only",
-    statement=(
-        "Given `loss` of shape (B, L, V) (one value per token and vocabulary entry) and a bool `mask` of "
-        "shape (B, L) (True = real token, False = padding; at least one True), return the mean of `loss` over "
-        "all entries of real tokens, as a 0-dim tensor. Use broadcasting: put the mask's singleton dim where V is."
-    ),
-    signature="def masked_token_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor",
-    reference=_masked_mean,
-    inputs=_loss_inputs,
-    examples=((torch.ones(2, 3, 3), torch.tensor([[True, True, False], [True, False, False]])),),
-    hints=(
-        "mask[:, :, None] has shape (B, L, 1), which lines up with (B, L, V). A (B, 1, L) mask would line "
-        "L up with V instead -- an error, or a silently wrong answer when L == V.",
-        "w = mask[:, :, None].to(loss.dtype); (loss * w).sum() / (w.sum() * loss.shape[-1])",
-    ),
-    wrong=(
-        (lambda loss, mask: loss.mean(), "values differ"),
-        (lambda loss, mask: (loss * mask[:, :, None]).sum() / mask.sum(), "values differ"),
-    ),
-))
+register(
+    Exercise(
+        id="04-masked-token-mean",
+        title="Average a per-token loss over real tokens only",
+        statement=(
+            "Given `loss` of shape (B, L, V) (one value per token and vocabulary entry) and a bool `mask` of "
+            "shape (B, L) (True = real token, False = padding; at least one True), return the mean of `loss` over "
+            "all entries of real tokens, as a 0-dim tensor. Use broadcasting: put the mask's singleton dim where V is "
+            "(no repeat, no expand of the mask)."
+        ),
+        signature="def masked_token_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor",
+        reference=_masked_mean,
+        inputs=_loss_inputs,
+        rules=Rules(forbid=("repeat", "expand")),
+        examples=((torch.ones(2, 3, 3), torch.tensor([[True, True, False], [True, False, False]])),),
+        hints=(
+            "Shapes align from the right: which dims of (B, L, V) must the (B, L) mask meet, and where does it need "
+            "a size-1 dim?",
+            "mask[:, :, None] (B, L, 1) lines up with (B, L, V). The divisor counts entries, not tokens: how many "
+            "entries does one real token have?",
+        ),
+        why=(
+            "A (B, L, 1) weight broadcasts over V, so each token's V entries are kept or zeroed together.",
+            "The mean divides by the number of kept entries: real tokens times V.",
+        ),
+        wrong=(
+            (lambda loss, mask: loss.mean(), "values differ"),
+            (lambda loss, mask: (loss * mask[:, :, None]).sum() / mask.sum(), "values differ"),
+            (
+                lambda loss, mask: (
+                    (loss * mask[:, :, None].repeat(1, 1, loss.shape[-1])).sum() / (mask.sum() * loss.shape[-1])
+                ),
+                "rule `forbid repeat`",
+            ),
+            (
+                lambda loss, mask: (loss * mask[:, :, None].expand_as(loss)).sum() / (mask.sum() * loss.shape[-1]),
+                "rule `forbid expand`",
+            ),
+        ),
+    )
+)
+
+
+def _sdpa_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    def build(b: int, h: int, lq: int, lk: int, d: int) -> Any:
+        small = dict(values=(-2, 2), layouts=("contiguous", "transposed"))
+        keep = (
+            st.lists(st.booleans(), min_size=b * lk, max_size=b * lk)
+            .map(lambda bits: torch.tensor(bits).view(b, 1, 1, lk))
+            .filter(lambda m: bool(m.any(dim=-1).all()))
+        )
+        return st.tuples(
+            tensors(shape=(b, h, lq, d), **small),
+            tensors(shape=(b, h, lk, d), **small),
+            tensors(shape=(b, h, lk, d), **small),
+            keep,
+        )
+
+    sizes = st.tuples(*[st.integers(1, 2)] * 2, st.integers(1, 3), st.integers(1, 4), st.integers(1, 3))
+    return sizes.flatmap(lambda s: build(*s))
+
+
+def _sdpa_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+
+def _sdpa_by_hand(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    return scores.masked_fill(~keep, float("-inf")).softmax(dim=-1) @ v
+
+
+register(
+    Exercise(
+        id="04-sdpa-by-hand",
+        title="Scaled dot-product attention with a padding mask, by hand",
+        statement=(
+            "Given q (B, H, Lq, d), k and v (B, H, Lk, d) and a bool padding mask `keep` of shape (B, 1, 1, Lk) "
+            "(True = this key may be attended; every batch has at least one), return softmax(q k^T / sqrt(d)) v "
+            "with the masked-out keys given zero weight: shape (B, H, Lq, d). The check compares with "
+            "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep), which you may not call."
+        ),
+        signature="def sdpa_by_hand(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor",
+        reference=_sdpa_reference,
+        answer=_sdpa_by_hand,
+        inputs=_sdpa_inputs,
+        rules=Rules(forbid=("sdpa",)),
+        examples=(
+            (
+                torch.ones(1, 1, 2, 2),
+                torch.ones(1, 1, 3, 2),
+                torch.arange(6.0).view(1, 1, 3, 2),
+                torch.tensor([True, True, False]).view(1, 1, 1, 3),
+            ),
+        ),
+        hints=(
+            "Which product gives one score per (query, key) pair, shape (B, H, Lq, Lk), and how does the (B, 1, 1, Lk) "
+            "mask line up with it?",
+            "Scale the scores by 1 / sqrt(d); a masked key must get weight 0 after the softmax, so what score gives e^s = 0?",
+        ),
+        why=(
+            "q @ k.transpose(-2, -1) scores every query against every key; the (B, 1, 1, Lk) mask broadcasts over "
+            "heads and queries.",
+            "Filling masked scores with -inf makes their softmax weight exactly 0, so only kept keys mix into v.",
+        ),
+        wrong=(
+            (lambda q, k, v, keep: (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).softmax(-1) @ v, "values differ"),
+            (
+                lambda q, k, v, keep: (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf")).softmax(-1) @ v,
+                "values differ",
+            ),
+            (
+                lambda q, k, v, keep: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+                "rule `forbid sdpa`",
+            ),
+        ),
+    )
+)

@@ -6,7 +6,8 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, register, tensors
+from ...exercises import Exercise, Rules, named_rule, register, tensors
+from ...sharing import shares_storage
 from ..article_helpers import article_check_expandable
 
 
@@ -20,26 +21,35 @@ def _batch_view(sample: torch.Tensor, n: int) -> torch.Tensor:
     return sample.unsqueeze(0).expand(n, *sample.shape)
 
 
-register(Exercise(
-    id="05-batch-view",
-    title="A batch of one sample, without copying",
-    statement=(
-        "Given a tensor `sample` of any shape S and an int n >= 0, return a tensor of shape (n, *S) whose "
-        "every entry along dim 0 equals `sample`. Allocate nothing: the result must be a view of `sample`."
-    ),
-    signature="def batch_view(sample: torch.Tensor, n: int) -> torch.Tensor",
-    reference=_batch_view,
-    inputs=_batch_inputs,
-    memory="view",
-    hints=(
-        "Add a leading size-1 dimension first, then stretch it with a stride-0 view op.",
-        "sample.unsqueeze(0).expand(n, *sample.shape) -- -1 also means 'keep this size'.",
-    ),
-    wrong=(
-        (lambda sample, n: sample.unsqueeze(0).repeat(n, *[1] * sample.dim()), "shares no memory"),
-        (lambda sample, n: sample.expand(n, *sample.shape[1:]), "the result"),
-    ),
-))
+register(
+    Exercise(
+        id="05-batch-view",
+        title="A batch of one sample, without copying",
+        statement=(
+            "Given a tensor `sample` of any shape S and an int n >= 0, return a tensor of shape (n, *S) whose "
+            "every entry along dim 0 equals `sample`. Allocate nothing: the result must be a view of `sample`."
+        ),
+        signature="def batch_view(sample: torch.Tensor, n: int) -> torch.Tensor",
+        reference=_batch_view,
+        inputs=_batch_inputs,
+        memory="view",
+        hints=(
+            "Which op stretches a size-1 dimension to any size without writing anything?",
+            "Add a leading size-1 dimension first (unsqueeze), then stretch only that one; -1 keeps a size as it is.",
+        ),
+        why=(
+            "expand gives the new dim stride 0, so all n entries read the same storage: a view, 0 bytes.",
+            "repeat writes n copies into new memory: right values, n times the bytes.",
+        ),
+        wrong=(
+            (
+                lambda sample, n: sample.unsqueeze(0).repeat(n, *[1] * sample.dim()),
+                "rule `must_view`: the result shares no memory",
+            ),
+            (lambda sample, n: sample.expand(n, *sample.shape[1:]), "the result"),
+        ),
+    )
+)
 
 
 def _safe_inputs() -> Any:
@@ -52,26 +62,45 @@ def _writable_rows(row: torch.Tensor, n: int) -> torch.Tensor:
     return row.expand(n, -1).clone()
 
 
-register(Exercise(
-    id="05-writable-rows",
-    title="Rows you may write to",
-    statement=(
-        "Given `row` of shape (1, D) and n >= 1, return an (n, D) tensor whose rows all equal `row` and that "
-        "is safe to modify in place: writing to it must never change `row` (no shared memory) and "
-        "must not raise the 'more than one element ... refers to a single memory location' error."
-    ),
-    signature="def writable_rows(row: torch.Tensor, n: int) -> torch.Tensor",
-    reference=_writable_rows,
-    inputs=_safe_inputs,
-    memory="copy",
-    hints=(
-        "expand() gives the right values but every row is the same memory; what materialises them?",
-        "row.expand(n, -1).clone() (or row.repeat(n, 1)).",
-    ),
-    wrong=((lambda row, n: row.expand(n, -1), "shares memory"),),
-    extra=(lambda args, out: None if not isinstance(out, torch.Tensor) or 0 not in out.stride() or out.shape[0] < 2
-           else "the result still has a stride-0 dimension, so in-place writes to it raise an error",),
-))
+register(
+    Exercise(
+        id="05-writable-rows",
+        title="Rows you may write to",
+        statement=(
+            "Given `row` of shape (1, D) and n >= 1, return an (n, D) tensor whose rows all equal `row` and that "
+            "is safe to modify in place: writing to it must never change `row` (no shared memory) and "
+            "must not raise the 'more than one element ... refers to a single memory location' error."
+        ),
+        signature="def writable_rows(row: torch.Tensor, n: int) -> torch.Tensor",
+        reference=_writable_rows,
+        inputs=_safe_inputs,
+        memory="copy",
+        hints=(
+            "expand() gives the right values but every row is the same memory; what materialises them?",
+            "Stretch the row to (n, D) first, then call a method that writes real rows into new memory.",
+        ),
+        why=(
+            "clone() (or contiguous()) of an expanded tensor allocates n real rows, each writable on its own.",
+            "A stride-0 tensor, even a copy of one, has many indices on one element, so in-place writes raise.",
+        ),
+        wrong=(
+            (lambda row, n: row.expand(n, -1), "rule `must_copy`: the result shares memory"),
+            (lambda row, n: row.clone().expand(n, -1), "rule `no_stride_0`"),
+        ),
+        examples=((torch.ones(1, 3), 3),),
+        extra=(
+            named_rule(
+                "no_stride_0",
+                lambda args, out: (
+                    None
+                    if not isinstance(out, torch.Tensor) or 0 not in out.stride() or out.shape[0] < 2
+                    else "the result still has a stride-0 dimension, so in-place writes to it raise an error; "
+                    "materialise it with clone() or contiguous()"
+                ),
+            ),
+        ),
+    )
+)
 
 
 def _mask_inputs() -> Any:
@@ -87,26 +116,42 @@ def _padding_mask(lengths: torch.Tensor, t: int) -> torch.Tensor:
     return torch.arange(t) < lengths.unsqueeze(1)
 
 
-register(Exercise(
-    id="05-padding-mask",
-    title="A padding mask by broadcasting",
-    statement=(
-        "Given `lengths`, an int64 tensor of shape (B,) with values in 0..T, and the int T, return a bool "
-        "tensor `mask` of shape (B, T) with mask[b, j] True exactly when j < lengths[b] (a real token, "
-        "not padding). Use broadcasting, no Python loop."
-    ),
-    signature="def padding_mask(lengths: torch.Tensor, T: int) -> torch.Tensor",
-    reference=_padding_mask,
-    inputs=_mask_inputs,
-    hints=(
-        "Compare a (T,) row of positions with a (B, 1) column of lengths: the result broadcasts to (B, T).",
-        "torch.arange(T) < lengths.unsqueeze(1)",
-    ),
-    wrong=(
-        (lambda lengths, t: torch.arange(t).unsqueeze(1) < lengths, "the result"),
-        (lambda lengths, t: torch.arange(t) <= lengths.unsqueeze(1), "values differ"),
-    ),
-))
+def _sized_lengths(n: int) -> tuple[torch.Tensor, int]:
+    return torch.arange(n), n
+
+
+def _padding_by_loop(lengths: torch.Tensor, t: int) -> torch.Tensor:  # rule-breaking: right values, a loop
+    return torch.stack([torch.arange(t) < int(n) for n in lengths])
+
+
+register(
+    Exercise(
+        id="05-padding-mask",
+        title="A padding mask by broadcasting",
+        statement=(
+            "Given `lengths`, an int64 tensor of shape (B,) with values in 0..T, and the int T, return a bool "
+            "tensor `mask` of shape (B, T) with mask[b, j] True exactly when j < lengths[b] (a real token, "
+            "not padding). Use broadcasting, no Python loop."
+        ),
+        signature="def padding_mask(lengths: torch.Tensor, T: int) -> torch.Tensor",
+        reference=_padding_mask,
+        inputs=_mask_inputs,
+        rules=Rules(no_python_loops=_sized_lengths),
+        hints=(
+            "Which two tensors, compared, give a (B, T) table: positions along one axis, lengths along the other?",
+            "torch.arange(T) is a (T,) row of positions; the lengths need a size-1 dim to become a (B, 1) column.",
+        ),
+        why=(
+            "A (T,) row compared with a (B, 1) column broadcasts to (B, T): entry [b, j] is j < lengths[b].",
+            "One comparison on whole tensors does the work of the loop over the batch.",
+        ),
+        wrong=(
+            (lambda lengths, t: torch.arange(t).unsqueeze(1) < lengths, "the result"),
+            (lambda lengths, t: torch.arange(t) <= lengths.unsqueeze(1), "values differ"),
+            (_padding_by_loop, "rule `no_python_loops`"),
+        ),
+    )
+)
 
 
 def _center_rows(x: torch.Tensor) -> torch.Tensor:
@@ -119,26 +164,45 @@ def _center_strategy() -> Any:
     return st.tuples(tensors(dims=(2, 2), side=(1, 4)))
 
 
-register(Exercise(
-    id="05-center-rows",
-    title="Subtract each row's mean",
-    statement=(
-        "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row "
-        "(every row of the result has mean 0). Careful: N may equal D."
-    ),
-    signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
-    reference=_center_rows,
-    inputs=_center_strategy,
-    hints=(
-        "x.mean(dim=1) has shape (N,), which broadcasts against the *last* dimension, D -- not against rows.",
-        "Keep the reduced dimension: x.mean(dim=1, keepdim=True) has shape (N, 1).",
-    ),
-    wrong=((lambda x: x - x.mean(dim=1), "the result"),),
-))
+register(
+    Exercise(
+        id="05-center-rows",
+        title="Subtract each row's mean",
+        statement=(
+            "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row "
+            "(every row of the result has mean 0). Careful: N may equal D."
+        ),
+        signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
+        reference=_center_rows,
+        inputs=_center_strategy,
+        hints=(
+            "x.mean(dim=1) has shape (N,): lined up from the right, does it meet the rows or the columns of x?",
+            "mean() can keep the reduced dimension with size 1, so the row means form an (N, 1) column.",
+        ),
+        why=(
+            "An (N, 1) column of means lines up with the rows and is stretched along D.",
+            "An (N,) vector lines up with the last dim instead: subtracted per column, silently when N == D.",
+        ),
+        wrong=((lambda x: x - x.mean(dim=1), "the result"),),
+    )
+)
 
 
 def _flatten(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1)
+
+
+def _view_when_possible(args: tuple[torch.Tensor], out: torch.Tensor) -> str | None:
+    x = args[0]
+    if (
+        x.numel()
+        and shares_storage(x.view(-1) if x.is_contiguous() else x.reshape(-1), x)
+        and not shares_storage(out, x)
+    ):
+        return (
+            "x could be flattened as a view (its strides allow it), but your result is a copy; copy only when it must"
+        )
+    return None
 
 
 def _flatten_inputs() -> Any:
@@ -147,22 +211,33 @@ def _flatten_inputs() -> Any:
     return st.tuples(tensors(dims=(1, 3), side=(1, 4)))
 
 
-register(Exercise(
-    id="05-flatten-any",
-    title="Flatten any layout",
-    statement=(
-        "Return the elements of x (any shape, any memory layout: transposed, sliced with a step, expanded) "
-        "as a 1-D tensor in row-major order. Share memory when the layout allows it; copy only when it must."
-    ),
-    signature="def flatten_any(x: torch.Tensor) -> torch.Tensor",
-    reference=_flatten,
-    inputs=_flatten_inputs,
-    hints=(
-        "x.view(-1) needs strides compatible with the new shape; a transposed tensor has none.",
-        "x.reshape(-1) (or x.flatten()) views when possible and copies otherwise.",
-    ),
-    wrong=((lambda x: x.view(-1), "RuntimeError"),),
-))
+register(
+    Exercise(
+        id="05-flatten-any",
+        title="Flatten any layout",
+        statement=(
+            "Return the elements of x (any shape, any memory layout: transposed, sliced with a step, expanded) "
+            "as a 1-D tensor in row-major order. Share memory when the layout allows it; copy only when it must."
+        ),
+        signature="def flatten_any(x: torch.Tensor) -> torch.Tensor",
+        reference=_flatten,
+        inputs=_flatten_inputs,
+        hints=(
+            "x.view(-1) needs strides compatible with the new shape: does a transposed tensor have them?",
+            "You need the op that views when the strides allow it and copies only otherwise; view is its strict half.",
+        ),
+        why=(
+            "reshape(-1) returns a view when the strides allow it (contiguous x) and a copy only when they do not.",
+            "view(-1) refuses a transposed x; clone-then-view copies even when no copy is needed.",
+        ),
+        wrong=(
+            (lambda x: x.view(-1), "RuntimeError"),
+            (lambda x: x.clone().view(-1), "rule `view_when_possible`"),
+        ),
+        examples=((torch.arange(6.0).view(2, 3),),),
+        extra=(named_rule("view_when_possible", _view_when_possible),),
+    )
+)
 
 
 def _shape_pairs() -> Any:
@@ -172,26 +247,54 @@ def _shape_pairs() -> Any:
     return st.tuples(shape, shape)
 
 
+def _tries_expand(a: tuple[int, ...], b: tuple[int, ...]) -> bool:  # rule-breaking: runs what it predicts
+    try:
+        torch.empty(a).expand(b)
+        return True
+    except RuntimeError:
+        return False
+
+
+def _tries_a_copy(a: tuple[int, ...], b: tuple[int, ...]) -> bool:  # rule-breaking: allocates both shapes
+    try:
+        torch.zeros(b).copy_(torch.zeros(a))  # copy_ accepts a source that expands to the destination
+        return True
+    except RuntimeError:
+        return False
+
+
 def _can_expand(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     # expand may add leading dims but never drop them; aligned from the right, each size of a
     # must equal b's or be 1 (viewlab.course.article_helpers.can_expand explains the failing dimension).
     return len(a) <= len(b) and all(x == y or x == 1 for x, y in zip(a[::-1], b[::-1]))
 
 
-register(Exercise(
-    id="05-can-expand",
-    title="Predict whether expand works",
-    statement=(
-        "Given two shapes a and b (tuples of ints >= 0), return True exactly when a tensor of shape a can be "
-        "expanded to shape b, i.e. when torch.empty(a).expand(b) does not raise. Do not call expand: "
-        "compute it from the sizes."
-    ),
-    signature="def can_expand(a: tuple[int, ...], b: tuple[int, ...]) -> bool",
-    reference=_can_expand,
-    inputs=_shape_pairs,
-    hints=(
-        "Align the shapes at the right. Which sizes of a may differ from b's? What if a is longer than b?",
-        "len(a) <= len(b) and all(x == y or x == 1 for x, y in zip(a[::-1], b[::-1]))",
-    ),
-    wrong=((article_check_expandable, "is True (bool), expected False"),),
-))
+register(
+    Exercise(
+        id="05-can-expand",
+        title="Predict whether expand works",
+        statement=(
+            "Given two shapes a and b (tuples of ints >= 0), return True exactly when a tensor of shape a can be "
+            "expanded to shape b, i.e. when torch.empty(a).expand(b) does not raise. Do not call expand: "
+            "compute it from the sizes."
+        ),
+        signature="def can_expand(a: tuple[int, ...], b: tuple[int, ...]) -> bool",
+        reference=_can_expand,
+        inputs=_shape_pairs,
+        rules=Rules(forbid=("expand",), predict_without_running=True),
+        examples=(((3, 3, 3), (3, 3, 3)), ((3,), (1, 3))),
+        hints=(
+            "Align the shapes at the right. Which sizes of a may differ from b's? What if a is longer than b?",
+            "Compare the sizes pairwise from the right (zip over the reversed shapes); a may not have more dims than b.",
+        ),
+        why=(
+            "expand may add leading dims but never drop one, and each aligned size of a must equal b's or be 1.",
+            "Only a size-1 dim can get stride 0; a size 0 or 3 cannot become another size.",
+        ),
+        wrong=(
+            (article_check_expandable, "is True (bool), expected False"),
+            (_tries_expand, "rule `forbid expand`"),
+            (_tries_a_copy, "rule `predict_without_running`"),
+        ),
+    )
+)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, register, tensors
+from ...exercises import Exercise, Rules, register, tensors
 from ...memory import measure
 
 _FLOAT_DTYPES = (torch.float16, torch.float32, torch.float64)
@@ -38,26 +38,49 @@ def _measured_repeat_bytes(x: torch.Tensor, reps: tuple[int, ...]) -> int:
     return m.peak_bytes
 
 
-register(Exercise(
-    id="06-repeat-bytes",
-    title="Predict what repeat allocates",
-    statement=(
-        "Given a tensor x and a tuple `reps` with one int per dimension of x, return (as an int) how many bytes "
-        "`x.repeat(*reps)` allocates. The check measures the real allocation with viewlab.measure."
-    ),
-    signature="def repeat_bytes(x: torch.Tensor, reps: tuple[int, ...]) -> int",
-    reference=_measured_repeat_bytes,
-    inputs=_repeat_inputs,
-    hints=(
-        "The result is a fresh contiguous tensor: how many elements does it have, and how big is each?",
-        "x.numel() * math.prod(reps) * x.element_size()",
-    ),
-    wrong=(
-        (lambda x, reps: x.numel() * x.element_size(), "expected"),
-        (lambda x, reps: x.numel() * math.prod(reps), "expected"),
-    ),
-    examples=((torch.ones(2, 3), (4, 1)),),
-))
+def _repeat_bytes_formula(x: torch.Tensor, reps: tuple[int, ...]) -> int:
+    return x.numel() * math.prod(reps) * x.element_size()
+
+
+def _allocates_the_result(x: torch.Tensor, reps: tuple[int, ...]) -> int:  # rule-breaking: builds what it predicts
+    return x.new_empty([s * r for s, r in zip(x.shape, reps)]).nbytes
+
+
+register(
+    Exercise(
+        id="06-repeat-bytes",
+        title="Predict what repeat allocates",
+        statement=(
+            "Given a tensor x and a tuple `reps` with one int per dimension of x, return (as an int) how many bytes "
+            "`x.repeat(*reps)` allocates. The check measures the real allocation with viewlab.measure. Predict it: "
+            "do not call repeat (or tile), and do not allocate a tensor of that size to read its nbytes."
+        ),
+        signature="def repeat_bytes(x: torch.Tensor, reps: tuple[int, ...]) -> int",
+        reference=_measured_repeat_bytes,
+        answer=_repeat_bytes_formula,
+        inputs=_repeat_inputs,
+        rules=Rules(forbid=("repeat",), predict_without_running=True),
+        hints=(
+            "The result is a fresh contiguous tensor: how many elements does it have, and how big is each?",
+            "Each dim of x is multiplied by its entry of reps, so the element count grows by the product of reps.",
+        ),
+        why=(
+            "repeat writes a new contiguous tensor with numel * prod(reps) elements, each element_size() bytes.",
+            "Nothing is shared with x, so that is exactly what viewlab.measure sees it allocate.",
+        ),
+        wrong=(
+            (lambda x, reps: x.numel() * x.element_size(), "expected"),
+            (lambda x, reps: x.numel() * math.prod(reps), "expected"),
+            (lambda x, reps: x.repeat(*reps).nbytes, "rule `forbid repeat`"),
+            (_allocates_the_result, "rule `predict_without_running`"),
+        ),
+        examples=((torch.ones(2, 3), (4, 1)),),
+    )
+)
+
+
+def _doubled_sum_formula(x: torch.Tensor) -> int:
+    return x.numel() * x.element_size() + x.element_size()
 
 
 def _measured_peak_of_doubled_sum(x: torch.Tensor) -> int:
@@ -67,27 +90,36 @@ def _measured_peak_of_doubled_sum(x: torch.Tensor) -> int:
     return m.peak_bytes
 
 
-register(Exercise(
-    id="06-doubled-sum-peak",
-    title="The peak of a one-liner",
-    statement=(
-        "x is a floating-point tensor made earlier. Return (as an int) the peak number of bytes that "
-        "`(x * 2).sum()` allocates above what existed before it ran -- the temporary `x * 2` included, "
-        "even though it is gone by the end of the line."
-    ),
-    signature="def doubled_sum_peak(x: torch.Tensor) -> int",
-    reference=_measured_peak_of_doubled_sum,
-    inputs=lambda: __import__("hypothesis.strategies", fromlist=["tuples"]).tuples(_tensor_any_float()),
-    hints=(
-        "Two tensors are alive at the moment sum() returns: the temporary x * 2 and the 0-d result.",
-        "x.numel() * x.element_size() + x.element_size()",
-    ),
-    wrong=(
-        (lambda x: x.element_size(), "expected"),
-        (lambda x: x.numel() * x.element_size(), "expected"),
-    ),
-    examples=((torch.ones(100),),),
-))
+register(
+    Exercise(
+        id="06-doubled-sum-peak",
+        title="The peak of a one-liner",
+        statement=(
+            "x is a floating-point tensor made earlier. Return (as an int) the peak number of bytes that "
+            "`(x * 2).sum()` allocates above what existed before it ran -- the temporary `x * 2` included, "
+            "even though it is gone by the end of the line. Predict it: do not run the line (or a copy of it)."
+        ),
+        signature="def doubled_sum_peak(x: torch.Tensor) -> int",
+        reference=_measured_peak_of_doubled_sum,
+        answer=_doubled_sum_formula,
+        inputs=lambda: __import__("hypothesis.strategies", fromlist=["tuples"]).tuples(_tensor_any_float()),
+        rules=Rules(predict_without_running=True),
+        hints=(
+            "Which tensors are alive at the moment sum() returns its result?",
+            "The temporary x * 2 has as many elements as x, in x's dtype; the result of sum() is a 0-d tensor.",
+        ),
+        why=(
+            "x * 2 is a full-size temporary, and it is still alive while sum() allocates its 0-d result.",
+            "So the peak is numel * element_size for the temporary plus one element for the result.",
+        ),
+        wrong=(
+            (lambda x: x.element_size(), "expected"),
+            (lambda x: x.numel() * x.element_size(), "expected"),
+            (_measured_peak_of_doubled_sum, "rule `predict_without_running`"),
+        ),
+        examples=((torch.ones(100),),),
+    )
+)
 
 
 def _shape_lists() -> Any:
@@ -95,6 +127,10 @@ def _shape_lists() -> Any:
 
     shape = st.lists(st.integers(1, 5), min_size=1, max_size=2).map(tuple)
     return st.tuples(st.lists(shape, min_size=1, max_size=3))
+
+
+def _adam_state_formula(shapes: list[tuple[int, ...]]) -> int:
+    return sum(2 * math.prod(s) * 4 + 4 for s in shapes)
 
 
 def _measured_adam_state_bytes(shapes: list[tuple[int, ...]]) -> int:
@@ -107,24 +143,76 @@ def _measured_adam_state_bytes(shapes: list[tuple[int, ...]]) -> int:
     return m.allocated_bytes
 
 
-register(Exercise(
-    id="06-adam-state-bytes",
-    title="What Adam keeps",
-    statement=(
-        "`shapes` lists the shapes of float32 parameters. Return (as an int) how many bytes of state "
-        "torch.optim.Adam allocates and keeps after its first step() (measured: what is still held)."
-    ),
-    signature="def adam_state_bytes(shapes: list[tuple[int, ...]]) -> int",
-    reference=_measured_adam_state_bytes,
-    inputs=_shape_lists,
-    hints=(
-        "Adam keeps two running averages per parameter, each the parameter's size -- and one more small "
-        "thing per parameter: look at opt.state[p] after a step.",
-        "sum(2 * math.prod(s) * 4 + 4 for s in shapes): exp_avg, exp_avg_sq, and a float32 `step` scalar",
-    ),
-    wrong=(
-        (lambda shapes: sum(2 * math.prod(s) * 4 for s in shapes), "expected"),
-        (lambda shapes: sum(math.prod(s) * 4 for s in shapes), "expected"),
-    ),
-    examples=(([(3, 4), (4,)],),),
-))
+register(
+    Exercise(
+        id="06-adam-state-bytes",
+        title="What Adam keeps",
+        statement=(
+            "`shapes` lists the shapes of float32 parameters. Return (as an int) how many bytes of state "
+            "torch.optim.Adam allocates and keeps after its first step() (measured: what is still held). Predict it "
+            "from the shapes: do not build the optimiser and step it."
+        ),
+        signature="def adam_state_bytes(shapes: list[tuple[int, ...]]) -> int",
+        reference=_measured_adam_state_bytes,
+        answer=_adam_state_formula,
+        inputs=_shape_lists,
+        rules=Rules(predict_without_running=True),
+        hints=(
+            "What does Adam remember about each parameter between steps (look at opt.state[p] after a step)?",
+            "Two running averages, each the parameter's size in float32 -- and one more small thing per parameter.",
+        ),
+        why=(
+            "Adam keeps exp_avg and exp_avg_sq, each the size of its parameter, plus a float32 `step` scalar.",
+            "So each parameter of n elements costs 2 * n * 4 + 4 bytes of state.",
+        ),
+        wrong=(
+            (lambda shapes: sum(2 * math.prod(s) * 4 for s in shapes), "expected"),
+            (lambda shapes: sum(math.prod(s) * 4 for s in shapes), "expected"),
+            (_measured_adam_state_bytes, "rule `predict_without_running`"),
+        ),
+        examples=(([(3, 4), (4,)],),),
+    )
+)
+
+
+def _vectors_any_float() -> Any:
+    from hypothesis import strategies as st
+
+    return st.one_of(*[tensors(shape=st.tuples(st.integers(1, 40)), dtype=d) for d in _FLOAT_DTYPES]).map(
+        lambda r: (r,)
+    )
+
+
+def _doubled_total(r: torch.Tensor) -> torch.Tensor:
+    return r.sum() * 2
+
+
+register(
+    Exercise(
+        id="06-lower-the-peak",
+        title="Lower the peak",
+        statement=(
+            "r is a 1-D float tensor. Return the value of (r * 2).sum() -- a 0-d tensor of r's dtype -- while new "
+            "tensors peak at no more than two 0-d tensors (2 * r.element_size() bytes, measured with viewlab.measure). "
+            "Why two: a 0-d temporary such as r.sum() is a tensor with its own storage, so while `* 2` makes the "
+            "result, both are alive. What must go is the temporary r * 2, as big as r itself."
+        ),
+        signature="def doubled_total(r: torch.Tensor) -> torch.Tensor",
+        reference=_doubled_total,
+        inputs=_vectors_any_float,
+        rules=Rules(max_new_bytes=lambda r: 2 * r.element_size()),
+        examples=((torch.ones(1000),),),
+        hints=(
+            "Does the factor 2 have to be applied to every element before summing?",
+            "Sum first: the sum is one element, and doubling one element costs one element more.",
+        ),
+        why=(
+            "sum(2 * r) == 2 * sum(r), so the doubling can wait until there is one number left.",
+            "r.sum() * 2 holds two 0-d tensors at its peak; (r * 2).sum() holds a copy of all of r.",
+        ),
+        wrong=(
+            (lambda r: (r * 2).sum(), "rule `max_new_bytes`"),
+            (lambda r: r.sum(), "values differ"),
+        ),
+    )
+)
