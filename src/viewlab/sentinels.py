@@ -509,7 +509,8 @@ def _history_slots(ip: Any, sources: tuple[str, ...] = _SOURCES) -> list[tuple[s
         tb = getattr(sys, "last_traceback", None) or getattr(getattr(ip, "InteractiveTB", None), "tb", None)
         while tb is not None:
             frame = tb.tb_frame
-            if frame.f_code.co_name != "<module>":  # a cell's own frame: its locals are your namespace
+            # A cell's own frame ("<module>", or "<cell line: 0>" in IPython 7): its locals are your namespace.
+            if frame.f_locals is not frame.f_globals and not frame.f_code.co_name.startswith(("<module>", "<cell")):
                 for local, value in frame.f_locals.items():
                     slots.append((f"traceback: {frame.f_code.co_name}() local {local!r}", value))
             tb = tb.tb_next
