@@ -6,13 +6,11 @@ leaves no thread or mode behind. The harness (strategies, bends, clear-error rul
 from __future__ import annotations
 
 import sys
-import warnings
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import viewlab
@@ -20,7 +18,8 @@ from viewlab import memory, monitor, sentinels, versions
 from viewlab.draw import PNGFigure, render_png
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0])
-from test_fuzz import FIGURES, Target, _fixed, _merge, _optional, fuzz_one  # noqa: E402
+import test_fuzz as fuzz_harness  # noqa: E402 - a module, so pytest does not collect its tests twice
+from test_fuzz import FIGURES, Target, _fixed, _merge, _optional  # noqa: E402
 
 
 def _measure_block(device: Any = None, log_ops: Any = False) -> tuple:
@@ -222,23 +221,7 @@ if torch.cuda.is_available():
 
 @pytest.mark.parametrize("target", TOOL_TARGETS, ids=[t.name for t in TOOL_TARGETS])
 def test_fuzz_tools(target: Target) -> None:
-    @settings(
-        max_examples=target.examples,
-        database=None,
-        suppress_health_check=[
-            HealthCheck.too_slow,
-            HealthCheck.filter_too_much,
-            HealthCheck.data_too_large,
-            HealthCheck.nested_given,
-        ],
-    )
-    @given(data=st.data())
-    def run(data: Any) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fuzz_one(target, data)
-
-    run()
+    fuzz_harness.test_fuzz(target)  # the same settings, strategies and checks as every other target
 
 
 def test_without_cuda_the_cuda_functions_say_so_by_name():
