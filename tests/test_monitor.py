@@ -496,3 +496,15 @@ def test_load_ext_with_a_bad_shell_leaves_nothing_behind():
         load_ipython_extension(shell, device="cpu", display=False)
     assert shell.events.hooks == [] and cell_monitor() is None
     assert not _monitor_threads() and _modes() == []
+
+
+def test_a_plot_of_nothing_allocated_draws_without_warnings():
+    """Regression: the first frame (peak 0) set a zero-height y axis; matplotlib warned into the notebook."""
+    import warnings
+
+    with MemoryMonitor(device="cpu", display=False) as mon:
+        pass
+    assert max(s.peak for s in mon.samples) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mon.png()

@@ -94,3 +94,15 @@ def test_every_image_output_has_alt_text(path):
             if "image/png" in out.get("data", {}):
                 alt = out.get("metadata", {}).get("image/png", {}).get("alt") or out.get("metadata", {}).get("alt")
                 assert alt, f"{path.name}: figure without alt text (use viewlab.show_figure):\n{cell.source}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_stored_output_names_this_checkout(path):
+    """Outputs are compared on every machine: an absolute path of the checkout (a warning's file name, say)
+    differs in every clone and fails strict nbval there."""
+    root = str(ROOT)
+    nb = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") + "".join(str(v) for k, v in out.get("data", {}).items() if k.startswith("text/"))
+            assert root not in text, f"{path.name} cell {index} stores a path of this checkout: {text[:300]}"

@@ -754,7 +754,8 @@ class MemoryMonitor:
             )
         ax.set_xlabel("seconds since start")
         ax.set_ylabel(unit)
-        ax.set_ylim(bottom=0, top=peak_all / scale * 1.12 if samples else 1.0)
+        # Never a zero-height axis (the first frame, before anything is allocated, has peak 0).
+        ax.set_ylim(bottom=0, top=max(peak_all, 1) / scale * 1.12 if samples else 1.0)
         end = ts[-1] if ts else 0.0
         # While live, a readable axis from the first sample on; once there is data, the data's own extent.
         ax.set_xlim(0, max(end, 1.0 if self.running else 1e-3) * 1.02)
