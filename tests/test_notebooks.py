@@ -104,5 +104,7 @@ def test_no_stored_output_names_this_checkout(path):
     nb = nbformat.read(path, as_version=4)
     for index, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
-            text = out.get("text", "") + "".join(str(v) for k, v in out.get("data", {}).items() if k.startswith("text/"))
+            text = out.get("text", "") + "".join(
+                str(v) for k, v in out.get("data", {}).items() if k.startswith("text/")
+            )
             assert root not in text, f"{path.name} cell {index} stores a path of this checkout: {text[:300]}"
