@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -108,3 +109,50 @@ def test_no_stored_output_names_this_checkout(path):
                 str(v) for k, v in out.get("data", {}).items() if k.startswith("text/")
             )
             assert root not in text, f"{path.name} cell {index} stores a path of this checkout: {text[:300]}"
+
+
+# --- One sitting per notebook ----------------------------------------------------------------------------------
+# A main notebook (01-06) is a lecture of about 45 minutes: at most 60 cells, and its objectives state the
+# reading time and the cell count, which must agree with the estimate below. The estimate is deliberately
+# simple so an author can check it by hand: 200 words of prose a minute, 10 lines of code a minute, and a
+# quarter of a minute to run each code cell and read what it printed. Appendices (07 on) state it too but
+# have no budget.
+MAIN_NOTEBOOK_CELL_BUDGET = 60
+MAIN_NOTEBOOK_MINUTES_BUDGET = 50
+TIME_LINE = re.compile(r"\*\*Time:\*\* about (\d+) minutes \((\d+) cells\)")
+
+
+def reading_minutes(nb) -> float:
+    words = sum(len(re.findall(r"\w+", c.source)) for c in nb.cells if c.cell_type == "markdown")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    lines = sum(len(c.source.splitlines()) for c in code)
+    return words / 200 + lines / 10 + len(code) / 4
+
+
+def _is_main(path: Path) -> bool:
+    return int(path.name[:2]) <= 6
+
+
+def test_reading_time_estimate_counts_prose_code_and_cells():
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("word " * 400), nbformat.v4.new_code_cell("x = 1\n" * 20)]
+    )
+    assert reading_minutes(nb) == 2 + 2 + 0.25
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_states_its_reading_time_and_fits_one_sitting(path):
+    nb = nbformat.read(path, as_version=4)
+    head = "".join(c.source for c in nb.cells[:4] if c.cell_type == "markdown")
+    found = TIME_LINE.search(head)
+    assert found, f"{path.name}: state '**Time:** about N minutes (M cells)' under the objectives"
+    minutes, cells = int(found[1]), int(found[2])
+    estimate = reading_minutes(nb)
+    assert cells == len(nb.cells), f"{path.name}: says {cells} cells, has {len(nb.cells)}"
+    assert abs(minutes - estimate) <= 5, f"{path.name}: says about {minutes} minutes, the estimate is {estimate:.0f}"
+    if _is_main(path):
+        assert len(nb.cells) <= MAIN_NOTEBOOK_CELL_BUDGET, (
+            f"{path.name}: {len(nb.cells)} cells; a main notebook has at most {MAIN_NOTEBOOK_CELL_BUDGET} "
+            "(move tangents to the appendix)"
+        )
+        assert estimate <= MAIN_NOTEBOOK_MINUTES_BUDGET, f"{path.name}: about {estimate:.0f} minutes, over one sitting"
