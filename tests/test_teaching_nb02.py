@@ -1,0 +1,90 @@
+"""The general rules notebook 02 states in prose, checked on many shapes (the notebook checks one example each).
+
+- Section 5: after a reduction of an (N, D) tensor without keepdim, dim 0 broadcasts back correctly (right
+  alignment), dim 1 raises when N != D and is silently wrong when N == D; keepdim=True is right for both.
+- Section 7: torch.matmul copies an operand exactly when its expanded batch dims cannot be flattened into one
+  as a view (what matmul does before its single bmm); otherwise it allocates only the result.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from viewlab import measure
+
+
+def _centre(x: torch.Tensor, dim: int, keepdim: bool) -> str:
+    try:
+        out = x - x.mean(dim=dim, keepdim=keepdim)
+    except RuntimeError:
+        return "raises"
+    by_loop = torch.stack([v - v.mean() for v in x.unbind(1 - dim)], dim=1 - dim)
+    return "right" if out.shape == by_loop.shape and torch.allclose(out, by_loop) else "silently wrong"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(2, 6), st.integers(2, 6), st.integers(0, 2**31 - 1))
+def test_reduction_broadcasts_back_by_right_alignment(n, d, seed):
+    x = torch.randn(n, d, generator=torch.Generator().manual_seed(seed))
+    assert _centre(x, 0, keepdim=False) == "right"  # (D,) meets D: the rule, not luck
+    assert _centre(x, 1, keepdim=False) == ("raises" if n != d else "silently wrong")  # (N,) meets D
+    assert _centre(x, 0, keepdim=True) == _centre(x, 1, keepdim=True) == "right"
+
+
+def test_the_centring_check_can_say_each_verdict():
+    x = torch.arange(9.0).reshape(3, 3) ** 2
+    assert {_centre(x, 1, False), _centre(x, 1, True), _centre(x[:2], 1, False)} == {
+        "silently wrong",
+        "right",
+        "raises",
+    }
+
+
+@st.composite
+def _batched_pair(draw):
+    rank = draw(st.integers(1, 3))
+    batch = draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank))
+    own = [draw(st.lists(st.booleans(), min_size=rank, max_size=rank)) for _ in range(2)]
+    cut = [draw(st.integers(0, rank - 1)) for _ in range(2)]
+    shapes = [[s if keep else 1 for s, keep in zip(batch, keeps)][c:] for keeps, c in zip(own, cut)]
+    return tuple(shapes[0]) + (2, 3), tuple(shapes[1]) + (3, 4)
+
+
+def _flattens_as_view(t: torch.Tensor, batch: torch.Size) -> bool:
+    flat = t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])
+    return flat.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(_batched_pair())
+def test_matmul_copies_exactly_the_operands_whose_batch_cannot_flatten_as_a_view(shapes):
+    a, b = torch.randn(shapes[0]), torch.randn(shapes[1])
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    with measure(device="cpu") as m:
+        c = a @ b
+    expected_copies = sum(
+        batch.numel() * t.shape[-2] * t.shape[-1] * t.element_size() for t in (a, b) if not _flattens_as_view(t, batch)
+    )
+    assert m.peak_bytes == c.untyped_storage().nbytes() + expected_copies, (shapes, m.peak_bytes)
+
+
+def test_both_outcomes_of_the_matmul_rule_occur():
+    one, many = torch.randn(1, 2, 3), torch.randn(5, 3, 4)
+    assert _flattens_as_view(one, torch.Size([5]))
+    a = torch.randn(2, 1, 3, 4)
+    assert not _flattens_as_view(a, torch.Size([2, 5]))
+    with measure(device="cpu") as m:
+        c = one @ many
+    assert m.peak_bytes == c.untyped_storage().nbytes()
+
+
+def test_bmm_broadcasts_nothing():
+    one, many = torch.randn(1, 2, 3), torch.randn(5, 3, 4)
+    with pytest.raises(RuntimeError, match="Expected size for first two dimensions of batch2"):
+        torch.bmm(one, many)
+    with pytest.raises(RuntimeError, match="must be a 3D tensor"):
+        torch.bmm(torch.randn(2, 1, 2, 3), many)
+    assert torch.allclose(torch.bmm(one.expand(5, 2, 3), many), one @ many)
