@@ -165,9 +165,12 @@ _WRITES: dict[str, Any] = {
     "e.mul_(2)": lambda e: e.mul_(2),
     "e.copy_(torch.ones(4, 3))": lambda e: e.copy_(torch.ones(4, 3)),
     "e.fill_(7)": lambda e: e.fill_(7),
+    "e.fill_(torch.tensor(7.0))": lambda e: e.fill_(torch.tensor(7.0)),
     "e.zero_()": lambda e: e.zero_(),
     "e[0].add_(1)": lambda e: e[0].add_(1),
+    "e[0] = 5": lambda e: e.__setitem__(0, 5),
     "e[0, 1] = 5": lambda e: e.__setitem__((0, 1), 5),
+    "e[:, 1] = 5": lambda e: e.__setitem__((slice(None), 1), 5),
     "e[:, 0] += 1": lambda e: e[:, 0].add_(1),
 }
 
@@ -188,10 +191,13 @@ def _measured_write(write: str) -> str:
 
 
 def _predicted_write(write: str) -> str:
-    # A kernel that reads and writes the same element through several indices is refused; one that only
-    # stores a value (fill_, zero_), or a write through a sub-view whose own elements are distinct, goes through.
-    overlapping = write in ("e.add_(1)", "e.mul_(2)", "e.copy_(torch.ones(4, 3))", "e[:, 0] += 1")
-    return "raises" if overlapping else "goes through"
+    # The rule: a write raises when two elements of the region it writes share one memory location, except
+    # fill_/zero_ with a Python number (they skip the check). Here every row of e is the same 3 elements, so
+    # e itself and a column e[:, j] overlap; a row e[i] and an element e[i, j] do not.
+    if write in ("e.fill_(7)", "e.zero_()"):
+        return "goes through"
+    region_overlaps = write.startswith(("e.", "e[:, "))
+    return "raises" if region_overlaps else "goes through"
 
 
 register(
@@ -211,16 +217,16 @@ register(
         rules=Rules(forbid=("expand",), predict_without_running=True),
         examples=tuple((w,) for w in sorted(_WRITES)),
         hints=(
-            "Does the write read each element and write it back (add_, mul_, copy_ from another tensor), or only store "
-            "one value everywhere?",
-            "Look at the tensor actually written: e[0] is a row of three distinct elements, e[:, 0] is four "
-            "indices on one element.",
+            "Find the region each write writes to: e itself, a row e[0] (three distinct elements), an element "
+            "e[0, 1], or a column e[:, 1] (four indices on one element). Does it have two indices on one element?",
+            "The check is skipped by one kind of write only: fill_ / zero_ with a Python number. fill_ with a "
+            "tensor, and an assignment e[...] = 5 (the number becomes a tensor), keep it.",
         ),
         why=(
-            "In-place arithmetic and copy_ into a tensor whose indices overlap (stride 0) are refused: the result "
-            "would depend on the order of the writes.",
-            "fill_ and zero_ store one value (any order gives the same memory), and a sub-view with distinct "
-            "elements (e[0], e[0, 1]) is an ordinary view of the base.",
+            "A write is refused when two elements of the region it writes share one memory location, whatever the "
+            "values: e and a column e[:, j] overlap (stride 0), a row e[i] and an element e[i, j] do not.",
+            "fill_ and zero_ with a Python number skip that check and write the shared elements; everything else "
+            "here (add_, mul_, copy_, fill_ with a tensor, indexed assignment) keeps it.",
         ),
         wrong=(
             (lambda write: "raises", "expected 'goes through'"),

@@ -1,0 +1,65 @@
+"""Notebook 03 (teaching pass): the write rule its exercise teaches, and the timing verdict it prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from viewlab import exercises as ex
+from viewlab.bench import BenchRow
+from viewlab.course.exercise_bank import nb03_expand
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_expand_expand_as_repeat.ipynb"
+
+
+def test_predicted_write_outcome_matches_torch_on_every_listed_write():
+    for write in nb03_expand._WRITES:
+        assert nb03_expand._predicted_write(write) == nb03_expand._measured_write(write), write
+
+
+def test_writes_cover_both_outcomes_for_one_value_and_for_fill():
+    outcome = {w: nb03_expand._measured_write(w) for w in nb03_expand._WRITES}
+    # one value written, yet refused (a column is four indices on one element) or allowed (a row is distinct)
+    assert outcome["e[:, 1] = 5"] == "raises" and outcome["e[0] = 5"] == "goes through"
+    # fill_ with a Python number skips the overlap check, fill_ with a tensor keeps it
+    assert outcome["e.fill_(7)"] == "goes through" and outcome["e.fill_(torch.tensor(7.0))"] == "raises"
+
+
+def test_the_rule_by_values_fails_the_exercise():
+    def by_values(write: str) -> str:  # the old wording: refused only when different values would be written
+        return "raises" if ("add_" in write or "mul_" in write or "+=" in write) else "goes through"
+
+    assert not ex.check_exercise("03-writes-into-expand", by_values).passed
+    assert ex.check_exercise("03-writes-into-expand", nb03_expand._predicted_write).passed
+
+
+def test_scalar_fill_skips_the_check_where_indexed_assignment_of_the_same_number_raises():
+    base = torch.zeros(3, 1)
+    base.expand(3, 4)[0].fill_(7)
+    assert base.flatten().tolist() == [7.0, 0.0, 0.0]
+    try:
+        base.expand(3, 4)[0] = 5
+    except RuntimeError as err:
+        assert "single memory location" in str(err)
+    else:
+        raise AssertionError("e[0] = 5 on a stride-0 row went through; notebook 03 section 5 says it raises")
+
+
+def _notebook_firm():
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    source = next("".join(c["source"]) for c in cells if "def firm(" in "".join(c["source"]))
+    lines = source.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("def firm("))
+    namespace: dict = {}
+    exec("\n".join(lines[start : start + 2]), namespace)  # the two-line definition, as the notebook runs it
+    return namespace["firm"]
+
+
+def test_timing_verdict_of_the_notebook_comes_out_both_ways():
+    firm = _notebook_firm()
+    steady = BenchRow("steady", median_s=1e-3, iqr_s=1e-4, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
+    noisy = BenchRow("noisy", median_s=1e-3, iqr_s=2e-3, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
+    assert firm(steady) and firm(steady, steady)
+    assert not firm(noisy) and not firm(steady, noisy)
