@@ -325,9 +325,11 @@ def _merge_heads(x: Any, func: str) -> torch.Tensor:
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(B, H, L, Dh)`` -> ``(B, L, H * Dh)``, the inverse of :func:`split_heads`.
 
-    On heads that attention just computed (contiguous as ``(B, H, L, Dh)``) this copies: after the
-    transpose the features of one position are ``L * Dh`` apart, so ``reshape`` must gather them.
-    On heads straight from :func:`split_heads` it is a view again (the transposes cancel).
+    On a contiguous ``(B, H, L, Dh)`` tensor with ``L > 1`` (what :func:`scaled_dot_product_attention`
+    returns, and PyTorch's SDPA on CPU) this copies: after the transpose one head's features and the
+    next head's are ``L * Dh`` apart, so ``reshape`` must gather them. When ``x.transpose(1, 2)`` is
+    contiguous it is a view: heads straight from :func:`split_heads` (the transposes cancel), or an
+    output a fused kernel wrote position by position, ``(B, L, H, Dh)`` in memory.
 
     >>> x = torch.randn(2, 5, 6)
     >>> torch.equal(merge_heads(split_heads(x, 3)), x)
