@@ -373,8 +373,10 @@ def _ev_inplace_reaches() -> Facts:
         "mul_(2)": lambda e: e.mul_(2),
         "copy_(ones)": lambda e: e.copy_(torch.ones(3, 4)),
         "fill_(5)": lambda e: e.fill_(5),
+        "fill_(tensor(5))": lambda e: e.fill_(torch.tensor(5.0)),
         "zero_()": lambda e: e.zero_(),
         "e[0, 0] = 3": lambda e: e.__setitem__((0, 0), 3.0),
+        "e[:, 0] = 3": lambda e: e.__setitem__((slice(None), 0), 3.0),
     }
     raised, reached, missed = [], [], []
     for name, op in ops.items():
@@ -391,10 +393,13 @@ def _ev_inplace_reaches() -> Facts:
 def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:
     if f["reached_original"] and not f["did_not_reach"]:
         if f["raised"]:
+            tried = len(f["raised"]) + len(f["reached_original"])
             return "misleading", (
                 f"the in-place ops that run ({', '.join(f['reached_original'])}) do change the original, "
-                f"but most refuse: {', '.join(f['raised'])} raise RuntimeError (more than one element "
-                "refers to one memory location) -- an error, not a silent change"
+                f"but {len(f['raised'])} of the {tried} tried refuse: {', '.join(f['raised'])} raise RuntimeError "
+                "(more than one element refers to one memory location) -- an error, not a silent change; "
+                "which ones refuse depends on the operator and on the region written, not on the values "
+                "(notebook 05, P2)"
             )
         return "true", f"every in-place op tried changed the original: {', '.join(f['reached_original'])}"
     return "false", f"in-place ops that left the original unchanged: {', '.join(f['did_not_reach']) or 'all'}"
