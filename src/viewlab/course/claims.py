@@ -264,25 +264,46 @@ def _ev_two_kinds() -> Facts:
         "reshape(6)": lambda t: t.reshape(6),
         "flatten()": lambda t: t.flatten(),
         "contiguous()": lambda t: t.contiguous(),
+        "to(torch.float32)": lambda t: t.to(torch.float32),
+        "to(torch.float64)": lambda t: t.to(torch.float64),
         "expand(2, 2, 3)": lambda t: t.expand(2, *t.shape),
         "clone()": lambda t: t.clone(),
     }
-    kinds = {name: (shares_storage(op(plain), plain), shares_storage(op(flipped), flipped)) for name, op in ops.items()}
+
+    def kind(out: torch.Tensor, t: torch.Tensor) -> str:  # the input object itself is neither a new view nor a copy
+        return "itself" if out is t else "view" if shares_storage(out, t) else "copy"
+
+    kinds = {name: (kind(op(plain), plain), kind(op(flipped), flipped)) for name, op in ops.items()}
     return {
+        "kinds": kinds,
         "depends_on_layout": sorted(n for n, (a, b) in kinds.items() if a != b),
-        "always_view": sorted(n for n, (a, b) in kinds.items() if a and b),
-        "always_copy": sorted(n for n, (a, b) in kinds.items() if not a and not b),
+        "always_view": sorted(n for n, (a, b) in kinds.items() if a == b == "view"),
+        "always_copy": sorted(n for n, (a, b) in kinds.items() if a == b == "copy"),
+        "always_itself": sorted(n for n, (a, b) in kinds.items() if a == b == "itself"),
     }
 
 
+_KIND_WORDS = {"view": "a view of", "copy": "a copy of", "itself": "the input itself for"}
+
+
 def _j_two_kinds(f: Mapping[str, Any]) -> Verdict:
+    classes = f"always a view: {', '.join(f['always_view']) or 'none'}; always a copy: {', '.join(f['always_copy']) or 'none'}"
+    itself = f"{', '.join(f['always_itself'])} returned the input itself (the same object: no new view, no copy)"
     if f["depends_on_layout"]:
-        return "false", (
-            f"{', '.join(f['depends_on_layout'])} return a view of a contiguous input and a copy of a "
-            f"transposed one: they belong to neither class (always a view: {', '.join(f['always_view'])}; "
-            f"always a copy: {', '.join(f['always_copy'])})"
+        groups: dict[tuple[str, str], list[str]] = {}
+        for name in f["depends_on_layout"]:
+            groups.setdefault(tuple(f["kinds"][name]), []).append(name)
+        said = "; ".join(
+            f"{', '.join(names)} {'returns' if len(names) == 1 else 'return'} {_KIND_WORDS[a]} a contiguous input "
+            f"and {_KIND_WORDS[b]} a transposed one"
+            for (a, b), names in groups.items()
         )
-    return "true", "every operation tried is always a view or always a copy"
+        return "false", f"{said}: they belong to neither class ({classes})" + (
+            f"; {itself}" if f["always_itself"] else ""
+        )
+    if f["always_itself"]:
+        return "misleading", f"no operation tried depends on the layout, but there is a third answer: {itself}"
+    return "true", f"every operation tried is always a view or always a copy ({classes})"
 
 
 def _ev_view_metadata() -> Facts:
@@ -373,8 +394,10 @@ def _ev_inplace_reaches() -> Facts:
         "mul_(2)": lambda e: e.mul_(2),
         "copy_(ones)": lambda e: e.copy_(torch.ones(3, 4)),
         "fill_(5)": lambda e: e.fill_(5),
+        "fill_(tensor(5))": lambda e: e.fill_(torch.tensor(5.0)),
         "zero_()": lambda e: e.zero_(),
         "e[0, 0] = 3": lambda e: e.__setitem__((0, 0), 3.0),
+        "e[:, 0] = 3": lambda e: e.__setitem__((slice(None), 0), 3.0),
     }
     raised, reached, missed = [], [], []
     for name, op in ops.items():
@@ -391,10 +414,13 @@ def _ev_inplace_reaches() -> Facts:
 def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:
     if f["reached_original"] and not f["did_not_reach"]:
         if f["raised"]:
+            tried = len(f["raised"]) + len(f["reached_original"])
             return "misleading", (
                 f"the in-place ops that run ({', '.join(f['reached_original'])}) do change the original, "
-                f"but most refuse: {', '.join(f['raised'])} raise RuntimeError (more than one element "
-                "refers to one memory location) -- an error, not a silent change"
+                f"but {len(f['raised'])} of the {tried} tried refuse: {', '.join(f['raised'])} raise RuntimeError "
+                "(more than one element refers to one memory location) -- an error, not a silent change; "
+                "which ones refuse depends on the operator and on the region written, not on the values "
+                "(notebook 05, P2)"
             )
         return "true", f"every in-place op tried changed the original: {', '.join(f['reached_original'])}"
     return "false", f"in-place ops that left the original unchanged: {', '.join(f['did_not_reach']) or 'all'}"
@@ -1353,7 +1379,8 @@ CLAIMS: tuple[Claim, ...] = (
         "Tensor operations fall into two classes: those that create a view and those that create a copy.",
         _ev_two_kinds,
         _j_two_kinds,
-        true={"depends_on_layout": []},
+        true={"depends_on_layout": [], "always_itself": []},
+        misleading={"depends_on_layout": []},
     ),
     _c(
         "A04",
