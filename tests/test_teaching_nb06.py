@@ -40,6 +40,8 @@ def test_release_of_the_history_only_leaves_the_failed_result_alone():
         _failed_step()
     except RuntimeError as exc:
         error = exc
-    shell = SimpleNamespace(user_ns={"Out": {}}, last_execution_result=SimpleNamespace(result=None, error_in_exec=error))
+    shell = SimpleNamespace(
+        user_ns={"Out": {}}, last_execution_result=SimpleNamespace(result=None, error_in_exec=error)
+    )
     assert release_ipython_refs(shell, sources="history") == 0
     assert shell.last_execution_result.error_in_exec is error
