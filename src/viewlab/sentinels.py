@@ -608,6 +608,9 @@ def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
         sys.last_traceback = sys.last_value = sys.last_type = None
         if hasattr(sys, "last_exc"):
             sys.last_exc = None
+    last = getattr(ip, "last_execution_result", None) if "traceback" in sources else None
+    if getattr(last, "error_in_exec", None) is not None:  # right after the failing cell, its result holds the error
+        last.error_in_exec = None
     for printer in (
         ("InteractiveTB", "SyntaxTB") if "traceback" in sources else ()
     ):  # IPython's traceback printers keep the last one too
