@@ -727,7 +727,7 @@ TARGETS: list[Target] = [
     Target(
         "view_op_table",
         viewlab.view_op_table,
-        _optional(documented=st.sampled_from([None, "view", "copy", "depends"])),
+        _optional(documented=st.sampled_from([None, "view", "copy", "view or copy", "self or copy"])),
         oracle_table,
         examples=20,
     ),

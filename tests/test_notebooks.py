@@ -156,3 +156,49 @@ def test_notebook_states_its_reading_time_and_fits_one_sitting(path):
             "(move tangents to the appendix)"
         )
         assert estimate <= MAIN_NOTEBOOK_MINUTES_BUDGET, f"{path.name}: about {estimate:.0f} minutes, over one sitting"
+
+
+# --- Links between notebooks -------------------------------------------------------------------------------------
+# A notebook points at another one as "notebook 03, section 5 (*Writing into an expanded tensor*)": the number
+# for the reader, the title so a renumbered or renamed section fails here instead of sending the reader to
+# the wrong place.
+SECTION_LINK = re.compile(r"notebook (0\d), section (\w+)( \(\*([^*]+)\*\))?")
+HEADING_NUMBER = re.compile(r"#+ (\w+)\s*[.·]\s*(.*)")
+
+
+def _sections(number: str) -> dict[str, str]:
+    (path,) = [p for p in NOTEBOOKS if p.name.startswith(number)]
+    nb = nbformat.read(path, as_version=4)
+    heads = (line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines())
+    return {m[1]: m[2] for m in map(HEADING_NUMBER.match, heads) if m}
+
+
+def test_section_links_are_checked_against_titles():
+    assert SECTION_LINK.search("notebook 03, section 5 (*Writing*)")[4] == "Writing"
+    assert SECTION_LINK.search("see notebook 03, section 5.")[3] is None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_links_to_other_notebooks_name_a_section_that_has_that_title(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for link in SECTION_LINK.finditer(cell.source):
+            number, section, title = link[1], link[2], link[4]
+            assert title, f"{path.name}: '{link[0]}' needs the section's title: '{link[0]} (*Title*)'"
+            sections = _sections(number)
+            assert section in sections, f"{path.name}: notebook {number} has no section {section}: {sections}"
+            assert sections[section].startswith(title), (
+                f"{path.name}: notebook {number}, section {section} is '{sections[section]}', not '{title}'"
+            )
+
+
+def test_readme_states_each_notebooks_time_as_the_notebook_does():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in NOTEBOOKS:
+        head = "".join(c.source for c in nbformat.read(path, as_version=4).cells[:4] if c.cell_type == "markdown")
+        minutes = TIME_LINE.search(head)[1]
+        row = next((line for line in readme.splitlines() if f"(notebooks/{path.name})" in line), None)
+        assert row, f"README.md has no row for {path.name}"
+        assert f"| {minutes} min |" in row, f"README.md: {path.name} takes about {minutes} minutes; its row says {row}"

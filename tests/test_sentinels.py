@@ -267,3 +267,25 @@ def test_viewlabs_own_helpers_are_not_reported_but_the_same_code_in_yours_is():
     with pytest.raises(BroadcastStretchError, match=r"\(1, 4\) and \(2, 1\) to \(2, 4\)"):
         with watch_broadcasts(action="raise"):
             _ = torch.arange(4)[None, :] < lengths[:, None]  # the same comparison written here: reported
+
+
+@pytest.mark.parametrize("watch_outside", [True, False], ids=["watch-outside-measure", "watch-inside-measure"])
+def test_an_operator_run_inside_measure_is_still_yours(watch_outside):
+    """measure's dispatch mode passes the learner's operator on from viewlab code; that must not make it
+    'viewlab's own' (it did: a mutual broadcast inside `with measure():` went unreported)."""
+    from viewlab import measure, padding_mask
+
+    def run():
+        if watch_outside:
+            with watch_broadcasts(action="raise"), measure():
+                yield
+        else:
+            with measure(), watch_broadcasts(action="raise"):
+                yield
+
+    with pytest.raises(BroadcastStretchError, match=r"\(1, 4\) and \(4, 1\) to \(4, 4\)"):
+        for _ in run():
+            _ = torch.ones(1, 4) + torch.ones(4, 1)
+    for _ in run():
+        mask = padding_mask(torch.tensor([3, 1]), 4)  # viewlab's own helper, inside measure: still not reported
+    assert mask.shape == (2, 1, 1, 4)

@@ -82,19 +82,7 @@ def test_p16_an_inplace_write_bumps_the_version_autograd_checks():
         h.sum().backward()
 
 
-SECTION_LINK = re.compile(r"notebook (0\d), section (\w+)")
 PITFALL_LINK = re.compile(r"notebook 05, (P\d+)")
-
-
-def test_section_links_in_notebook_05_name_headings_that_exist():
-    text = "".join(c.source for c in nbformat.read(NB05, as_version=4).cells if c.cell_type == "markdown")
-    links = set(SECTION_LINK.findall(text))
-    assert len(links) >= 5, links
-    for number, section in sorted(links):
-        heads = _headings(_notebook(number))
-        assert any(re.match(rf"{re.escape(section)}\b", h) for h in heads), (
-            f"notebook 05 links to notebook {number}, section {section}; that notebook's headings are {heads}"
-        )
 
 
 def test_references_to_pitfalls_of_notebook_05_resolve():

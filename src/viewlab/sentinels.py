@@ -61,10 +61,16 @@ _PACKAGE_DIR = __file__.replace("\\", "/").rsplit("/", 1)[0] + "/"
 
 def _called_from_viewlab() -> bool:
     """True when the innermost frame outside torch is viewlab's own code (a helper building a mask, say):
-    watch_broadcasts reports the learner's code, not the internals of the tools it watches with."""
+    watch_broadcasts reports the learner's code, not the internals of the tools it watches with.
+
+    Another viewlab dispatch mode (``measure``, the monitor's frame hook, a rule recorder) only passes the
+    learner's operator on from its ``__torch_dispatch__``: that frame is skipped, so an operator run inside
+    ``with measure():`` is still the learner's."""
     for frame in reversed(traceback.extract_stack()):
         name = frame.filename.replace("\\", "/")
         if "/torch/" in name or name.endswith(("contextlib.py", "functools.py")) or name == __file__.replace("\\", "/"):
+            continue
+        if frame.name == "__torch_dispatch__" and name.startswith(_PACKAGE_DIR):
             continue
         return name.startswith(_PACKAGE_DIR)
     return False

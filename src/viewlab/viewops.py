@@ -2,7 +2,8 @@
 
 :data:`OP_CASES` holds one runnable example per operation: every op in PyTorch's official list of
 view ops (docs page "Tensor Views"), the common copying ops, and the ops whose answer depends on the
-input's layout. :func:`view_op_table` runs them all and reports what actually happened.
+input: ``reshape``/``flatten`` return a view *or* a copy, ``contiguous``/``to`` return the input itself *or* a copy
+(never a new view), as their docs say. :func:`view_op_table` runs them all and reports what actually happened.
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ def _sparse() -> torch.Tensor:
     return torch.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse().coalesce()
 
 
+# What the docs promise for an op; `observe` reports "view", "copy" or "same tensor".
+DOCUMENTED: tuple[str, ...] = ("view", "copy", "view or copy", "self or copy")
+
+
 @dataclass(frozen=True)
 class OpCase:
     """One runnable example of an operation.
@@ -92,7 +97,9 @@ class OpCase:
     Attributes:
         op: the name used in tables (matches :data:`OFFICIAL_VIEW_OPS` for documented view ops).
         code: the expression learners see, written in terms of ``x``.
-        documented: what PyTorch's docs promise: ``"view"``, ``"copy"`` or ``"depends"``.
+        documented: what PyTorch's docs promise: ``"view"``, ``"copy"``, ``"view or copy"`` (``reshape``,
+            ``flatten``: a view when strides allow) or ``"self or copy"`` (``contiguous``, ``to``: the input
+            itself when it already has the layout/dtype/device asked for).
         input: a short description of ``x``.
         make_input: builds ``x`` afresh.
         apply: computes the result from ``x`` (a tensor, or a sequence of tensors for split-like ops).
@@ -154,16 +161,16 @@ OP_CASES: tuple[OpCase, ...] = (
     _c("values", "x.values()", "view", _sparse, "2x2 sparse COO"),
     # Layout-dependent: the docs say "may return a view or a copy"; one contiguous and one
     # non-contiguous input shows both outcomes.
-    _c("reshape", "x.reshape(12)", "depends", _matrix, _M),
-    _c("reshape", "x.reshape(12)", "depends", _transposed, _T),
-    _c("reshape_as", "x.reshape_as(torch.empty(12))", "depends", _matrix, _M),
-    _c("reshape_as", "x.reshape_as(torch.empty(12))", "depends", _transposed, _T),
-    _c("flatten", "x.flatten()", "depends", _matrix, _M),
-    _c("flatten", "x.flatten()", "depends", _transposed, _T),
-    _c("contiguous", "x.contiguous()", "depends", _matrix, _M),
-    _c("contiguous", "x.contiguous()", "depends", _transposed, _T),
-    _c("to", "x.to(torch.float32)", "depends", _matrix, _M + " (already float32)"),
-    _c("to", "x.to(torch.float64)", "depends", _matrix, _M),
+    _c("reshape", "x.reshape(12)", "view or copy", _matrix, _M),
+    _c("reshape", "x.reshape(12)", "view or copy", _transposed, _T),
+    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _matrix, _M),
+    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _transposed, _T),
+    _c("flatten", "x.flatten()", "view or copy", _matrix, _M),
+    _c("flatten", "x.flatten()", "view or copy", _transposed, _T),
+    _c("contiguous", "x.contiguous()", "self or copy", _matrix, _M),
+    _c("contiguous", "x.contiguous()", "self or copy", _transposed, _T),
+    _c("to", "x.to(torch.float32)", "self or copy", _matrix, _M + " (already float32)"),
+    _c("to", "x.to(torch.float64)", "self or copy", _matrix, _M),
     # Copies: new memory every time.
     _c("advanced indexing", "x[[0, 2]]", "copy", _matrix, _M),
     _c("boolean mask", "x[x > 5]", "copy", _matrix, _M),
@@ -268,6 +275,6 @@ def view_op_table(documented: str | None = None) -> OpTable:
     copy
     """
     if documented is not None:
-        require_choice(documented, "view_op_table", "documented", ("view", "copy", "depends"))
+        require_choice(documented, "view_op_table", "documented", DOCUMENTED)
     cases = [c for c in OP_CASES if documented is None or c.documented == documented]
     return OpTable(tuple((c.op, c.code, c.input, c.documented, observe(c)) for c in cases))
