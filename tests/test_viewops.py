@@ -83,5 +83,8 @@ def test_view_op_table_rejects_an_array_for_documented():
     from viewlab import view_op_table
 
     # found by the fuzz suite: used to fail with numpy's "truth value of an array ... is ambiguous"
-    with pytest.raises(ValueError, match=r"view_op_table\(\): `documented` must be one of 'view', 'copy', 'view or copy', 'self or copy'"):
+    with pytest.raises(
+        ValueError,
+        match=r"view_op_table\(\): `documented` must be one of 'view', 'copy', 'view or copy', 'self or copy'",
+    ):
         view_op_table(np.array(["view"]))
