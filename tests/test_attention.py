@@ -302,3 +302,13 @@ def test_masks_check_their_arguments():
         quantized = torch.quantize_per_tensor(torch.tensor([2.0, 1.0]), 1.0, 0, torch.qint8)
     with pytest.raises(TypeError, match=r"padding_mask\(\): `lengths` must be a tensor of plain numbers"):
         padding_mask(quantized)  # found by the fuzz suite: used to return a wrong mask
+
+
+def test_padding_mask_of_an_empty_batch_allocates_nothing_whatever_max_len_regression():
+    # found by the fuzz suite: lengths=[] with max_len=2**31 built a 16 GiB position row before giving (0, 1, 1, L)
+    from viewlab.attention import padding_mask
+
+    with measure(device="cpu") as m:
+        mask = padding_mask(torch.tensor([], dtype=torch.long), 2**31)
+    assert mask.shape == (0, 1, 1, 2**31) and mask.dtype == torch.bool
+    assert m.peak_bytes == 0

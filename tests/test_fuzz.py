@@ -75,6 +75,11 @@ def _quantized(t: torch.Tensor) -> torch.Tensor:
 def _sparse(t: torch.Tensor) -> torch.Tensor:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if t.is_meta:  # meta has no to_sparse kernel: an all-zero sparse tensor of that shape, built without data
+            shape = tuple(t.shape) or (1,)
+            return torch.sparse_coo_tensor(
+                torch.zeros(len(shape), 0, dtype=torch.long), torch.zeros(0, dtype=t.dtype), shape
+            )
         return t.to_sparse() if t.dim() else t.reshape(1).to_sparse()
 
 

@@ -73,6 +73,8 @@ def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
             f"{func}(): a length ({longest}) exceeds max_len={max_len}; "
             f"pass max_len >= {longest} (the padded sequence length)."
         )
+    if not lengths.numel():  # an empty batch: no positions to compare, whatever max_len is
+        return torch.zeros(0, 1, 1, max_len, dtype=torch.bool, device=lengths.device)
     require_allocation(
         lengths.numel() * max_len + 8 * max_len,
         func,

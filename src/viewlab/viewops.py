@@ -18,7 +18,7 @@ import torch
 from ._checks import require_choice, type_error
 from .sharing import shares_storage
 
-__all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "observe", "view_op_table", "OpTable"]
+__all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "DOCUMENTED", "observe", "view_op_table", "OpTable"]
 
 # The ops listed on PyTorch's "Tensor Views" docs page (plus basic indexing, listed there in prose).
 OFFICIAL_VIEW_OPS: tuple[str, ...] = (
