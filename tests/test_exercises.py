@@ -165,8 +165,8 @@ def test_bad_arguments_get_clear_errors():
 
 
 def test_reports_are_deterministic():
-    wrong = ex.get("05-center-rows").wrong[0][0]
-    assert str(ex.check_exercise("05-center-rows", wrong)) == str(ex.check_exercise("05-center-rows", wrong))
+    wrong = ex.get("05-count-labels").wrong[0][0]
+    assert str(ex.check_exercise("05-count-labels", wrong)) == str(ex.check_exercise("05-count-labels", wrong))
 
 
 def test_failure_picture_has_three_panels_and_alt_text():
@@ -376,3 +376,10 @@ def test_check_guess_asks_first_then_judges_both_ways(capsys):
     assert ex.check_guess(95, 96, "why") == "wrong"
     assert ex.check_guess(1, True, "why") == "wrong"
     assert ex.check_guess([4, 3], torch.Size([4, 3]), "why") == "right"
+
+
+def test_alt_text_counts_differing_cells_in_words_that_agree():
+    one = ex.check_exercise("05-count-labels", ex.get("05-count-labels").wrong[0][0])  # [1, 0, 3] vs [1, 0, 1]
+    assert "; 1 cell differs and is outlined" in one.alt_text()
+    several = check(lambda x: x + 1, lambda x: x, inputs=((torch.zeros(3),),))
+    assert "; 3 cells differ and are outlined" in several.alt_text()

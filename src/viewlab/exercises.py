@@ -541,7 +541,9 @@ class CheckResult:
         ):
             e, g = exp.detach().cpu(), got.detach().cpu()
             bad = ~(torch.isclose(g, e, equal_nan=True) if e.is_floating_point() else g == e)
-            n_bad = f"; {int(bad.sum())} cells differ and are outlined in orange with a '!' mark"
+            count = int(bad.sum())
+            differ = "1 cell differs and is" if count == 1 else f"{count} cells differ and are"
+            n_bad = f"; {differ} outlined in orange with a '!' mark"
         shp = lambda t: tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__  # noqa: E731
         first_in = next(iter(_tensor_parts(self.failing_input)), None)
         lead = f"the failing input of shape {shp(first_in)}, " if first_in is not None else ""

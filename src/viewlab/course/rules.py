@@ -65,6 +65,10 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         "index with None (or unsqueeze) to add size-1 dims; those are views, and + broadcasts them",
     ),
     "autograd": ((), "write the backward rule by hand: which rows of the output read the same element?"),
+    "bincount": (
+        ("aten.bincount", "aten.histc", "aten.histogram"),
+        "make the indexed write accumulate: index_add_, or index_put_ with accumulate=True",
+    ),
     "sdpa": (
         (
             "aten.scaled_dot_product_attention",

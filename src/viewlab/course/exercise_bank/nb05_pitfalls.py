@@ -52,36 +52,66 @@ register(
 )
 
 
-def _center_rows(x: torch.Tensor) -> torch.Tensor:
-    return x - x.mean(dim=1, keepdim=True)
+def _count_labels(labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+    return torch.zeros(num_classes).index_add_(0, labels, torch.ones(labels.shape[0]))
 
 
-def _center_strategy() -> Any:
+def _label_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(2, 2), side=(1, 4)))
+    def labels(c: int) -> Any:
+        # few classes, several labels: duplicates are the rule, not the exception
+        return st.lists(st.integers(0, c - 1), max_size=9).map(lambda xs: (torch.tensor(xs, dtype=torch.long), c))
+
+    return st.integers(1, 4).flatmap(labels)
+
+
+def _sized_labels(n: int) -> tuple[torch.Tensor, int]:
+    return torch.arange(n) % 3, 3
+
+
+def _count_by_index_plus_one(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # P13 itself
+    counts = torch.zeros(num_classes)
+    counts[labels] += 1
+    return counts
+
+
+def _count_by_loop(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # right values, a Python loop
+    counts = torch.zeros(num_classes)
+    for c in labels:
+        counts[c] += 1
+    return counts
 
 
 register(
     Exercise(
-        id="05-center-rows",
-        title="Subtract each row's mean",
+        id="05-count-labels",
+        title="Count labels with duplicate indices",
         statement=(
-            "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row "
-            "(every row of the result has mean 0). Careful: N may equal D."
+            "Given `labels`, a 1-D int64 tensor of class indices in [0, num_classes), and the int num_classes, "
+            "return a float32 tensor of shape (num_classes,) whose entry c is how many times c occurs. "
+            "Use one indexed write that accumulates: no Python loops, and no bincount/histc (they count for you)."
         ),
-        signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
-        reference=_center_rows,
-        inputs=_center_strategy,
+        signature="def count_labels(labels: torch.Tensor, num_classes: int) -> torch.Tensor",
+        reference=_count_labels,
+        inputs=_label_inputs,
+        rules=Rules(forbid=("bincount",), no_python_loops=_sized_labels),
+        examples=((torch.tensor([0, 2, 2, 2]), 3),),
         hints=(
-            "x.mean(dim=1) has shape (N,): lined up from the right, does it meet the rows or the columns of x?",
-            "mean() can keep the reduced dimension with size 1, so the row means form an (N, 1) column.",
+            "counts[labels] += 1 reads counts[labels] (a copy), adds 1 and writes back: what happens to the "
+            "three writes to the same index?",
+            "Ask for accumulation: counts.index_add_(0, labels, ones) or counts.index_put_((labels,), ones, "
+            "accumulate=True).",
         ),
         why=(
-            "An (N, 1) column of means lines up with the rows and is stretched along D.",
-            "An (N,) vector lines up with the last dim instead: subtracted per column, silently when N == D.",
+            "index_add_ adds every source element into its index, so duplicate indices add up.",
+            "counts[labels] += 1 writes the same incremented copy once per duplicate: each class counts at most 1.",
         ),
-        wrong=((lambda x: x - x.mean(dim=1), "the result"),),
+        wrong=(
+            (_count_by_index_plus_one, "values differ"),
+            (_count_by_loop, "rule `no_python_loops`"),
+            (lambda labels, c: torch.bincount(labels, minlength=c).float(), "rule `forbid bincount`"),
+        ),
     )
 )
 
