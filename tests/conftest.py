@@ -7,6 +7,7 @@ run cannot turn red by luck; locally, examples vary between runs to find new fai
 import os
 import sys
 
+import pytest
 from hypothesis import settings
 
 if sys.version_info < (3, 11):
@@ -19,3 +20,17 @@ if sys.version_info < (3, 11):
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture(scope="session")
+def chromium_args() -> list[str]:
+    """Flags for Debian's chromium under Playwright (both browser tests): headless, no sandbox (containers),
+    and nothing that reaches the network on its own (updates, background fetches)."""
+    return [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+    ]

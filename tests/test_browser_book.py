@@ -21,14 +21,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SITE = os.environ.get("VIEWLAB_BOOK_HTML")
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 pytestmark = pytest.mark.skipif(
@@ -74,13 +66,13 @@ def server(site):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(chromium_args):
     executable = shutil.which("chromium")
     assert executable, "Debian's chromium is needed: apt-get install -y chromium (never `playwright install`)"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=executable, args=chromium_args)
         yield browser
         browser.close()
 

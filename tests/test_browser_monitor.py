@@ -30,14 +30,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary on PATH (Debian: `apt-get install -y chromium`)"
 )
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 LOOP_SECONDS = 10
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "monitor"  # git-ignored
 
@@ -133,14 +125,14 @@ def _changed_fraction(png_a: bytes, png_b: bytes) -> float:
     return float((np.abs(a - b).sum(axis=2) > 0).mean())
 
 
-def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_path):
+def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_path, chromium_args):
     from playwright.sync_api import sync_playwright
 
     url, root, frames = lab
     evidence = Path(os.environ.get("VIEWLAB_BROWSER_EVIDENCE", ARTIFACTS)) / f"frames-{frames}"
     evidence.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.goto(url + "lab/tree/live.ipynb", timeout=120_000)

@@ -113,13 +113,14 @@ def test_no_stored_output_names_this_checkout(path):
 
 # --- One sitting per notebook ----------------------------------------------------------------------------------
 # A main notebook (01-06) is a lecture of about 45 minutes: at most 60 cells, and its objectives state the
-# reading time and the cell count, which must agree with the estimate below. The estimate is deliberately
+# reading time, which must agree with the estimate below within 5 minutes (slack, so an edit of a few cells
+# does not force a new number; the cell count is not stated, the test counts it). The estimate is deliberately
 # simple so an author can check it by hand: 200 words of prose a minute, 10 lines of code a minute, and a
 # quarter of a minute to run each code cell and read what it printed. Appendices (07 on) state it too but
 # have no budget.
 MAIN_NOTEBOOK_CELL_BUDGET = 60
 MAIN_NOTEBOOK_MINUTES_BUDGET = 50
-TIME_LINE = re.compile(r"\*\*Time:\*\* about (\d+) minutes \((\d+) cells\)")
+TIME_LINE = re.compile(r"\*\*Time:\*\* about (\d+) minutes")
 
 
 def reading_minutes(nb) -> float:
@@ -145,10 +146,9 @@ def test_notebook_states_its_reading_time_and_fits_one_sitting(path):
     nb = nbformat.read(path, as_version=4)
     head = "".join(c.source for c in nb.cells[:4] if c.cell_type == "markdown")
     found = TIME_LINE.search(head)
-    assert found, f"{path.name}: state '**Time:** about N minutes (M cells)' under the objectives"
-    minutes, cells = int(found[1]), int(found[2])
+    assert found, f"{path.name}: state '**Time:** about N minutes' under the objectives"
+    minutes = int(found[1])
     estimate = reading_minutes(nb)
-    assert cells == len(nb.cells), f"{path.name}: says {cells} cells, has {len(nb.cells)}"
     assert abs(minutes - estimate) <= 5, f"{path.name}: says about {minutes} minutes, the estimate is {estimate:.0f}"
     if _is_main(path):
         assert len(nb.cells) <= MAIN_NOTEBOOK_CELL_BUDGET, (
