@@ -64,7 +64,7 @@ test-unit: $(VENV)/.installed-test
 
 # Strict nbval: every stored output is compared (not --nbval-lax).
 test-notebooks: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -p tests.nbval_hooks --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	$(BIN)/python -m pytest -p tests.notebooks.nbval_hooks --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg \
 		-p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)
 
 notebooks: $(VENV)/.installed-test
@@ -106,20 +106,20 @@ book: $(VENV)/.installed-book
 # `apt-get install -y chromium`. Screenshots land in test-artifacts/.
 test-book: book
 	@command -v chromium >/dev/null || { echo "make test-book needs Debian's chromium: apt-get install -y chromium"; exit 1; }
-	VIEWLAB_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/test_book.py tests/test_browser_book.py $(PYTEST_ARGS)
+	VIEWLAB_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/book/test_book.py tests/book/test_browser_book.py $(PYTEST_ARGS)
 
-# Colab's package stack (tests/colab-pins.txt: IPython 7, ipykernel 6, ipywidgets 7, ...) in a second venv.
+# Colab's package stack (tests/tooling/colab-pins.txt: IPython 7, ipykernel 6, ipywidgets 7, ...) in a second venv.
 # Installed in three steps so the middle one can be checked: Colab's pins, then viewlab exactly as the
 # Colab setup cell installs it (a change to any pinned package would force a runtime restart on Colab:
-# tests/test_colab_stack.py compares the two freezes), then the test runner's extras.
+# tests/tooling/test_colab_stack.py compares the two freezes), then the test runner's extras.
 COLAB_VENV ?= .venv-colab
 COLAB_BIN  := $(COLAB_VENV)/bin
 COLAB_OUT  := $(COLAB_VENV)/executed
-$(COLAB_VENV)/.installed: tests/colab-pins.txt pyproject.toml
+$(COLAB_VENV)/.installed: tests/tooling/colab-pins.txt pyproject.toml
 	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
 	$(COLAB_BIN)/python -m pip install --quiet --upgrade pip
-	$(COLAB_BIN)/python -m pip install $(TORCH_PIP_ARGS) $(if $(strip $(TORCH_SPEC)),"$(TORCH_SPEC)") -r tests/colab-pins.txt
+	$(COLAB_BIN)/python -m pip install $(TORCH_PIP_ARGS) $(if $(strip $(TORCH_SPEC)),"$(TORCH_SPEC)") -r tests/tooling/colab-pins.txt
 	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-before.txt
 	$(COLAB_BIN)/python -m pip install -e .
 	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-after.txt
@@ -128,11 +128,11 @@ $(COLAB_VENV)/.installed: tests/colab-pins.txt pyproject.toml
 
 # Widget, monitor, figure and IPython-extension tests; then every notebook executed with Colab's nbclient
 # (copies, the committed notebooks stay as they are); then strict nbval of the committed notebooks.
-COLAB_TESTS := tests/test_colab_stack.py tests/test_monitor.py tests/test_draw.py tests/test_memory.py \
-	tests/test_cuda_windows.py tests/test_versions.py tests/test_executor.py tests/test_sentinels.py
+COLAB_TESTS := tests/tooling/test_colab_stack.py tests/unit/test_monitor.py tests/unit/test_draw.py tests/unit/test_memory.py \
+	tests/unit/test_cuda_windows.py tests/unit/test_versions.py tests/tooling/test_executor.py tests/unit/test_sentinels.py
 test-colab: $(COLAB_VENV)/.installed
 	VIEWLAB_COLAB_VENV=$(COLAB_VENV) PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest $(COLAB_TESTS) -p no:cacheprovider $(PYTEST_ARGS)
 	rm -rf $(COLAB_OUT)
 	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python tools/execute_notebooks.py --out-dir $(COLAB_OUT) $(NOTEBOOKS)
-	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest -p tests.nbval_hooks --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)
+	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest -p tests.notebooks.nbval_hooks --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)

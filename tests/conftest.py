@@ -6,6 +6,7 @@ run cannot turn red by luck; locally, examples vary between runs to find new fai
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -16,6 +17,8 @@ if sys.version_info < (3, 11):
     import tomli
 
     sys.modules.setdefault("tomllib", tomli)
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository root
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)

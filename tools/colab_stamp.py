@@ -11,7 +11,7 @@ derives from it
   version and the device it sees. That printed line is the page's "verified with" stamp.
 
 Stamping is idempotent: a second run changes nothing. ``--check`` changes nothing and exits 1
-listing every notebook that disagrees (what tests/test_colab_stamp.py runs). After stamping,
+listing every notebook that disagrees (what tests/tooling/test_colab_stamp.py runs). After stamping,
 re-execute the notebooks (``make notebooks``) so the setup cell has its output.
 
 Usage:

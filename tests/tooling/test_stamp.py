@@ -15,10 +15,8 @@ import pytest
 import tomllib  # on Python 3.10, conftest.py provides it (tomli)
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import colab_stamp  # noqa: E402  (programs in tools/)
-import stamp  # noqa: E402
+from tests.conftest import ROOT
+from tools import colab_stamp, stamp
 
 OLD = colab_stamp.repository_url()
 NEW = "https://github.com/Someone-Else/tensor-course"

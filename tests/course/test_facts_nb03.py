@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import torch
 
+from tests.conftest import ROOT
 from viewlab import exercises as ex
 from viewlab.bench import BenchRow
 from viewlab.course.exercise_bank import nb03_expand
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_expand_expand_as_repeat.ipynb"
+NOTEBOOK = ROOT / "notebooks" / "03_expand_expand_as_repeat.ipynb"
 
 
 def test_predicted_write_outcome_matches_torch_on_every_listed_write():

@@ -1,4 +1,4 @@
-"""pytest plugin for the notebook run: ``pytest -p tests.nbval_hooks --nbval notebooks/``.
+"""pytest plugin for the notebook run: ``pytest -p tests.notebooks.nbval_hooks --nbval notebooks/``.
 
 nbval has no conditional skip of its own. Cells tagged ``gpu`` need a CUDA device; without one they
 are skipped with a visible reason (pytest -ra lists it) instead of failing or silently passing.

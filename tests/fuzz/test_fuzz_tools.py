@@ -5,7 +5,6 @@ leaves no thread or mode behind. The harness (strategies, bends, clear-error rul
 
 from __future__ import annotations
 
-import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,12 +13,10 @@ import torch
 from hypothesis import strategies as st
 
 import viewlab
+from tests.fuzz import test_fuzz as fuzz_harness
+from tests.fuzz.test_fuzz import FIGURES, Target, _fixed, _merge, _optional
 from viewlab import memory, monitor, sentinels, versions
 from viewlab.draw import PNGFigure, render_png
-
-sys.path.insert(0, __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0])
-import test_fuzz as fuzz_harness  # noqa: E402 - a module, so pytest does not collect its tests twice
-from test_fuzz import FIGURES, Target, _fixed, _merge, _optional  # noqa: E402
 
 
 def _measure_block(device: Any = None, log_ops: Any = False) -> tuple:

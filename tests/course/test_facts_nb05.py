@@ -8,15 +8,14 @@ here instead of leaving a dangling "see notebook 01, section 8".
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 import torch
 
+from tests.conftest import ROOT
 from viewlab import exercises as ex
 
-ROOT = Path(__file__).resolve().parents[1]
 NB05 = ROOT / "notebooks" / "05_pitfalls_and_myths.ipynb"
 OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
 

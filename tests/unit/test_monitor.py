@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import viewlab
+from tests.conftest import ROOT
 from viewlab import MemoryMonitor
 from viewlab.monitor import _THREAD_NAME, MIN_INTERVAL, fmt_bytes
 
@@ -458,9 +459,8 @@ def test_overhead_benchmark_runs_and_writes_all_conditions(tmp_path):
     """Smoke test of benchmarks/monitor_overhead.py on a tiny loop: the file it writes, not its timings."""
     import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "monitor_overhead.py"
+    path = ROOT / "benchmarks" / "monitor_overhead.py"
     spec = importlib.util.spec_from_file_location("monitor_overhead", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -3,15 +3,12 @@ every version-dependent behaviour the course relies on holds on the torch instal
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import tomllib
 import yaml
 
+from tests.conftest import ROOT
 from viewlab.versions import BEHAVIOURS, TORCH_FLOOR, check_torch, torch_at_least
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_floor_is_the_same_in_pyproject_and_environment():

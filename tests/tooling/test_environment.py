@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import tomllib
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 # conda-forge names that differ from PyPI names.
 CONDA_TO_PYPI = {"pytorch": "torch"}
 

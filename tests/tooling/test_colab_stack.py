@@ -1,4 +1,4 @@
-"""Run by `make test-colab` inside .venv-colab (Colab's package versions, tests/colab-pins.txt).
+"""Run by `make test-colab` inside .venv-colab (Colab's package versions, tests/tooling/colab-pins.txt).
 
 Checks that the stack really is Colab's, that installing viewlab changed none of Colab's packages (on
 Colab a changed package forces a runtime restart), and that the lowest IPython viewlab declares is the
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import pytest
 import tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 VENV = os.environ.get("VIEWLAB_COLAB_VENV")
 pytestmark = pytest.mark.skipif(not VENV, reason="runs in `make test-colab`, on Colab's package stack")
 
@@ -34,7 +34,7 @@ def _freeze(name: str) -> dict[str, str]:
 
 
 def test_every_colab_pin_is_what_is_installed():
-    pins, installed = _pins((ROOT / "tests" / "colab-pins.txt").read_text()), _freeze("freeze-before.txt")
+    pins, installed = _pins((ROOT / "tests" / "tooling" / "colab-pins.txt").read_text()), _freeze("freeze-before.txt")
     wrong = {name: (version, installed.get(name)) for name, version in pins.items() if installed.get(name) != version}
     assert not wrong, f"pinned (Colab) vs installed: {wrong}"
     assert len(pins) >= 50
@@ -55,6 +55,6 @@ def test_the_declared_ipython_floor_is_the_ipython_running_here():
 
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     floor = next(d for d in deps if d.startswith("ipython>=")).split(">=")[1]
-    assert IPython.__version__ == _pins((ROOT / "tests" / "colab-pins.txt").read_text())["ipython"]
+    assert IPython.__version__ == _pins((ROOT / "tests" / "tooling" / "colab-pins.txt").read_text())["ipython"]
     assert tuple(int(p) for p in IPython.__version__.split(".")[:2]) == tuple(int(p) for p in floor.split("."))
     assert ipykernel.__version__.startswith("6.") and ipywidgets.__version__.startswith("7.")

@@ -9,8 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))  # execute_notebooks is a program in tools/
+from tests.conftest import ROOT
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
@@ -50,7 +49,7 @@ def test_errors_appear_only_where_announced(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_gpu_cells_say_why_they_did_not_run_on_a_cpu_execution(path):
-    from execute_notebooks import GPU_NOT_RUN
+    from tools.execute_notebooks import GPU_NOT_RUN
 
     nb = nbformat.read(path, as_version=4)
     if nb.metadata.get("viewlab", {}).get("cuda"):

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 WORKFLOWS = ROOT / ".github" / "workflows"
 TEST_WF = yaml.safe_load((WORKFLOWS / "test.yml").read_text(encoding="utf-8"))
 BOOK_WF = yaml.safe_load((WORKFLOWS / "book.yml").read_text(encoding="utf-8"))

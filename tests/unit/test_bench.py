@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from tests.conftest import ROOT
 from viewlab.bench import BenchRow, Comparison, compare, same_bytes_copy
 
 
@@ -76,9 +77,8 @@ def test_same_bytes_copy_rejects_non_tensors():
 
 def test_benchmark_script_reports_every_candidate_per_size():
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "expand_vs_repeat.py"
+    path = ROOT / "benchmarks" / "expand_vs_repeat.py"
     spec = importlib.util.spec_from_file_location("expand_vs_repeat", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

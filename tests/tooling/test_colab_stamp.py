@@ -7,7 +7,6 @@ import copy
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -15,10 +14,9 @@ import tomllib
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import colab_stamp  # noqa: E402  (a program in tools/, like execute_notebooks.py)
+from tests.conftest import ROOT
+from tools import colab_stamp
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 URL = colab_stamp.repository_url()
 STAMP_COMMAND = "make stamp && make notebooks"
@@ -200,11 +198,11 @@ def test_stamped_toy_executes_and_passes_strict_nbval(tmp_path):
     }
     flags = [
         "-p",
-        "tests.nbval_hooks",
+        "tests.notebooks.nbval_hooks",
         "--nbval",
         "--nbval-current-env",
         "--nbval-sanitize-with",
-        "tests/nbval_sanitize.cfg",
+        "tests/notebooks/nbval_sanitize.cfg",
         "-p",
         "no:cacheprovider",
     ]

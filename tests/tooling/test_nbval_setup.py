@@ -12,7 +12,7 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 def _nbval_flags() -> list[str]:
@@ -46,7 +46,7 @@ def _cell(source: str, text: str, tags=()):
 def test_makefile_runs_strict_nbval_with_the_sanitize_file():
     flags = _nbval_flags()
     assert "--nbval" in flags and "--nbval-lax" not in flags
-    assert "tests/nbval_sanitize.cfg" in flags and "tests.nbval_hooks" in flags
+    assert "tests/notebooks/nbval_sanitize.cfg" in flags and "tests.notebooks.nbval_hooks" in flags
 
 
 def test_stale_output_fails(tmp_path):

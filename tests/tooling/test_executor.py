@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from execute_notebooks import GPU_NOT_RUN, execute  # noqa: E402
+from tools.execute_notebooks import GPU_NOT_RUN, execute
 
 
 def test_gpu_cells_keep_their_source_and_say_why_they_did_not_run(tmp_path):
@@ -35,7 +33,7 @@ def test_gpu_cells_keep_their_source_and_say_why_they_did_not_run(tmp_path):
 def test_out_dir_leaves_the_notebook_alone_and_cuda_peaks_are_read_in_its_kernel(tmp_path):
     import json
 
-    from execute_notebooks import main
+    from tools.execute_notebooks import main
 
     path = tmp_path / "probe.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("import viewlab\nprint(6 * 7)")]), path)
@@ -52,7 +50,7 @@ def test_out_dir_leaves_the_notebook_alone_and_cuda_peaks_are_read_in_its_kernel
 
 
 def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, capsys):
-    from execute_notebooks import main
+    from tools.execute_notebooks import main
 
     bad, good = tmp_path / "a_bad.ipynb", tmp_path / "b_good.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("1 / 0")]), bad)
@@ -64,7 +62,7 @@ def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, capsy
 
 
 def test_a_folder_stands_for_its_notebooks_in_order(tmp_path, capsys):
-    from execute_notebooks import main
+    from tools.execute_notebooks import main
 
     for name, value in (("b_second.ipynb", 2), ("a_first.ipynb", 1)):
         nbformat.write(new_notebook(cells=[new_code_cell(f"print({value})")]), tmp_path / name)

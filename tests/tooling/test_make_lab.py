@@ -10,11 +10,11 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 # `make lab` first installs the course into .venv when it is not there yet (minutes), which this test's
 # two-minute wait does not cover; `make test` installs it before the tests run.
 pytestmark = [

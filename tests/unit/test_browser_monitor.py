@@ -26,12 +26,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.conftest import ROOT
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary on PATH (Debian: `apt-get install -y chromium`)"
 )
 LOOP_SECONDS = 10
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "monitor"  # git-ignored
+ARTIFACTS = ROOT / "test-artifacts" / "monitor"  # git-ignored
 
 FRAME_SOURCES = ("thread", "cell")  # who sends live frames: the sampling thread, or the cell's own thread
 

@@ -18,10 +18,9 @@ import pytest
 import tomllib
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import colab_stamp  # noqa: E402  (a program in tools/)
+from tests.conftest import ROOT
+from tools import colab_stamp
 
-ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CONFIG = yaml.safe_load((BOOK / "_config.yml").read_text())
