@@ -18,16 +18,14 @@ from .attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from .broadcast import BroadcastError, BroadcastExplanation, explain_broadcast
+from .broadcast import BroadcastExplanation, explain_broadcast
 from .draw import draw_layout, show_figure
 from .draw_broadcast import draw_broadcast
+from .errors import BroadcastError, BroadcastStretchError, BroadcastWarning, CopyError
 from .layout import Layout, layout, storage_indices
 from .memory import Measurement, OpRecord, measure
 from .monitor import MemoryMonitor
 from .sentinels import (
-    BroadcastStretchError,
-    BroadcastWarning,
-    CopyError,
     held_by_ipython,
     release_ipython_refs,
     views_only,

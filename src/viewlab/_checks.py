@@ -9,8 +9,16 @@ matplotlib. Each error is a ``TypeError`` (wrong kind of thing: type, dtype) or 
 3. what came in (:func:`describe_value`: type, shape, dtype, device, or the value itself);
 4. what to pass instead.
 
+The function's name is not passed around: the public function carries ``@entry("split_heads")``, and
+every message raised while it runs (by these validators or by :func:`problem`) starts with ``split_heads()``.
+The outermost public function wins, so a helper that calls another public helper still names the one the
+learner called.
+
+>>> @entry("split_heads")
+... def split_heads(x, num_heads):
+...     return require_int(num_heads, "num_heads", minimum=1)
 >>> try:
-...     require_int(2.5, "split_heads", "num_heads", minimum=1)
+...     split_heads(None, 2.5)
 ... except TypeError as err:
 ...     print(err)
 split_heads(): `num_heads` must be an int >= 1; got float 2.5. Pass a whole number, e.g. num_heads=2.
@@ -18,11 +26,13 @@ split_heads(): `num_heads` must be an int >= 1; got float 2.5. Pass a whole numb
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import math
 import operator
 import os
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import torch
 
@@ -70,27 +80,81 @@ def describe_value(obj: Any) -> str:
     return f"{type(obj).__name__} {_short_repr(obj)}"
 
 
-def _message(func: str, arg: str, want: str, got: Any, fix: str = "") -> str:
-    text = f"{func}(): `{arg}` must be {want}; got {describe_value(got)}."
+# ----- the boundary: which public function the learner called -----------------------------------
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("viewlab_caller", default=None)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def entry(name: str) -> Callable[[F], F]:
+    """Decorate a public function (or method) so that every error raised while it runs names ``name``.
+
+    Only the outermost decorated call sets the name: ``draw_broadcast`` calling ``explain_broadcast``
+    still reports ``draw_broadcast()``, the function the learner called.
+
+    >>> @entry("twice")
+    ... def twice(n):
+    ...     return 2 * require_int(n, "n")
+    >>> twice(4), caller()
+    (8, 'viewlab')
+    """
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _CALLER.get() is not None:
+                return fn(*args, **kwargs)
+            token = _CALLER.set(name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _CALLER.reset(token)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def caller() -> str:
+    """The public function the learner called (see :func:`entry`), or ``'viewlab'`` outside any.
+
+    >>> caller()
+    'viewlab'
+    """
+    return _CALLER.get() or "viewlab"
+
+
+def problem(kind: type[Exception], text: str) -> Exception:
+    """``kind`` with ``text`` after the caller's name: the one renderer of free-form messages.
+
+    Returned, so the caller writes ``raise problem(ValueError, "...")``.
+
+    >>> str(entry("merge_heads")(lambda: problem(ValueError, "expects x of shape (B, H, L, Dh)."))())
+    'merge_heads(): expects x of shape (B, H, L, Dh).'
+    """
+    return kind(f"{caller()}(): {text}")
+
+
+def _message(arg: str, want: str, got: Any, fix: str = "") -> str:
+    text = f"`{arg}` must be {want}; got {describe_value(got)}."
     return f"{text} {fix}" if fix else text
 
 
-def type_error(func: str, arg: str, want: str, got: Any, fix: str = "") -> TypeError:
+def type_error(arg: str, want: str, got: Any, fix: str = "") -> TypeError:
     """A ``TypeError`` worded the standard way (returned, so the caller writes ``raise type_error(...)``).
 
-    >>> str(type_error("layout", "t", "a torch.Tensor", "abc"))
+    >>> str(entry("layout")(lambda: type_error("t", "a torch.Tensor", "abc"))())
     "layout(): `t` must be a torch.Tensor; got str 'abc'."
     """
-    return TypeError(_message(func, arg, want, got, fix))
+    return problem(TypeError, _message(arg, want, got, fix))  # type: ignore[return-value]
 
 
-def value_error(func: str, arg: str, want: str, got: Any, fix: str = "") -> ValueError:
+def value_error(arg: str, want: str, got: Any, fix: str = "") -> ValueError:
     """A ``ValueError`` worded the standard way.
 
-    >>> str(value_error("causal_mask", "q_len", "an int >= 0", -1))
+    >>> str(entry("causal_mask")(lambda: value_error("q_len", "an int >= 0", -1))())
     'causal_mask(): `q_len` must be an int >= 0; got int -1.'
     """
-    return ValueError(_message(func, arg, want, got, fix))
+    return problem(ValueError, _message(arg, want, got, fix))  # type: ignore[return-value]
 
 
 # ----- tensors ------------------------------------------------------------------------------------
@@ -115,34 +179,34 @@ def is_quantized_dtype(dtype: torch.dtype) -> bool:
     return dtype in {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
 
 
-def require_strided_tensor(obj: Any, func: str, arg: str = "t") -> torch.Tensor:
+def require_strided_tensor(obj: Any, arg: str = "t") -> torch.Tensor:
     """Return ``obj`` if it is a dense (strided) tensor, else raise an error that says what to pass.
 
-    >>> require_strided_tensor(torch.zeros(2), "layout").shape
+    >>> require_strided_tensor(torch.zeros(2)).shape
     torch.Size([2])
     """
     if not isinstance(obj, torch.Tensor):
-        hint = ""
+        func, hint = caller(), ""
         if isinstance(obj, (list, tuple)):
             hint = f" Wrap it first: {func}(torch.tensor({arg}))."
         elif type(obj).__module__ == "numpy":
             hint = f" Convert it without copying: {func}(torch.from_numpy({arg}))."
-        raise TypeError(f"{func}() expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}")
+        raise problem(TypeError, f"expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}")
     if obj.layout != torch.strided:
-        raise ValueError(
-            f"{func}() works on dense (strided) tensors; `{arg}` has layout {obj.layout}, "
-            f"which has no strides. Pass `{arg}.to_dense()` to look at its dense layout."
+        raise problem(
+            ValueError,
+            f"works on dense (strided) tensors; `{arg}` has layout {obj.layout}, "
+            f"which has no strides. Pass `{arg}.to_dense()` to look at its dense layout.",
         )
     if getattr(obj, "is_nested", False):
-        raise ValueError(
-            f"{func}() does not support nested tensors; pass one of its components, e.g. `{arg}.unbind()[0]`."
+        raise problem(
+            ValueError, f"does not support nested tensors; pass one of its components, e.g. `{arg}.unbind()[0]`."
         )
     return obj
 
 
 def require_tensor(
     obj: Any,
-    func: str,
     arg: str,
     *,
     ndim: int | Sequence[int] | None = None,
@@ -161,20 +225,19 @@ def require_tensor(
         quantized: whether quantized dtypes are accepted.
         shape_hint: the expected shape in words, e.g. ``"(B, L, D)"``, used in the message.
 
-    >>> require_tensor(torch.zeros(2, 3), "merge_heads", "x", ndim=2).shape
+    >>> require_tensor(torch.zeros(2, 3), "x", ndim=2).shape
     torch.Size([2, 3])
     >>> try:
-    ...     require_tensor(torch.zeros(3, dtype=torch.int64), "f", "q", kinds=("float",))
+    ...     entry("f")(require_tensor)(torch.zeros(3, dtype=torch.int64), "q", kinds=("float",))
     ... except TypeError as err:
     ...     print(err)
     f(): `q` must be a tensor of floating-point numbers; got a tensor of shape (3,), dtype torch.int64, on cpu. Pass q.float().
     """
-    t = require_strided_tensor(obj, func, arg)
+    t = require_strided_tensor(obj, arg)
     if is_quantized_dtype(t.dtype) and not quantized:
-        raise type_error(func, arg, "a tensor of plain numbers, not a quantized one", t, f"Pass {arg}.dequantize().")
+        raise type_error(arg, "a tensor of plain numbers, not a quantized one", t, f"Pass {arg}.dequantize().")
     if not meta and t.device.type == "meta":
         raise value_error(
-            func,
             arg,
             "a tensor that holds values (not on the meta device)",
             t,
@@ -186,7 +249,6 @@ def require_tensor(
         if t.dim() not in allowed:
             dims = " or ".join(str(n) for n in allowed)
             raise value_error(
-                func,
                 arg,
                 f"a {dims}-D tensor{shape_words}",
                 t,
@@ -194,7 +256,6 @@ def require_tensor(
             )
     if min_ndim is not None and t.dim() < min_ndim:
         raise value_error(
-            func,
             arg,
             f"a tensor with at least {min_ndim} dims{shape_words}",
             t,
@@ -204,51 +265,53 @@ def require_tensor(
         kinds = tuple(kinds)
         if _dtype_kind(t.dtype) not in kinds:
             words = " or ".join(_KIND_WORDS[k] for k in kinds)
-            raise type_error(func, arg, f"a tensor of {words}", t, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
+            raise type_error(arg, f"a tensor of {words}", t, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
     return t
 
 
-def require_same_device(func: str, tensors: dict[str, torch.Tensor]) -> torch.device:
+def require_same_device(tensors: dict[str, torch.Tensor]) -> torch.device:
     """All ``tensors`` (name -> tensor) on one device, or a ValueError naming the two that differ.
 
     ``meta`` counts as a device of its own: mixing it with real data would compute nothing.
 
-    >>> require_same_device("f", {"q": torch.zeros(1), "k": torch.zeros(1)})
+    >>> require_same_device({"q": torch.zeros(1), "k": torch.zeros(1)})
     device(type='cpu')
     """
     items = [(n, t) for n, t in tensors.items() if t is not None]
     first_name, first = items[0]
     for name, t in items[1:]:
         if t.device != first.device:
-            raise ValueError(
-                f"{func}(): `{name}` is on {t.device} but `{first_name}` is on {first.device}; "
-                f"every tensor must be on one device. Move it: {name}.to({first_name}.device)."
+            raise problem(
+                ValueError,
+                f"`{name}` is on {t.device} but `{first_name}` is on {first.device}; "
+                f"every tensor must be on one device. Move it: {name}.to({first_name}.device).",
             )
     return first.device
 
 
-def require_same_dtype(func: str, tensors: dict[str, torch.Tensor]) -> torch.dtype:
+def require_same_dtype(tensors: dict[str, torch.Tensor]) -> torch.dtype:
     """All ``tensors`` of one dtype, or a TypeError naming the two that differ and the cast that fixes it.
 
-    >>> require_same_dtype("f", {"q": torch.zeros(1), "k": torch.zeros(1)})
+    >>> require_same_dtype({"q": torch.zeros(1), "k": torch.zeros(1)})
     torch.float32
     """
     items = [(n, t) for n, t in tensors.items() if t is not None]
     first_name, first = items[0]
     for name, t in items[1:]:
         if t.dtype != first.dtype:
-            raise TypeError(
-                f"{func}(): `{name}` has dtype {t.dtype} but `{first_name}` has {first.dtype}; "
-                f"they must match. Cast one: {name}.to({first_name}.dtype)."
+            raise problem(
+                TypeError,
+                f"`{name}` has dtype {t.dtype} but `{first_name}` has {first.dtype}; "
+                f"they must match. Cast one: {name}.to({first_name}.dtype).",
             )
     return first.dtype
 
 
-def require_shape(t: torch.Tensor, func: str, arg: str, shape: tuple[int, ...], names: str = "", why: str = "") -> None:
+def require_shape(t: torch.Tensor, arg: str, shape: tuple[int, ...], names: str = "", why: str = "") -> None:
     """``t.shape == shape``, or a ValueError saying which shape was expected (``names``: it in letters) and why.
 
     >>> try:
-    ...     require_shape(torch.zeros(3), "f", "lengths", (2,), names="(B,)", why="one length per batch item")
+    ...     entry("f")(require_shape)(torch.zeros(3), "lengths", (2,), names="(B,)", why="one length per batch item")
     ... except ValueError as err:
     ...     print(err)
     f(): lengths must have shape (B,) = (2,) (one length per batch item); got a tensor of shape (3,), dtype torch.float32, on cpu.
@@ -256,14 +319,14 @@ def require_shape(t: torch.Tensor, func: str, arg: str, shape: tuple[int, ...], 
     if tuple(t.shape) != tuple(shape):
         letters = f"{names} = " if names else ""
         reason = f" ({why})" if why else ""
-        raise ValueError(f"{func}(): {arg} must have shape {letters}{tuple(shape)}{reason}; got {describe_value(t)}.")
+        raise problem(ValueError, f"{arg} must have shape {letters}{tuple(shape)}{reason}; got {describe_value(t)}.")
 
 
 # ----- plain Python values ------------------------------------------------------------------------
-def require_int(value: Any, func: str, arg: str, minimum: int | None = 0, maximum: int | None = None) -> int:
+def require_int(value: Any, arg: str, minimum: int | None = 0, maximum: int | None = None) -> int:
     """``value`` as an ``int`` (Python, NumPy or 0-dim integer tensor; never a bool), within bounds.
 
-    >>> require_int(3, "causal_mask", "q_len")
+    >>> require_int(3, "q_len")
     3
     """
     bounds = "" if minimum is None else f" >= {minimum}"
@@ -271,24 +334,23 @@ def require_int(value: Any, func: str, arg: str, minimum: int | None = 0, maximu
         bounds = f" in {minimum}..{maximum}" if minimum is not None else f" <= {maximum}"
     want = f"an int{bounds}"
     if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
-        raise type_error(func, arg, want, value, f"Pass a number such as {arg}={max(minimum or 0, 1)}, not a bool.")
+        raise type_error(arg, want, value, f"Pass a number such as {arg}={max(minimum or 0, 1)}, not a bool.")
     if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.device.type == "meta"):
-        raise type_error(func, arg, want, value, f"Pass a Python int, e.g. {arg}=int(...).")
+        raise type_error(arg, want, value, f"Pass a Python int, e.g. {arg}=int(...).")
     try:
         number = operator.index(value)
     except TypeError:
         fix = f"Pass a whole number, e.g. {arg}={max(minimum or 0, 2)}."
         if isinstance(value, float) and math.isfinite(value) and value == int(value):
             fix = f"Pass {arg}={int(value)} (an int, not a float)."
-        raise type_error(func, arg, want, value, fix) from None
+        raise type_error(arg, want, value, fix) from None
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
-        raise value_error(func, arg, want, number)
+        raise value_error(arg, want, number)
     return number
 
 
 def require_number(
     value: Any,
-    func: str,
     arg: str,
     *,
     minimum: float | None = None,
@@ -300,7 +362,7 @@ def require_number(
 
     ``minimum`` is inclusive, ``above`` exclusive.
 
-    >>> require_number(0.5, "compare", "min_run_time", above=0)
+    >>> require_number(0.5, "min_run_time", above=0)
     0.5
     """
     parts = ["a finite number" if finite else "a number"]
@@ -312,55 +374,55 @@ def require_number(
         parts.append(f"<= {maximum}")
     want = " ".join(parts)
     if isinstance(value, bool) or isinstance(value, complex) or isinstance(value, (str, bytes)):
-        raise type_error(func, arg, want, value)
+        raise type_error(arg, want, value)
     try:
         number = float(value)
     except (TypeError, ValueError, RuntimeError):
-        raise type_error(func, arg, want, value) from None
+        raise type_error(arg, want, value) from None
     if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.is_complex() or value.dtype == torch.bool):
-        raise type_error(func, arg, want, value)
+        raise type_error(arg, want, value)
     if math.isnan(number) or (finite and math.isinf(number)):
-        raise value_error(func, arg, want, value)
+        raise value_error(arg, want, value)
     if (
         (minimum is not None and number < minimum)
         or (above is not None and number <= above)
         or (maximum is not None and number > maximum)
     ):
-        raise value_error(func, arg, want, value)
+        raise value_error(arg, want, value)
     return number
 
 
-def require_bool(value: Any, func: str, arg: str) -> bool:
+def require_bool(value: Any, arg: str) -> bool:
     """``value`` if it is a bool (Python or NumPy), else a TypeError: ``1`` or ``"yes"`` is not a flag.
 
-    >>> require_bool(True, "multi_head_self_attention", "causal")
+    >>> require_bool(True, "causal")
     True
     """
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return bool(value)
-    raise type_error(func, arg, "True or False", value)
+    raise type_error(arg, "True or False", value)
 
 
-def require_str(value: Any, func: str, arg: str, *, allow_none: bool = False, nonempty: bool = False) -> str | None:
+def require_str(value: Any, arg: str, *, allow_none: bool = False, nonempty: bool = False) -> str | None:
     """``value`` if it is a str (or None when allowed), else a TypeError.
 
-    >>> require_str("a title", "draw_layout", "title")
+    >>> require_str("a title", "title")
     'a title'
     """
     if value is None and allow_none:
         return None
     want = "a str" + (" or None" if allow_none else "")
     if not isinstance(value, str):
-        raise type_error(func, arg, want, value)
+        raise type_error(arg, want, value)
     if nonempty and not value.strip():
-        raise value_error(func, arg, "a non-empty str", value)
+        raise value_error(arg, "a non-empty str", value)
     return value
 
 
-def require_choice(value: Any, func: str, arg: str, choices: Sequence[Any]) -> Any:
+def require_choice(value: Any, arg: str, choices: Sequence[Any]) -> Any:
     """``value`` if it is one of ``choices``, else a ValueError listing them.
 
-    >>> require_choice("zero", "scaled_dot_product_attention", "fully_masked", ("zero", "nan"))
+    >>> require_choice("zero", "fully_masked", ("zero", "nan"))
     'zero'
     """
     try:
@@ -369,35 +431,36 @@ def require_choice(value: Any, func: str, arg: str, choices: Sequence[Any]) -> A
         ok = False
     if not ok:
         listed = ", ".join(repr(c) for c in choices)
-        raise value_error(func, arg, f"one of {listed}", value)
+        raise value_error(arg, f"one of {listed}", value)
     return value
 
 
-def require_device(value: Any, func: str, arg: str = "device") -> torch.device | None:
+def require_device(value: Any, arg: str = "device") -> torch.device | None:
     """``value`` as a ``torch.device`` (None stays None), or a clear error instead of torch's parser's.
 
-    >>> require_device("cpu", "causal_mask")
+    >>> require_device("cpu")
     device(type='cpu')
     """
     if value is None or isinstance(value, torch.device):
         return value
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise type_error(func, arg, "a device such as 'cpu', 'cuda' or torch.device('cpu')", value)
+        raise type_error(arg, "a device such as 'cpu', 'cuda' or torch.device('cpu')", value)
     try:
         return torch.device(value)
     except (RuntimeError, ValueError, TypeError):
-        raise value_error(func, arg, "a device such as 'cpu', 'cuda:0' or 'meta'", value) from None
+        raise value_error(arg, "a device such as 'cpu', 'cuda:0' or 'meta'", value) from None
 
 
-def require_environment_device(device: torch.device, func: str) -> None:
+def require_environment_device(device: torch.device) -> None:
     """A RuntimeError (the environment, not the argument, is at fault) when ``device`` cannot be used here.
 
-    >>> require_environment_device(torch.device("cpu"), "causal_mask")
+    >>> require_environment_device(torch.device("cpu"))
     """
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(
-            f"{func}(): device {device} was asked for, but this machine has no usable CUDA GPU. "
-            "Pass device='cpu', or run on a machine with a CUDA GPU."
+        raise problem(
+            RuntimeError,
+            f"device {device} was asked for, but this machine has no usable CUDA GPU. "
+            "Pass device='cpu', or run on a machine with a CUDA GPU.",
         )
 
 
@@ -409,13 +472,13 @@ def _physical_memory_bytes() -> int:
         return 2**40
 
 
-def require_allocation(nbytes: int, func: str, what: str, device: torch.device | None = None) -> None:
+def require_allocation(nbytes: int, what: str, device: torch.device | None = None) -> None:
     """A ValueError when making ``what`` would need more bytes than the device has in total.
 
     Meta tensors allocate nothing and always pass; CUDA devices are compared with their total memory,
     everything else with this machine's physical memory.
 
-    >>> require_allocation(1024, "causal_mask", "the mask")
+    >>> require_allocation(1024, "the mask")
     """
     device = torch.device("cpu") if device is None else device
     if device.type == "meta":
@@ -425,7 +488,8 @@ def require_allocation(nbytes: int, func: str, what: str, device: torch.device |
     else:
         limit = _physical_memory_bytes()
     if nbytes > limit:
-        raise ValueError(
-            f"{func}(): {what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} "
-            "device has in total. Use smaller sizes (or device='meta' to look at shapes only)."
+        raise problem(
+            ValueError,
+            f"{what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} "
+            "device has in total. Use smaller sizes (or device='meta' to look at shapes only).",
         )

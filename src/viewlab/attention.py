@@ -30,6 +30,7 @@ from ._checks import (
     FLOAT,
     INT,
     INT64_MAX,
+    entry,
     require_allocation,
     require_bool,
     require_choice,
@@ -56,7 +57,7 @@ __all__ = [
 
 
 def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
-    lengths = require_tensor(lengths, func, "lengths", meta=False)
+    lengths = require_tensor(lengths, "lengths", meta=False)
     if lengths.dim() != 1:
         raise ValueError(
             f"{func}(): `lengths` must be 1-D (one length per batch item), got shape {tuple(lengths.shape)}. "
@@ -67,7 +68,7 @@ def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
     if lengths.numel() and int(lengths.min()) < 0:
         raise ValueError(f"{func}(): lengths must be >= 0, got {lengths.tolist()}.")
     longest = int(lengths.max()) if lengths.numel() else 0
-    max_len = longest if max_len is None else require_int(max_len, func, "max_len", maximum=INT64_MAX)
+    max_len = longest if max_len is None else require_int(max_len, "max_len", maximum=INT64_MAX)
     if longest > max_len:
         raise ValueError(
             f"{func}(): a length ({longest}) exceeds max_len={max_len}; "
@@ -77,7 +78,6 @@ def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
         return torch.zeros(0, 1, 1, max_len, dtype=torch.bool, device=lengths.device)
     require_allocation(
         lengths.numel() * max_len + 8 * max_len,
-        func,
         f"a padding mask of shape ({lengths.numel()}, 1, 1, {max_len})",
         lengths.device,
     )
@@ -85,6 +85,7 @@ def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
     return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
 
+@entry("padding_mask")
 def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
     """Boolean key-padding mask of shape ``(B, 1, 1, max_len)``: ``True`` where key ``j < lengths[b]``.
 
@@ -101,6 +102,7 @@ def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
     return _padding_mask(lengths, max_len, "padding_mask")
 
 
+@entry("causal_mask")
 def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> torch.Tensor:
     """Boolean ``(q_len, k_len)`` mask, ``True`` where key ``j <= i`` (query ``i`` sees the past).
 
@@ -110,17 +112,18 @@ def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> tor
     >>> causal_mask(3).int().tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
-    q_len = require_int(q_len, "causal_mask", "q_len", maximum=INT64_MAX)
-    k_len = q_len if k_len is None else require_int(k_len, "causal_mask", "k_len", maximum=INT64_MAX)
-    device = require_device(device, "causal_mask")
+    q_len = require_int(q_len, "q_len", maximum=INT64_MAX)
+    k_len = q_len if k_len is None else require_int(k_len, "k_len", maximum=INT64_MAX)
+    device = require_device(device)
     if device is not None:
-        require_environment_device(device, "causal_mask")
-    require_allocation(q_len * k_len + 8 * (q_len + k_len), "causal_mask", f"a ({q_len}, {k_len}) mask", device)
+        require_environment_device(device)
+    require_allocation(q_len * k_len + 8 * (q_len + k_len), f"a ({q_len}, {k_len}) mask", device)
     i = torch.arange(q_len, device=device)[:, None]
     j = torch.arange(k_len, device=device)[None, :]
     return j <= i
 
 
+@entry("combine_masks")
 def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
     """Logical AND of boolean masks by broadcasting; the result has the broadcast shape.
 
@@ -134,18 +137,16 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
         raise ValueError("combine_masks() needs at least one mask, e.g. combine_masks(pad, causal).")
     shapes = []
     for n, m in enumerate(masks):
-        require_tensor(m, "combine_masks", f"masks[{n}]")
+        require_tensor(m, f"masks[{n}]")
         if m.dtype != torch.bool:
             raise TypeError(f"combine_masks(): masks[{n}] has dtype {m.dtype}; boolean masks only (True = attend).")
         shapes.append(tuple(m.shape))
-    require_same_device("combine_masks", {f"masks[{n}]": m for n, m in enumerate(masks)})
+    require_same_device({f"masks[{n}]": m for n, m in enumerate(masks)})
     try:
         result = torch.broadcast_shapes(*shapes)
     except RuntimeError as exc:
         raise ValueError(f"combine_masks(): mask shapes {shapes} do not broadcast together ({exc}).") from None
-    require_allocation(
-        math.prod(result), "combine_masks", f"the combined mask of shape {tuple(result)}", masks[0].device
-    )
+    require_allocation(math.prod(result), f"the combined mask of shape {tuple(result)}", masks[0].device)
     out = masks[0]
     for m in masks[1:]:
         out = out & m
@@ -154,11 +155,11 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
 
 def _check_qkv(q: Any, k: Any, v: Any, func: str) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
-        require_tensor(t, func, name, kinds=(FLOAT,))
+        require_tensor(t, name, kinds=(FLOAT,))
         if t.dim() < 2:
             raise ValueError(f"{func}(): `{name}` needs at least 2 dims (length, dim), got shape {tuple(t.shape)}.")
-    require_same_device(func, {"q": q, "k": k, "v": v})
-    require_same_dtype(func, {"q": q, "k": k, "v": v})
+    require_same_device({"q": q, "k": k, "v": v})
+    require_same_dtype({"q": q, "k": k, "v": v})
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"{func}(): q and k must have the same last dim (the dot-product size); "
@@ -179,7 +180,7 @@ def _check_qkv(q: Any, k: Any, v: Any, func: str) -> None:
 
 
 def _check_mask(mask: Any, scores_shape: tuple[int, ...], q: torch.Tensor, func: str) -> None:
-    require_tensor(mask, func, "mask")
+    require_tensor(mask, "mask")
     if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
         raise TypeError(
             f"{func}(): mask dtype {mask.dtype} is ambiguous; pass a bool mask (True = attend), "
@@ -190,7 +191,7 @@ def _check_mask(mask: Any, scores_shape: tuple[int, ...], q: torch.Tensor, func:
             f"{func}(): a float mask is added to the scores, so it must have q's dtype {q.dtype}; "
             f"`mask` has dtype {mask.dtype}. Pass mask.to(q.dtype), or a bool mask (True = attend)."
         )
-    require_same_device(func, {"q": q, "mask": mask})
+    require_same_device({"q": q, "mask": mask})
     if mask.dim() > len(scores_shape):
         raise ValueError(
             f"{func}(): mask has {mask.dim()} dims, shape {tuple(mask.shape)}, but the scores have only "
@@ -215,23 +216,24 @@ def _scores_shape(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[in
 def _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights, func):  # noqa: ANN001, ANN202
     """Validate every argument of attention (errors name ``func``); return the scale to use."""
     _check_qkv(q, k, v, func)
-    require_bool(is_causal, func, "is_causal")
-    require_bool(return_weights, func, "return_weights")
-    require_choice(fully_masked, func, "fully_masked", ("zero", "nan"))
+    require_bool(is_causal, "is_causal")
+    require_bool(return_weights, "return_weights")
+    require_choice(fully_masked, "fully_masked", ("zero", "nan"))
     scores_shape = _scores_shape(q, k, v)
     if mask is not None:
         _check_mask(mask, scores_shape, q, func)
     require_allocation(
-        3 * math.prod(scores_shape) * q.element_size(), func, f"the attention scores of shape {scores_shape}", q.device
+        3 * math.prod(scores_shape) * q.element_size(), f"the attention scores of shape {scores_shape}", q.device
     )
     if scale is not None:
-        return require_number(scale, func, "scale")
+        return require_number(scale, "scale")
     # With head dim 0 every score is an empty dot product, 0, whatever the scale: use 1 (SDPA's result is
     # the same: uniform weights, the mean of v) instead of dividing by sqrt(0).
     e = q.shape[-1]
     return 1.0 / math.sqrt(e) if e else 1.0
 
 
+@entry("scaled_dot_product_attention")
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -290,8 +292,8 @@ def scaled_dot_product_attention(
 
 
 def _split_heads(x: Any, num_heads: Any, func: str, arg: str = "x") -> torch.Tensor:
-    x = require_tensor(x, func, arg)
-    num_heads = require_int(num_heads, func, "num_heads", minimum=1)
+    x = require_tensor(x, arg)
+    num_heads = require_int(num_heads, "num_heads", minimum=1)
     if x.dim() != 3:
         raise ValueError(f"{func}(): expects {arg} of shape (B, L, D), got shape {tuple(x.shape)} ({x.dim()} dims).")
     b, length, d = x.shape
@@ -303,6 +305,7 @@ def _split_heads(x: Any, num_heads: Any, func: str, arg: str = "x") -> torch.Ten
     return x.view(b, length, num_heads, d // num_heads).transpose(1, 2)
 
 
+@entry("split_heads")
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(B, L, D)`` -> ``(B, H, L, D // H)``: a view (no copy), head ``h`` gets features ``h*Dh:(h+1)*Dh``.
 
@@ -317,13 +320,14 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 
 
 def _merge_heads(x: Any, func: str) -> torch.Tensor:
-    x = require_tensor(x, func, "x")
+    x = require_tensor(x, "x")
     if x.dim() != 4:
         raise ValueError(f"{func}(): expects x of shape (B, H, L, Dh), got shape {tuple(x.shape)}.")
     b, h, length, dh = x.shape
     return x.transpose(1, 2).reshape(b, length, h * dh)
 
 
+@entry("merge_heads")
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(B, H, L, Dh)`` -> ``(B, L, H * Dh)``, the inverse of :func:`split_heads`.
 
@@ -343,6 +347,7 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return _merge_heads(x, "merge_heads")
 
 
+@entry("multi_head_self_attention")
 def multi_head_self_attention(
     x: torch.Tensor,
     num_heads: int,
@@ -368,11 +373,11 @@ def multi_head_self_attention(
     >>> torch.testing.assert_close(ours, mha(x, x, x, need_weights=False)[0])
     """
     func = "multi_head_self_attention"
-    require_tensor(x, func, "x", kinds=(FLOAT,))
+    require_tensor(x, "x", kinds=(FLOAT,))
     if x.dim() != 3:
         raise ValueError(f"{func}(): expects x of shape (B, L, D), got shape {tuple(x.shape)}.")
     b, length, d = x.shape
-    num_heads = require_int(num_heads, func, "num_heads", minimum=1)
+    num_heads = require_int(num_heads, "num_heads", minimum=1)
     if d % num_heads:
         raise ValueError(
             f"{func}(): the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by "
@@ -399,17 +404,17 @@ def multi_head_self_attention(
     for name, p in params.items():
         if p is None and name.endswith("bias"):
             continue
-        require_tensor(p, func, name, kinds=(FLOAT,))
-        require_shape(p, func, name, expected[name], letters[name], f"for x of shape {tuple(x.shape)}")
+        require_tensor(p, name, kinds=(FLOAT,))
+        require_shape(p, name, expected[name], letters[name], f"for x of shape {tuple(x.shape)}")
     present = {"x": x, **{n: p for n, p in params.items() if p is not None}}
-    require_same_device(func, present)
-    require_same_dtype(func, present)
-    causal = require_bool(causal, func, "causal")
+    require_same_device(present)
+    require_same_dtype(present)
+    causal = require_bool(causal, "causal")
     mask = None
     if lengths is not None:
-        require_tensor(lengths, func, "lengths", kinds=(INT,), meta=False)
-        require_shape(lengths, func, "lengths", (b,), "(B,)", f"for x of shape {tuple(x.shape)}")
-        require_same_device(func, {"x": x, "lengths": lengths})
+        require_tensor(lengths, "lengths", kinds=(INT,), meta=False)
+        require_shape(lengths, "lengths", (b,), "(B,)", f"for x of shape {tuple(x.shape)}")
+        require_same_device({"x": x, "lengths": lengths})
         mask = _padding_mask(lengths, length, func)  # (B, 1, 1, L)
     qkv = nn.functional.linear(x, in_proj_weight, in_proj_bias)  # (B, L, 3D)
     q, k, v = (_split_heads(t, num_heads, func) for t in qkv.chunk(3, dim=-1))  # each (B, H, L, Dh)
@@ -432,10 +437,11 @@ class SqueezeExcitation(nn.Module):
     True
     """
 
+    @entry("SqueezeExcitation")
     def __init__(self, channels: int, reduction: int = 16) -> None:
         super().__init__()
-        channels = require_int(channels, "SqueezeExcitation", "channels", minimum=1)
-        reduction = require_int(reduction, "SqueezeExcitation", "reduction", minimum=1)
+        channels = require_int(channels, "channels", minimum=1)
+        reduction = require_int(reduction, "reduction", minimum=1)
         hidden = channels // reduction
         if hidden == 0:
             raise ValueError(
@@ -444,20 +450,20 @@ class SqueezeExcitation(nn.Module):
             )
         require_allocation(
             4 * (2 * channels * hidden + channels + hidden),
-            "SqueezeExcitation",
             f"the weights of {channels} channels x {hidden} hidden units",
         )
         self.channels = channels
         self.fc1 = nn.Linear(channels, hidden)
         self.fc2 = nn.Linear(hidden, channels)
 
+    @entry("SqueezeExcitation")
     def weights(self, x: torch.Tensor) -> torch.Tensor:
         """The channel weights, shape ``(B, C, 1, 1)``, each in (0, 1).
 
         >>> SqueezeExcitation(4, 2).weights(torch.randn(3, 4, 2, 2)).shape
         torch.Size([3, 4, 1, 1])
         """
-        require_tensor(x, "SqueezeExcitation", "x", kinds=(FLOAT,))
+        require_tensor(x, "x", kinds=(FLOAT,))
         if x.dim() != 4 or x.shape[1] != self.channels:
             raise ValueError(
                 f"SqueezeExcitation(channels={self.channels}) expects x of shape (B, {self.channels}, H, W); "
@@ -470,7 +476,7 @@ class SqueezeExcitation(nn.Module):
                 "(H * W = 0), so the per-channel mean is undefined; pass an image with H, W >= 1."
             )
         weight = self.fc1.weight
-        require_same_device("SqueezeExcitation", {"the module's weights": weight, "x": x})
+        require_same_device({"the module's weights": weight, "x": x})
         if x.dtype != weight.dtype:
             raise TypeError(
                 f"SqueezeExcitation(): `x` has dtype {x.dtype} but the module's weights are {weight.dtype}; "
@@ -480,6 +486,7 @@ class SqueezeExcitation(nn.Module):
         w = torch.sigmoid(self.fc2(torch.relu(self.fc1(squeezed))))
         return w[:, :, None, None]
 
+    @entry("SqueezeExcitation")
     def forward(self, x: torch.Tensor, use_expand_as: bool = False) -> torch.Tensor:
         """``x`` scaled per channel by :meth:`weights`; ``use_expand_as`` picks how the weights reach each pixel.
 
@@ -487,6 +494,6 @@ class SqueezeExcitation(nn.Module):
         >>> se(torch.ones(1, 4, 2, 2)).shape
         torch.Size([1, 4, 2, 2])
         """
-        use_expand_as = require_bool(use_expand_as, "SqueezeExcitation", "use_expand_as")
+        use_expand_as = require_bool(use_expand_as, "use_expand_as")
         w = self.weights(x)
         return x * (w.expand_as(x) if use_expand_as else w)

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.utils import benchmark
 
-from ._checks import describe_value, require_allocation, require_int, require_str, require_tensor, type_error
+from ._checks import describe_value, entry, require_allocation, require_int, require_str, require_tensor, type_error
 
 __all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "MAX_MIN_RUN_TIME", "MAX_TOTAL_SECONDS"]
 
@@ -127,6 +127,7 @@ def _require_zero_arguments(fn: Callable[..., Any], name: str) -> None:
         ) from None
 
 
+@entry("compare")
 def compare(
     cases: Mapping[str, Callable[[], Any]],
     *,
@@ -150,7 +151,6 @@ def compare(
     >>> [r.name for r in c.rows], c["clone"].ratio
     (['clone', 'view'], 1.0)
     """
-    func = "compare"
     if not isinstance(cases, Mapping) or not cases:
         raise ValueError(
             "compare() needs a non-empty dict of {name: zero-argument callable}, "
@@ -167,12 +167,12 @@ def compare(
             )
         _require_zero_arguments(fn, name)
     if reference is not None:
-        require_str(reference, func, "reference", allow_none=True)
+        require_str(reference, "reference", allow_none=True)
     reference = next(iter(cases)) if reference is None else reference
     if reference not in cases:
         raise ValueError(f"compare(): reference={reference!r} is not one of the cases {list(cases)}.")
     if bytes_moved is not None and not isinstance(bytes_moved, Mapping):
-        raise type_error(func, "bytes_moved", "a dict {case name: bytes per call} or None", bytes_moved)
+        raise type_error("bytes_moved", "a dict {case name: bytes per call} or None", bytes_moved)
     bytes_moved = dict(bytes_moved or {})
     for name, nbytes in bytes_moved.items():
         if not isinstance(name, str) or name not in cases:
@@ -197,9 +197,7 @@ def compare(
             f"least {budget:,.0f} s, more than {MAX_TOTAL_SECONDS} s; use fewer rounds or a shorter min_run_time."
         )
     if num_threads is not None:
-        num_threads = require_int(
-            num_threads, func, "num_threads", minimum=1, maximum=max(1, 4 * (os.cpu_count() or 1))
-        )
+        num_threads = require_int(num_threads, "num_threads", minimum=1, maximum=max(1, 4 * (os.cpu_count() or 1)))
     threads = torch.get_num_threads() if num_threads is None else num_threads
 
     timers = {
@@ -229,6 +227,7 @@ def compare(
     return Comparison(tuple(rows), reference)
 
 
+@entry("same_bytes_copy")
 def same_bytes_copy(like: torch.Tensor) -> tuple[Callable[[], Any], int]:
     """A callable that copies as many bytes as ``like`` holds into a preallocated buffer, and the bytes
     it moves per call (read + write = ``2 * numel * itemsize``): the bandwidth yardstick.
@@ -237,9 +236,9 @@ def same_bytes_copy(like: torch.Tensor) -> tuple[Callable[[], Any], int]:
     >>> nbytes
     8192
     """
-    like = require_tensor(like, "same_bytes_copy", "like", quantized=True)
+    like = require_tensor(like, "like", quantized=True)
     nbytes = like.numel() * like.element_size()
-    require_allocation(2 * nbytes, "same_bytes_copy", f"two buffers of {nbytes:,} bytes", like.device)
+    require_allocation(2 * nbytes, f"two buffers of {nbytes:,} bytes", like.device)
     src = torch.empty(nbytes, dtype=torch.uint8, device=like.device)
     dst = torch.empty_like(src)
     src.fill_(1)

@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
-from ._checks import is_quantized_dtype, require_tensor
+from ._checks import entry, is_quantized_dtype, require_tensor
+from .errors import BroadcastError
 
 __all__ = [
-    "BroadcastError",
     "BroadcastExplanation",
     "BroadcastFix",
     "OperandInfo",
@@ -53,27 +53,6 @@ def _fmt_shape(shape: Sequence[int]) -> str:
 
 def _default_name(i: int) -> str:
     return "abcdefghijklmnopqrstuvwxyz"[i] if i < 26 else f"op{i}"
-
-
-class BroadcastError(ValueError):
-    """Shapes that cannot broadcast. A ``ValueError``, so ``except ValueError`` catches it too.
-
-    Attributes:
-        conflicts: one entry per conflicting dimension, ``(dim_from_right, ((name, own_dim, size), ...))``
-            listing every operand that has that dimension (``dim_from_right`` is -1 for the last dim).
-        fixes: :class:`BroadcastFix` suggestions (possibly empty), best first.
-
-    >>> try:
-    ...     explain_broadcast((4, 3), (4,))
-    ... except BroadcastError as err:
-    ...     print(err.conflicts[0][0], err.fixes[0].code)
-    -1 b.unsqueeze(1)
-    """
-
-    def __init__(self, message: str, conflicts: tuple, fixes: tuple[BroadcastFix, ...]):
-        super().__init__(message)
-        self.conflicts = conflicts
-        self.fixes = fixes
 
 
 @dataclass(frozen=True)
@@ -320,7 +299,7 @@ def _as_shape(obj: Any, position: int, name: str, func: str) -> tuple[tuple[int,
     """(shape, tensor-or-None) for one operand, or a clear TypeError / ValueError."""
     where = f"{func}(): operand {position} ({name})"
     if isinstance(obj, torch.Tensor):
-        t = require_tensor(obj, func, name, quantized=True)
+        t = require_tensor(obj, name, quantized=True)
         return tuple(t.shape), t
     if isinstance(obj, (torch.Size, tuple, list)):
         shape = []
@@ -462,6 +441,7 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
 
 
 # ----- the explainer ------------------------------------------------------------------------------
+@entry("explain_broadcast")
 def explain_broadcast(
     *operands: _Operand,
     names: Sequence[str] | None = None,

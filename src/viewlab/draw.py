@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._checks import require_number, require_str, require_tensor
+from ._checks import entry, require_number, require_str, require_tensor
 from .layout import layout, storage_indices
 
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
@@ -31,6 +31,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+@entry("draw_layout")
 def draw_layout(t: Any, title: str | None = None) -> Figure:
     """Draw how ``t`` maps onto its storage and return the matplotlib ``Figure``.
 
@@ -49,8 +50,8 @@ def draw_layout(t: Any, title: str | None = None) -> Figure:
     >>> len(fig.axes)
     2
     """
-    t = require_tensor(t, "draw_layout", "t")
-    require_str(title, "draw_layout", "title", allow_none=True)
+    t = require_tensor(t, "t")
+    require_str(title, "title", allow_none=True)
     if t.device.type == "meta":
         raise ValueError(
             "draw_layout() needs values, and a meta tensor has none. "
@@ -182,6 +183,7 @@ class PNGFigure:
         return f"PNGFigure({len(self.data):,} bytes, alt={self.alt!r})"
 
 
+@entry("show_figure")
 def show_figure(fig: Figure, alt: str, dpi: int = 100) -> PNGFigure:
     """Render ``fig`` to a PNG and return a ``PNGFigure`` that carries ``alt`` text.
 
@@ -202,10 +204,11 @@ def show_figure(fig: Figure, alt: str, dpi: int = 100) -> PNGFigure:
             "show_figure() needs alt text: one sentence saying what the picture shows, e.g. "
             "alt='a 2x3 view reading storage elements 0 to 5'."
         )
-    dpi = require_number(dpi, "show_figure", "dpi", minimum=20, maximum=1000)
+    dpi = require_number(dpi, "dpi", minimum=20, maximum=1000)
     return PNGFigure(render_png(fig, dpi=dpi), alt)
 
 
+@entry("render_png")
 def render_png(fig: Figure, dpi: int = 100) -> bytes:
     """The PNG bytes of ``fig``; identical bytes for identical figures, so re-executed notebooks diff cleanly.
 
@@ -216,7 +219,7 @@ def render_png(fig: Figure, dpi: int = 100) -> bytes:
 
     if not isinstance(fig, _Figure):
         raise TypeError(f"render_png() expects a matplotlib Figure (e.g. from draw_layout), got {type(fig).__name__}.")
-    dpi = require_number(dpi, "render_png", "dpi", minimum=20, maximum=1000)
+    dpi = require_number(dpi, "dpi", minimum=20, maximum=1000)
     import io
 
     buffer = io.BytesIO()

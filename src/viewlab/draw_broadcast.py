@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ._checks import require_choice, require_str, require_tensor
+from ._checks import entry, require_choice, require_str, require_tensor
 from .broadcast import _explain
 from .draw import _PALETTE, _fmt
 
@@ -40,6 +40,7 @@ def _as_grid(shape: Sequence[int]) -> tuple[int, int]:
     return shape[0], shape[1]
 
 
+@entry("draw_broadcast")
 def draw_broadcast(
     *tensors: torch.Tensor, names: Sequence[str] | None = None, op: str = "+", title: str | None = None
 ) -> Figure:
@@ -57,16 +58,16 @@ def draw_broadcast(
     ['col', 'row', 'col + row']
     """
     func = "draw_broadcast"
-    require_str(op, func, "op")
-    require_choice(op, func, "op", tuple(sorted(BROADCAST_OPS)))
-    require_str(title, func, "title", allow_none=True)
+    require_str(op, "op")
+    require_choice(op, "op", tuple(sorted(BROADCAST_OPS)))
+    require_str(title, "title", allow_none=True)
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(
                 f"draw_broadcast() draws values, so operand {i} must be a torch.Tensor, got {type(t).__name__}. "
                 "For shapes alone use viewlab.explain_broadcast."
             )
-        require_tensor(t, func, f"tensors[{i}]")
+        require_tensor(t, f"tensors[{i}]")
         if t.device.type == "meta":
             raise ValueError(f"draw_broadcast(): operand {i} is a meta tensor, which has no values to draw.")
     if op in ("<", ">") and any(t.is_complex() for t in tensors):

@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._checks import describe_value, is_quantized_dtype, require_number, require_str, type_error
+from ._checks import describe_value, entry, is_quantized_dtype, require_number, require_str, type_error
 from .course.rules import PREDICT_PEAK_BYTES, OpRecorder, Rules, forbid_problem, loop_problem
 from .sharing import shares_storage
 
@@ -166,6 +166,7 @@ def _shape_ranges(func: str, dims: Any, side: Any) -> tuple[int, int, int, int]:
     return d_lo, d_hi, s_lo, s_hi
 
 
+@entry("shapes")
 def shapes(dims: tuple[int, int] = (1, 3), side: tuple[int, int] = (1, 4)) -> SearchStrategy[tuple[int, ...]]:
     """Strategy for tensor shapes with ``dims[0]..dims[1]`` dimensions of size ``side[0]..side[1]``.
 
@@ -206,6 +207,7 @@ def _build(shape: tuple[int, ...], kind: str, values: list[int], dtype: torch.dt
     return flat.reshape(shape)
 
 
+@entry("tensors")
 def tensors(
     dims: tuple[int, int] = (1, 3),
     side: tuple[int, int] = (1, 4),
@@ -786,6 +788,7 @@ def _require_max_examples(max_examples: Any, func: str) -> int:
     return max_examples
 
 
+@entry("check")
 def check(
     learner_fn: Callable[..., Any],
     reference_fn: Callable[..., Any],
@@ -855,20 +858,20 @@ def _check(
     if not callable(reference_fn):
         raise TypeError(f"{func}(): reference_fn must be callable, got {type(reference_fn).__name__}.")
     if memory is not None:
-        require_str(memory, func, "memory", allow_none=True)
+        require_str(memory, "memory", allow_none=True)
     if memory not in _MEMORY:
         raise ValueError(f"{func}(): memory must be None, 'view' or 'copy', got {memory!r}.")
     _require_max_examples(max_examples, func)
-    rtol = require_number(rtol, func, "rtol", minimum=0)
-    atol = require_number(atol, func, "atol", minimum=0)
-    require_str(hint, func, "hint", allow_none=True)
-    require_str(title, func, "title")
+    rtol = require_number(rtol, "rtol", minimum=0)
+    atol = require_number(atol, "atol", minimum=0)
+    require_str(hint, "hint", allow_none=True)
+    require_str(title, "title")
     if not isinstance(examples, (list, tuple)):
-        raise type_error(func, "examples", "a list of argument tuples", examples)
+        raise type_error("examples", "a list of argument tuples", examples)
     if not isinstance(extra, (list, tuple)) or not all(callable(rule) for rule in extra):
-        raise type_error(func, "extra", "a list of rules, each rule(args, result) -> str or None", extra)
+        raise type_error("extra", "a list of rules, each rule(args, result) -> str or None", extra)
     if rules is not None and not isinstance(rules, Rules):
-        raise type_error(func, "rules", "a viewlab.exercises.Rules, e.g. Rules(forbid=('repeat',))", rules)
+        raise type_error("rules", "a viewlab.exercises.Rules, e.g. Rules(forbid=('repeat',))", rules)
     from hypothesis import given
     from hypothesis import strategies as st
     from hypothesis.reporting import with_reporter
@@ -1007,15 +1010,16 @@ class Exercise:
             object.__setattr__(self, "memory", "view" if self.rules.must_view else "copy")
 
 
+@entry("named_rule")
 def named_rule(label: str, rule: Callable[[tuple[Any, ...], Any], str | None]) -> Callable[..., str | None]:
     """Give an ``extra`` rule a name: its failure message then starts ``breaks rule `<label>```.
 
     >>> named_rule("no_stride_0", lambda args, out: None).rule
     'no_stride_0'
     """
-    require_str(label, "named_rule", "label")
+    require_str(label, "label")
     if not callable(rule):
-        raise type_error("named_rule", "rule", "a function rule(args, result) -> str or None", rule)
+        raise type_error("rule", "a function rule(args, result) -> str or None", rule)
 
     def checked(args: tuple[Any, ...], result: Any) -> str | None:
         return rule(args, result)
@@ -1054,13 +1058,14 @@ def _load_banks() -> None:
         importlib.import_module(f"{exercise_bank.__name__}.{info.name}")
 
 
+@entry("exercise_ids")
 def exercise_ids(prefix: str = "") -> list[str]:
     """Ids of all registered exercises (optionally only those starting with ``prefix``, e.g. "05").
 
     >>> "05-can-expand" in exercise_ids("05")
     True
     """
-    require_str(prefix, "exercise_ids", "prefix")
+    require_str(prefix, "prefix")
     _load_banks()
     return sorted(i for i in _REGISTRY if i.startswith(prefix))
 
@@ -1073,7 +1078,7 @@ class UnknownExercise(KeyError, ValueError):
 
 
 def _get(exercise_id: Any, func: str) -> Exercise:
-    require_str(exercise_id, func, "exercise_id")
+    require_str(exercise_id, "exercise_id")
     _load_banks()
     try:
         return _REGISTRY[exercise_id]
@@ -1082,6 +1087,7 @@ def _get(exercise_id: Any, func: str) -> Exercise:
         raise UnknownExercise(f"{func}(): no exercise {exercise_id!r}. Known ids: {known}.") from None
 
 
+@entry("get")
 def get(exercise_id: str) -> Exercise:
     """The :class:`Exercise` with this id (a clear error lists the known ids otherwise).
 
@@ -1091,6 +1097,7 @@ def get(exercise_id: str) -> Exercise:
     return _get(exercise_id, "get")
 
 
+@entry("show")
 def show(exercise_id: str) -> None:
     """Print the statement, the stub to start from and how to check it.
 
@@ -1114,6 +1121,7 @@ def show(exercise_id: str) -> None:
     print(f"\nCheck it with: check_exercise({ex.id!r}, {fn})   ({len(ex.hints)} hints: hint({ex.id!r}, 1))")
 
 
+@entry("hint")
 def hint(exercise_id: str, n: int = 1) -> None:
     """Print hint number ``n`` (1-based) of an exercise.
 
@@ -1122,7 +1130,7 @@ def hint(exercise_id: str, n: int = 1) -> None:
     """
     ex = _get(exercise_id, "hint")
     if isinstance(n, bool) or not isinstance(n, int):
-        raise type_error("hint", "n", "an int (the hint number, from 1)", n)
+        raise type_error("n", "an int (the hint number, from 1)", n)
     if not ex.hints:
         print(f"{ex.id} has no hints.")
         return
@@ -1131,6 +1139,7 @@ def hint(exercise_id: str, n: int = 1) -> None:
     print(f"Hint {n}/{len(ex.hints)}: {ex.hints[n - 1]}")
 
 
+@entry("solution")
 def solution(exercise_id: str) -> None:
     """Print the solution's source and two lines of why (opt-in: try the hints first).
 
@@ -1171,6 +1180,7 @@ def _lambda_body(src: str) -> str | None:
     return None
 
 
+@entry("check_exercise")
 def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_examples: int = 60) -> CheckResult:
     """Check ``learner_fn`` against exercise ``exercise_id`` (see :func:`check` for what is compared).
 
@@ -1211,6 +1221,7 @@ def _plain_guess(value: Any) -> bool:
     return isinstance(value, (bool, int, float, str))
 
 
+@entry("check_guess")
 def check_guess(guess: Any, actual: Any, why: str) -> str:
     """Judge a prediction written down *before* the cell that measures ran; print the verdict and why.
 
@@ -1228,11 +1239,10 @@ def check_guess(guess: Any, actual: Any, why: str) -> str:
     wrong: you guessed (3, 4); it is (4, 3). transposed
     'wrong'
     """
-    require_str(why, "check_guess", "why")
+    require_str(why, "why")
     for name, value in (("guess", guess), ("actual", actual)):
         if not _plain_guess(value) and not (name == "guess" and (value is None or value is Ellipsis)):
             raise type_error(
-                "check_guess",
                 name,
                 "a plain value to compare: an int, float, bool, str, or a tuple "
                 "of those (a shape), e.g. guess = 96 or guess = (3, 4)",

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ._checks import require_allocation, require_tensor
+from ._checks import entry, require_allocation, require_tensor
 
 __all__ = ["Layout", "layout", "storage_indices"]
 
@@ -197,6 +197,7 @@ def _span_elements(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
     return 1 + sum((n - 1) * s for n, s in zip(shape, stride))
 
 
+@entry("layout")
 def layout(t: Any) -> Layout:
     """Describe how ``t`` maps onto its storage.
 
@@ -209,7 +210,7 @@ def layout(t: Any) -> Layout:
     >>> (layout(e).logical_bytes, layout(e).span_bytes, layout(e).broadcast_dims)
     (48, 16, (0,))
     """
-    t = require_tensor(t, "layout", "t", quantized=True)
+    t = require_tensor(t, "t", quantized=True)
     shape = tuple(t.shape)
     stride = tuple(t.stride())
     itemsize = t.element_size()
@@ -230,6 +231,7 @@ def layout(t: Any) -> Layout:
     )
 
 
+@entry("storage_indices")
 def storage_indices(t: Any) -> torch.Tensor:
     """For each element of ``t``, the index of the storage element it reads (same shape as ``t``).
 
@@ -245,8 +247,8 @@ def storage_indices(t: Any) -> torch.Tensor:
 
 
 def _storage_indices(t: Any, func: str) -> torch.Tensor:
-    t = require_tensor(t, func, "t", quantized=True)
-    require_allocation(8 * t.numel(), func, f"the storage indices of a tensor of shape {tuple(t.shape)}")
+    t = require_tensor(t, "t", quantized=True)
+    require_allocation(8 * t.numel(), f"the storage indices of a tensor of shape {tuple(t.shape)}")
     # offset + sum_d i_d * stride_d, one broadcast term per dim: costs numel int64s, never the storage.
     index = torch.full((), t.storage_offset(), dtype=torch.int64)
     for d, (n, s) in enumerate(zip(t.shape, t.stride())):

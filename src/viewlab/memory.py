@@ -41,7 +41,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ._dispatch import enter_mode, remove_mode, storage_of
 
 __all__ = ["measure", "Measurement", "OpRecord", "resolve_device", "rss_bytes", "cuda_process_peak"]
 
@@ -133,40 +135,6 @@ def rss_bytes() -> int | None:
         return int(psutil.Process().memory_info().rss)
     except Exception:  # noqa: BLE001 - optional best-effort reading
         return None
-
-
-def _storage_of(t: torch.Tensor) -> Any:
-    try:
-        return t.untyped_storage()
-    except (RuntimeError, NotImplementedError, TypeError):  # sparse, nested, functional wrappers
-        return None
-
-
-def _enter_mode(mode: TorchDispatchMode) -> None:
-    """Push ``mode`` on this thread's dispatch-mode stack (TorchDispatchMode's own bookkeeping)."""
-    TorchDispatchMode.__enter__(mode)
-
-
-def _remove_mode(mode: TorchDispatchMode) -> bool:
-    """Take ``mode`` off this thread's dispatch-mode stack wherever it sits, never "pop the top".
-
-    Modes pushed after it (a ``measure`` inside a monitor, say) are taken off first and put back
-    afterwards in the same order, each with TorchDispatchMode's own exit/enter bookkeeping, so the
-    stack and torch's "a mode is active" flags stay consistent. Returns False when ``mode`` is not on
-    this thread's stack (already removed, or pushed by another thread: mode stacks are per thread).
-    """
-    stack = _get_current_dispatch_mode_stack()
-    if not any(m is mode for m in stack):
-        return False
-    above = []
-    while stack[-1] is not mode:
-        top = stack.pop()
-        TorchDispatchMode.__exit__(top, None, None, None)
-        above.append(top)
-    TorchDispatchMode.__exit__(mode, None, None, None)
-    for top in reversed(above):
-        TorchDispatchMode.__enter__(top)
-    return True
 
 
 # ---------------------------------------------------------------------- CUDA peak windows
@@ -304,7 +272,7 @@ class _StorageTracker(TorchDispatchMode):
             items = a if isinstance(a, (list, tuple)) else (a,)
             for t in items:
                 if isinstance(t, torch.Tensor):
-                    st = _storage_of(t)
+                    st = storage_of(t)
                     if st is not None:
                         found[st._cdata] = st.nbytes() if sizes else 0
         return found
@@ -328,7 +296,7 @@ class _StorageTracker(TorchDispatchMode):
             for t in outs:
                 if not isinstance(t, torch.Tensor) or not self._matches(t):
                     continue
-                st = _storage_of(t)
+                st = storage_of(t)
                 if st is None:
                     continue
                 key = st._cdata
@@ -380,11 +348,11 @@ class _StorageTracker(TorchDispatchMode):
 
     def enter(self) -> None:
         """Start counting operators run on this thread."""
-        _enter_mode(self)
+        enter_mode(self)
 
     def exit(self) -> bool:
-        """Stop counting on this thread: this mode leaves the stack by identity (see _remove_mode)."""
-        return _remove_mode(self)
+        """Stop counting on this thread: this mode leaves the stack by identity (see _dispatch.remove_mode)."""
+        return remove_mode(self)
 
     def close(self) -> None:
         """Stop following frees (drop every weakref) so nothing keeps this tracker alive."""

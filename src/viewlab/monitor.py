@@ -37,7 +37,9 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .memory import _CUDA_LEDGER, _CudaWindow, _enter_mode, _remove_mode, _resolve_device, _StorageTracker, rss_bytes
+from ._dispatch import enter_mode as _enter_mode
+from ._dispatch import remove_mode as _remove_mode
+from .memory import _CUDA_LEDGER, _CudaWindow, _resolve_device, _StorageTracker, rss_bytes
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import traceback
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -26,13 +25,13 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .memory import _enter_mode, _remove_mode
+from ._dispatch import called_from_viewlab, learner_line, storage_key, tensors_in
+from ._dispatch import enter_mode as _enter_mode
+from ._dispatch import remove_mode as _remove_mode
+from .errors import BroadcastStretchError, BroadcastWarning, CopyError
 
 __all__ = [
-    "CopyError",
     "views_only",
-    "BroadcastWarning",
-    "BroadcastStretchError",
     "watch_broadcasts",
     "HeldTensor",
     "held_by_ipython",
@@ -44,57 +43,19 @@ __all__ = [
 
 
 def _learner_line() -> str | None:
-    """``file:line: code`` of the innermost frame outside torch and viewlab (the learner's own line)."""
-    for frame in reversed(traceback.extract_stack()):
-        name = frame.filename.replace("\\", "/")
-        if "/torch/" in name or "/viewlab/" in name or name.endswith(("contextlib.py", "functools.py")):
-            continue
-        # A notebook cell's file is a temporary name (ipykernel_<pid>/<hash>.py): say "this cell" instead.
-        in_cell = "ipykernel_" in name or name.startswith("<ipython-input")
-        where = f"line {frame.lineno} of this cell" if in_cell else f"{frame.filename}:{frame.lineno}"
-        return f"{where}: {frame.line.strip()}" if frame.line else where
-    return None
-
-
-_PACKAGE_DIR = __file__.replace("\\", "/").rsplit("/", 1)[0] + "/"
+    return learner_line()
 
 
 def _called_from_viewlab() -> bool:
-    """True when the innermost frame outside torch is viewlab's own code (a helper building a mask, say):
-    watch_broadcasts reports the learner's code, not the internals of the tools it watches with.
-
-    Another viewlab dispatch mode (``measure``, the monitor's frame hook, a rule recorder) only passes the
-    learner's operator on from its ``__torch_dispatch__``: that frame is skipped, so an operator run inside
-    ``with measure():`` is still the learner's."""
-    for frame in reversed(traceback.extract_stack()):
-        name = frame.filename.replace("\\", "/")
-        if "/torch/" in name or name.endswith(("contextlib.py", "functools.py")) or name == __file__.replace("\\", "/"):
-            continue
-        if frame.name == "__torch_dispatch__" and name.startswith(_PACKAGE_DIR):
-            continue
-        return name.startswith(_PACKAGE_DIR)
-    return False
+    return called_from_viewlab(__file__)
 
 
 def _describe(t: torch.Tensor) -> str:
     return f"shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {t.storage_offset()}"
 
 
-def _tensors(items: Iterable[Any]) -> list[torch.Tensor]:
-    found = []
-    for a in items:
-        if isinstance(a, torch.Tensor):
-            found.append(a)
-        elif isinstance(a, (list, tuple)):
-            found.extend(x for x in a if isinstance(x, torch.Tensor))
-    return found
-
-
-def _storage_key(t: torch.Tensor) -> int | None:
-    try:
-        return t.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError, TypeError):  # sparse, nested, wrappers
-        return None
+_tensors = tensors_in
+_storage_key = storage_key
 
 
 class _CallRecorder(TorchFunctionMode):
@@ -125,10 +86,6 @@ def _public_name(func: Any) -> str:
 
 
 # ---------------------------------------------------------------------- views_only
-
-
-class CopyError(RuntimeError):
-    """Raised inside :func:`views_only` by an operator that made new storage (a copy or an allocation)."""
 
 
 def _blocking_dims(t: torch.Tensor) -> list[tuple[int, int]]:
@@ -275,14 +232,6 @@ def views_only(allow: Iterable[str] = ()) -> _Guard:
 
 
 # ---------------------------------------------------------------------- watch_broadcasts
-
-
-class BroadcastWarning(UserWarning):
-    """Issued by :func:`watch_broadcasts` when operands were stretched against each other."""
-
-
-class BroadcastStretchError(ValueError):
-    """Raised by :func:`watch_broadcasts(action="raise") <watch_broadcasts>` instead of the warning."""
 
 
 _LOSSES = frozenset(

@@ -23,7 +23,7 @@ def _memory_range(obj: Any, arg: str) -> tuple[str, int, int, object]:
             root = root.base
         lo, hi = np.lib.array_utils.byte_bounds(root) if hasattr(np.lib, "array_utils") else np.byte_bounds(root)
         return "cpu", lo, hi, None
-    t = require_strided_tensor(obj, "shares_storage", arg)
+    t = require_strided_tensor(obj, arg)
     if t.device.type == "meta":
         raise ValueError(
             f"shares_storage(): `{arg}` is a meta tensor, which has no memory to share. "

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ._checks import require_choice, type_error
+from ._checks import entry, require_choice, type_error
 from .sharing import shares_storage
 
 __all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "DOCUMENTED", "observe", "view_op_table", "OpTable"]
@@ -213,6 +213,7 @@ def _find_case(name: str, func: str) -> OpCase:
     )
 
 
+@entry("observe")
 def observe(case: OpCase | str) -> str:
     """Run ``case`` and say what happened: ``"same tensor"``, ``"view"``, ``"copy"`` (or ``"mixed"``).
 
@@ -228,7 +229,7 @@ def observe(case: OpCase | str) -> str:
     if isinstance(case, str):
         case = _find_case(case, "observe")
     elif not isinstance(case, OpCase):
-        raise type_error("observe", "case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'", case)
+        raise type_error("case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'", case)
     x = case.make_input()
     result = case.apply(x)
     parts: Sequence[torch.Tensor] = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -268,6 +269,7 @@ class OpTable:
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+@entry("view_op_table")
 def view_op_table(documented: str | None = None) -> OpTable:
     """Run every case in :data:`OP_CASES` (or only those documented as ``documented``).
 
@@ -275,6 +277,6 @@ def view_op_table(documented: str | None = None) -> OpTable:
     copy
     """
     if documented is not None:
-        require_choice(documented, "view_op_table", "documented", DOCUMENTED)
+        require_choice(documented, "documented", DOCUMENTED)
     cases = [c for c in OP_CASES if documented is None or c.documented == documented]
     return OpTable(tuple((c.op, c.code, c.input, c.documented, observe(c)) for c in cases))

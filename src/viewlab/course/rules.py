@@ -41,7 +41,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..memory import _enter_mode, _remove_mode
+from .._dispatch import enter_mode as _enter_mode
+from .._dispatch import remove_mode as _remove_mode
 
 __all__ = ["FAMILIES", "PREDICT_PEAK_BYTES", "Rules", "OpRecorder", "Hit", "forbid_problem", "loop_problem"]
 

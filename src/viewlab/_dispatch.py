@@ -1,0 +1,139 @@
+"""Dispatch-mode plumbing shared by every tool that watches operators (measure, the monitor, the
+sentinels, the course's rule recorder): push and remove a mode by identity, find the tensors and the
+storage behind an operator's arguments, and name the learner's own line of code.
+
+Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
+
+>>> import torch
+>>> from torch.utils._python_dispatch import TorchDispatchMode
+>>> class Count(TorchDispatchMode):
+...     n = 0
+...     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+...         Count.n += 1
+...         return func(*args, **(kwargs or {}))
+>>> mode = Count()
+>>> enter_mode(mode); _ = torch.ones(2) + 1; remove_mode(mode)
+True
+>>> Count.n >= 2, remove_mode(mode)  # a second removal finds nothing to remove
+(True, False)
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+PACKAGE_DIR = __file__.replace("\\", "/").rsplit("/", 1)[0] + "/"  # .../viewlab/
+
+
+def enter_mode(mode: TorchDispatchMode) -> None:
+    """Push ``mode`` on this thread's dispatch-mode stack (TorchDispatchMode's own bookkeeping)."""
+    TorchDispatchMode.__enter__(mode)
+
+
+def remove_mode(mode: TorchDispatchMode) -> bool:
+    """Take ``mode`` off this thread's dispatch-mode stack wherever it sits, never "pop the top".
+
+    Modes pushed after it (a ``measure`` inside a monitor, say) are taken off first and put back
+    afterwards in the same order, each with TorchDispatchMode's own exit/enter bookkeeping, so the
+    stack and torch's "a mode is active" flags stay consistent. Returns False when ``mode`` is not on
+    this thread's stack (already removed, or pushed by another thread: mode stacks are per thread).
+    """
+    stack = _get_current_dispatch_mode_stack()
+    if not any(m is mode for m in stack):
+        return False
+    above = []
+    while stack[-1] is not mode:
+        top = stack.pop()
+        TorchDispatchMode.__exit__(top, None, None, None)
+        above.append(top)
+    TorchDispatchMode.__exit__(mode, None, None, None)
+    for top in reversed(above):
+        TorchDispatchMode.__enter__(top)
+    return True
+
+
+def storage_of(t: torch.Tensor) -> Any:
+    """``t.untyped_storage()``, or None for tensors that have none (sparse, nested, functional wrappers).
+
+    >>> storage_of(torch.zeros(3)).nbytes()
+    12
+    """
+    try:
+        return t.untyped_storage()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+
+
+def storage_key(t: torch.Tensor) -> int | None:
+    """An identity for ``t``'s storage (equal for every view of it), or None when it has none.
+
+    >>> x = torch.zeros(4)
+    >>> storage_key(x) == storage_key(x[1:]), storage_key(x) == storage_key(x.clone())
+    (True, False)
+    """
+    st = storage_of(t)
+    return None if st is None else st._cdata
+
+
+def tensors_in(items: Iterable[Any]) -> list[torch.Tensor]:
+    """The tensors among ``items``, one level into lists and tuples (how operators take them).
+
+    >>> len(tensors_in([torch.zeros(1), 3, (torch.ones(2), "a")]))
+    2
+    """
+    found = []
+    for a in items:
+        if isinstance(a, torch.Tensor):
+            found.append(a)
+        elif isinstance(a, (list, tuple)):
+            found.extend(x for x in a if isinstance(x, torch.Tensor))
+    return found
+
+
+def _is_machinery(name: str) -> bool:
+    return "/torch/" in name or name.endswith(("contextlib.py", "functools.py"))
+
+
+def learner_line(skip: tuple[str, ...] = (PACKAGE_DIR,)) -> str | None:
+    """Where the learner is: ``line N of this cell: code`` (or ``file:N: code``) of the innermost frame
+    outside torch and outside the folders in ``skip`` (viewlab itself by default), or None.
+
+    >>> learner_line() is None or "line" in learner_line() or ":" in learner_line()
+    True
+    """
+    for frame in reversed(traceback.extract_stack()):
+        name = frame.filename.replace("\\", "/")
+        if _is_machinery(name) or name.startswith(skip):
+            continue
+        # A notebook cell's file is a temporary name (ipykernel_<pid>/<hash>.py): say "this cell" instead.
+        in_cell = "ipykernel_" in name or name.startswith("<ipython-input")
+        where = f"line {frame.lineno} of this cell" if in_cell else f"{frame.filename}:{frame.lineno}"
+        return f"{where}: {frame.line.strip()}" if frame.line else where
+    return None
+
+
+def called_from_viewlab(this_file: str = "") -> bool:
+    """True when the innermost frame outside torch is viewlab's own code (a helper building a mask, say),
+    so a watcher reports the learner's code, not the internals of the tools it watches with.
+
+    Another viewlab dispatch mode (``measure``, the monitor's frame hook, a rule recorder) only passes the
+    learner's operator on from its ``__torch_dispatch__``: that frame is skipped, so an operator run inside
+    ``with measure():`` is still the learner's. ``this_file``: the calling watcher's own file, also skipped.
+
+    >>> called_from_viewlab()
+    False
+    """
+    own = this_file.replace("\\", "/")
+    for frame in reversed(traceback.extract_stack()):
+        name = frame.filename.replace("\\", "/")
+        if _is_machinery(name) or name == own or name == __file__.replace("\\", "/"):
+            continue
+        if frame.name == "__torch_dispatch__" and name.startswith(PACKAGE_DIR):
+            continue
+        return name.startswith(PACKAGE_DIR)
+    return False

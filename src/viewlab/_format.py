@@ -1,0 +1,111 @@
+"""Numbers, sizes and dtypes as text: one spelling everywhere (messages, tables, figures, alt text).
+
+>>> import torch
+>>> fmt_bytes(1536), exact_bytes(1536), fmt_time(2.5e-6), dtype_name(torch.float32), fmt_shape([2, 3])
+('1.5 KiB', '1,536 B (1.5 KiB)', '2.5 us', 'float32', '(2, 3)')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["fmt_bytes", "exact_bytes", "mib", "fmt_time", "fmt_us", "dtype_name", "fmt_shape", "cell_value"]
+
+
+def fmt_bytes(n: float | None) -> str:
+    """Bytes in a short human form with binary units ("n/a" for None).
+
+    >>> fmt_bytes(0), fmt_bytes(1536), fmt_bytes(3 * 2**20), fmt_bytes(-2048)
+    ('0 B', '1.5 KiB', '3.0 MiB', '-2.0 KiB')
+    """
+    if n is None:
+        return "n/a"
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n:
+        raise TypeError(f"fmt_bytes(): `n` must be a number of bytes or None; got {n!r}.")
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{sign}{int(n)} {unit}" if unit == "B" else f"{sign}{n:.1f} {unit}"
+        n /= 1024
+    return f"{sign}{n:.1f} TiB"  # pragma: no cover
+
+
+def exact_bytes(n: int | None) -> str:
+    """Exact bytes first, the binary unit in parentheses where it helps.
+
+    >>> exact_bytes(1048576), exact_bytes(40), exact_bytes(None)
+    ('1,048,576 B (1.0 MiB)', '40 B', 'n/a')
+    """
+    if n is None:
+        return "n/a"
+    return f"{n:,} B" if abs(n) < 1024 else f"{n:,} B ({fmt_bytes(n)})"
+
+
+def mib(n: int) -> str:
+    """Exact bytes with MiB beside them, for sizes that are large by construction.
+
+    >>> mib(3 * 2**20)
+    '3,145,728 B (3.0 MiB)'
+    """
+    return f"{n:,} B ({n / 2**20:.1f} MiB)"
+
+
+def fmt_time(seconds: float) -> str:
+    """A duration with three significant digits in s, ms, us or ns.
+
+    >>> fmt_time(1.5), fmt_time(0.0025), fmt_time(3e-9)
+    ('1.5 s', '2.5 ms', '3 ns')
+    """
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_us(seconds: float) -> str:
+    """A short duration in microseconds below a millisecond, else milliseconds (tables of timings).
+
+    >>> fmt_us(2.5e-5), fmt_us(0.0125)
+    ('25.0 us', '12.50 ms')
+    """
+    return f"{seconds * 1e6:,.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:,.2f} ms"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``'float32'``.
+
+    >>> dtype_name(torch.bool)
+    'bool'
+    """
+    return str(dtype).replace("torch.", "")
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    """A shape as a plain tuple of ints.
+
+    >>> fmt_shape(torch.Size([4, 1])), fmt_shape(())
+    ('(4, 1)', '()')
+    """
+    return str(tuple(int(n) for n in shape))
+
+
+def cell_value(v: Any, whole_floats: bool = False) -> str:
+    """One tensor element, short enough for a grid cell: bools as T/F, floats with 3 significant digits
+    (``whole_floats``: 2.0 as ``2``).
+
+    >>> cell_value(True), cell_value(0.123456), cell_value(2.0), cell_value(2.0, whole_floats=True), cell_value(1+2j)
+    ('T', '0.123', '2', '2', '1+2j')
+    """
+    if isinstance(v, bool):
+        return "T" if v else "F"
+    if isinstance(v, float):
+        if whole_floats and v == v and abs(v) < 1e6 and v == int(v):
+            return str(int(v))
+        return f"{v:.3g}"
+    if isinstance(v, complex):
+        return f"{v.real:.2g}{v.imag:+.2g}j"
+    return str(v)

@@ -1,0 +1,46 @@
+"""Every exception and warning viewlab raises on purpose, in one place: what a learner can catch.
+
+Each keeps a builtin base, so ``except ValueError`` (or ``RuntimeError``, ``UserWarning``) still
+catches it. Arguments that are simply wrong raise the builtin ``TypeError``/``ValueError`` with a
+message naming the function, the argument, what came and what to pass (see :mod:`viewlab._checks`).
+
+>>> import viewlab
+>>> try:
+...     viewlab.explain_broadcast((4, 3), (4,))
+... except ValueError as err:  # a BroadcastError is a ValueError
+...     print(type(err).__name__, err.fixes[0].code)
+BroadcastError b.unsqueeze(1)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["BroadcastError", "CopyError", "BroadcastWarning", "BroadcastStretchError"]
+
+
+class BroadcastError(ValueError):
+    """Shapes that cannot broadcast (from :func:`viewlab.explain_broadcast`).
+
+    Attributes:
+        conflicts: one entry per conflicting dimension, ``(dim_from_right, ((name, own_dim, size), ...))``
+            listing every operand that has that dimension (``dim_from_right`` is -1 for the last dim).
+        fixes: :class:`viewlab.broadcast.BroadcastFix` suggestions (possibly empty), best first.
+    """
+
+    def __init__(self, message: str, conflicts: tuple, fixes: tuple[Any, ...]):
+        super().__init__(message)
+        self.conflicts = conflicts
+        self.fixes = fixes
+
+
+class CopyError(RuntimeError):
+    """Raised inside :func:`viewlab.views_only` by an operator that made new storage (a copy or an allocation)."""
+
+
+class BroadcastWarning(UserWarning):
+    """Issued by :func:`viewlab.watch_broadcasts` when operands were stretched against each other."""
+
+
+class BroadcastStretchError(ValueError):
+    """Raised by ``watch_broadcasts(action="raise")`` instead of the :class:`BroadcastWarning`."""
