@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import html
 import math
-import sys
 import threading
 import time
 import weakref
@@ -39,6 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ._dispatch import enter_mode as _enter_mode
 from ._dispatch import remove_mode as _remove_mode
+from .ipython import in_kernel, on_colab
 from .memory import _CUDA_LEDGER, _CudaWindow, _resolve_device, _StorageTracker, rss_bytes
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
@@ -247,19 +247,6 @@ class _RssSource(_Source):
         return max(self._window, self.read()[0])
 
 
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with the course
-        return False
-    ip = get_ipython()
-    return ip is not None and getattr(ip, "kernel", None) is not None
-
-
-def _on_colab() -> bool:
-    return "google.colab" in sys.modules
-
-
 class _FrameHook(TorchDispatchMode):
     """``frames="cell"``: after each operator on the cell's thread, one clock read; when a frame is
     due, the monitor samples and sends it from this thread. Holds the monitor only weakly."""
@@ -372,13 +359,13 @@ class MemoryMonitor:
         self.backend_kind = backend
         self.interval = float(interval)
         self.rss = bool(rss)
-        self.display = _in_kernel() if display is None else display
+        self.display = in_kernel() if display is None else display
         self.title = title
         self.samples: list[Sample] = []
         self.marks: list[Mark] = []
         self.cells: list[CellRecord] = []
         self.errors: list[str] = []
-        self.frames_from = ("cell" if _on_colab() else "thread") if frames == "auto" else frames
+        self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
         self.frames = 0  # live frames sent to the widget
         self._hook: _FrameHook | None = None  # frames="cell": the mode on the cell's thread
         self._frame_time = 0.0  # perf_counter() of the last frame sent
