@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import doctest
+import importlib
+import inspect
+import json
+import pkgutil
+import re
 import time
 
 import pytest
@@ -14,13 +19,29 @@ from viewlab.course import claims as cl
 
 @pytest.fixture(scope="module")
 def timed_table():
+    """The whole table, built once for this module (it runs every evidence function, timings included).
+
+    Each claim's evidence is wrapped to count its calls and keep the facts it returned, so the test that
+    every evidence function runs exactly once needs no second table."""
+    calls: dict[str, int] = {}
+    facts_seen: dict[str, dict] = {}
+
+    def counted(claim):
+        def run():
+            calls[claim.id] = calls.get(claim.id, 0) + 1
+            facts = claim.evidence()
+            facts_seen[claim.id] = facts
+            return facts
+
+        return dataclasses.replace(claim, evidence=run)
+
     start = time.perf_counter()
-    rows = cl.table()
-    return rows, time.perf_counter() - start
+    rows = cl.table(claims=[counted(c) for c in cl.CLAIMS])
+    return rows, time.perf_counter() - start, calls, facts_seen
 
 
 def test_the_table_covers_both_articles_in_under_30_seconds(timed_table):
-    rows, seconds = timed_table
+    rows, seconds, _, _ = timed_table
     assert seconds < 30, f"table() took {seconds:.1f} s"
     assert 35 <= len(rows) <= 45
     by_article = cl.counts(rows)
@@ -32,27 +53,15 @@ def test_the_table_covers_both_articles_in_under_30_seconds(timed_table):
         assert isinstance(row["evidence"], dict) and row["evidence"], row["id"]
 
 
-def test_every_evidence_function_ran_once_for_the_table():
-    calls: dict[str, int] = {}
-
-    def counted(claim):
-        def run():
-            calls[claim.id] = calls.get(claim.id, 0) + 1
-            facts = claim.evidence()
-            facts_seen[claim.id] = facts
-            return facts
-
-        return dataclasses.replace(claim, evidence=run)
-
-    facts_seen: dict[str, dict] = {}
-    rows = cl.table(claims=[counted(c) for c in cl.CLAIMS])
+def test_every_evidence_function_ran_once_for_the_table(timed_table):
+    rows, _, calls, facts_seen = timed_table
     assert calls == {c.id: 1 for c in cl.CLAIMS}
     assert all(row["evidence"] is facts_seen[row["id"]] for row in rows)
 
 
 @pytest.mark.parametrize("claim", cl.CLAIMS, ids=lambda c: c.id)
 def test_every_judge_can_give_another_verdict(claim, timed_table):
-    rows, _ = timed_table
+    rows, *_ = timed_table
     real = next(r for r in rows if r["id"] == claim.id)["evidence"]
     outcomes = {cl.judge(claim, real)[0]}
     assert claim.examples, f"{claim.id}: give facts under which the judge says something else"
@@ -74,24 +83,32 @@ def test_registry_is_well_formed():
     assert cl.VERDICTS == ("true", "false", "misleading", "not checkable here")
     with pytest.raises(ValueError, match="kind must be one of"):
         dataclasses.replace(cl.CLAIMS[0], kind="opinion")
-    with pytest.raises(KeyError, match="no claim 'Z9'"):
+    # every message names the public function the learner called
+    with pytest.raises(KeyError, match=r"get\(\): no claim 'Z9'"):
         cl.get("Z9")
-    with pytest.raises(KeyError, match="unknown claim ids"):
+    with pytest.raises(KeyError, match=r"show\(\): no claim 'Z9'"):
+        cl.show("Z9")
+    with pytest.raises(KeyError, match=r"table\(\): unknown claim ids"):
         cl.table(ids=["Z9"])
-    with pytest.raises(TypeError, match="must be a list of claim ids"):
+    with pytest.raises(TypeError, match=r"table\(\): `ids` must be a list of claim ids"):
         cl.table(ids="A01")
-    with pytest.raises(TypeError, match="must hold Claim objects"):
+    with pytest.raises(TypeError, match=r"table\(\): `claims` must hold Claim objects"):
         cl.table(claims=["A01"])
 
 
 def test_a_judge_must_answer_in_the_vocabulary():
     bad = dataclasses.replace(cl.get("A22"), judge=lambda f: ("half right", "x"))
-    with pytest.raises(ValueError, match="not one of"):
+    with pytest.raises(ValueError, match=r"judge\(\): claim A22 gave verdict 'half right', not one of"):
         cl.judge(bad, {"shape": (2, 5)})
+    with pytest.raises(ValueError, match=r"table\(\): claim A22 gave verdict 'half right'"):
+        cl.table(claims=[bad])
+    silent = dataclasses.replace(cl.get("A22"), judge=lambda f: ("true", " "))
+    with pytest.raises(ValueError, match=r"judge\(\): claim A22 gave no reason for 'true'"):
+        cl.judge(silent, {"shape": (2, 5)})
 
 
 def test_what_the_machine_has_is_checked(timed_table):
-    rows, _ = timed_table
+    rows, *_ = timed_table
     a07 = next(r for r in rows if r["id"] == "A07")
     if torch.cuda.is_available():
         assert "needs a CUDA GPU" not in a07["why"], "with a GPU present, the RTX 3090 timing claim must be measured"
@@ -100,9 +117,38 @@ def test_what_the_machine_has_is_checked(timed_table):
         assert a07["verdict"] == "not checkable here" and "needs a CUDA GPU" in a07["why"]
 
 
+def test_claim_ids_are_unique_and_each_is_found():
+    ids = [c.id for c in cl.CLAIMS]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+    assert all(cl.get(c.id) is c for c in cl.CLAIMS)
+    assert ids == sorted(ids), "CLAIMS lists article 000 first, each article in id order"
+
+
+def test_the_code_notebook_07_prints_is_public_and_found():
+    from tests.conftest import ROOT
+    from viewlab.course import article_helpers as ah
+
+    cells = json.loads((ROOT / "notebooks" / "07_the_two_articles.ipynb").read_text(encoding="utf-8"))["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    printed = re.findall(r"inspect\.getsource\(([\w.]+)\)", code)
+    assert len(printed) >= 6, printed
+    for dotted in printed:
+        first, *rest = dotted.split(".")
+        obj = {"cl": cl, "ah": ah}[first]
+        for part in rest:
+            assert not part.startswith("_"), f"notebook 07 prints the private {dotted}: make it public"
+            obj = getattr(obj, part)
+        assert inspect.getsource(obj).lstrip().startswith(("def ", "class ")), dotted
+
+
 def test_docstring_examples_run():
     import viewlab.course
 
-    for module in (cl, viewlab.course):
+    modules = [
+        cl,
+        viewlab.course,
+        *(importlib.import_module(f"{cl.__name__}.{m.name}") for m in pkgutil.iter_modules(cl.__path__)),
+    ]
+    for module in modules:
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__

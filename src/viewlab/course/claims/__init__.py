@@ -1,0 +1,174 @@
+"""Every claim of the two source articles, with the code that checks it and the rule that judges it.
+
+The course was prompted by two blog posts (in Chinese):
+
+* **000 expand** -- "PyTorch张量扩展的隐藏技巧：用expand()高效实现数据复制与广播" ("Hidden tricks of PyTorch
+  tensor expansion: efficient data replication and broadcasting with expand()");
+* **001 expand_as** -- "PyTorch张量广播的幕后功臣：手把手教你用expand_as()实现高效数据对齐" ("The unsung hero
+  of PyTorch broadcasting: efficient data alignment with expand_as(), step by step").
+
+Each :class:`Claim` restates one thing an article says, in our words; its ``evidence`` function runs
+code here and returns facts (bytes, booleans, error texts, timings with their spread); its ``judge``
+maps those facts to one verdict of :data:`VERDICTS` and a reason. Nothing is a literal: feed a judge
+other facts and it gives another verdict (``examples`` holds, per claim, facts that do so, and
+``tests/course/test_claims.py`` checks every one). Where an article's example is needed, its behaviour is
+described in prose and rebuilt in our own code (:mod:`~viewlab.course.claims.article_code`) -- the
+articles' code is not carried over.
+
+Where things are: :mod:`~viewlab.course.claims.model` (what a claim is, the verdicts, :func:`judge`);
+one module per stretch of an article, each claim's evidence, judge and row side by side
+(``a000_expand``: A01-A13, ``a014_expand``: A14-A27, ``b001_expand_as``: B01-B11, ``b012_expand_as``:
+B12-B18); ``_evidence`` (the measuring helpers they share).
+
+>>> rows = table(ids=["A02", "B09"])
+>>> [(r["id"], r["verdict"]) for r in rows]
+[('A02', 'true'), ('B09', 'true')]
+>>> sorted(rows[0])
+['article', 'evidence', 'id', 'statement', 'verdict', 'why']
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..._checks import entry, problem
+from . import a000_expand, a014_expand, article_code, b001_expand_as, b012_expand_as
+from .model import ARTICLES, KINDS, VERDICT_MEANINGS, VERDICTS, Claim, judge
+
+__all__ = [
+    "VERDICTS",
+    "VERDICT_MEANINGS",
+    "KINDS",
+    "ARTICLES",
+    "Claim",
+    "CLAIMS",
+    "get",
+    "judge",
+    "table",
+    "counts",
+    "format_table",
+    "show",
+    "article_code",
+]
+
+#: Every claim, article 000 first, in id order.
+CLAIMS: tuple[Claim, ...] = a000_expand.CLAIMS + a014_expand.CLAIMS + b001_expand_as.CLAIMS + b012_expand_as.CLAIMS
+_BY_ID = {c.id: c for c in CLAIMS}  # tests/course/test_claims.py checks that no id is used twice
+
+
+@entry("get")
+def get(claim_id: str) -> Claim:
+    """The claim with this id.
+
+    >>> get("A21").article
+    '000 expand'
+    """
+    try:
+        return _BY_ID[claim_id]
+    except KeyError:
+        raise problem(KeyError, f"no claim {claim_id!r}; known ids: {', '.join(_BY_ID)}.") from None
+
+
+@entry("table")
+def table(claims: Iterable[Claim] | None = None, ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Run every claim's evidence and judge it: one dict per claim with keys
+    ``id, article, statement, verdict, why, evidence``.
+
+    >>> [r["verdict"] for r in table(ids=["A21", "A22"])]
+    ['false', 'true']
+    """
+    chosen = list(CLAIMS if claims is None else claims)
+    bad = [c for c in chosen if not isinstance(c, Claim)]
+    if bad:
+        raise problem(
+            TypeError,
+            f"`claims` must hold Claim objects (from viewlab.course.claims.CLAIMS), got {type(bad[0]).__name__}.",
+        )
+    if ids is not None:
+        if isinstance(ids, str):
+            raise problem(
+                TypeError, f"`ids` must be a list of claim ids such as ['A01', 'B02'], got the string {ids!r}."
+            )
+        ids = list(ids)
+        unknown = [i for i in ids if i not in _BY_ID]
+        if unknown:
+            raise problem(KeyError, f"unknown claim ids {unknown}; known ids: {', '.join(_BY_ID)}.")
+        chosen = [c for c in chosen if c.id in ids]
+    rows = []
+    for claim in chosen:
+        facts = claim.evidence()
+        verdict, why = judge(claim, facts)
+        rows.append(
+            {
+                "id": claim.id,
+                "article": claim.article,
+                "statement": claim.statement,
+                "verdict": verdict,
+                "why": why,
+                "evidence": facts,
+            }
+        )
+    return rows
+
+
+@entry("counts")
+def counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Verdict counts per article (every verdict listed, zeros included).
+
+    >>> counts([{"article": "000 expand", "verdict": "true"}])["000 expand"]["true"]
+    1
+    """
+    out = {a: {v: 0 for v in VERDICTS} for a in ARTICLES}
+    for r in rows:
+        out[r["article"]][r["verdict"]] += 1
+    return out
+
+
+def _facts_text(facts: Mapping[str, Any]) -> str:
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {fmt(x)}" for k, x in v.items()) + "}"
+        return repr(v)
+
+    return "; ".join(f"{k} = {fmt(v)}" for k, v in facts.items())
+
+
+@entry("show")
+def show(claim_id: str, width: int = 108) -> dict[str, Any]:
+    """Run one claim's evidence, judge it, print the restatement, the facts, the verdict and why;
+    return the row (as in :func:`table`).
+
+    >>> row = show("A22")
+    A22 · 000 expand · 4.1 Errors · API
+    claim:    torch.ones(1, 5).expand(2, -1) gives shape torch.Size([2, 5]).
+    evidence: shape = (2, 5)
+    verdict:  true -- shape (2, 5)
+    """
+    claim = get(claim_id)
+    (row,) = table(claims=[claim])
+    print(f"{claim.id} · {claim.article} · {claim.section} · {claim.kind}")
+    for label, text in (
+        ("claim", claim.statement),
+        ("evidence", _facts_text(row["evidence"])),
+        ("verdict", f"{row['verdict']} -- {row['why']}"),
+    ):
+        print(textwrap.fill(text, width, initial_indent=f"{label + ':':<10}", subsequent_indent=" " * 10))
+    return row
+
+
+@entry("format_table")
+def format_table(rows: Iterable[Mapping[str, Any]], width: int = 60) -> str:
+    """A plain-text summary: id, verdict and the statement (shortened to ``width`` characters).
+
+    >>> print(format_table([{"id": "A22", "verdict": "true", "statement": "expand(2, -1) gives (2, 5)."}]))
+    A22  true                expand(2, -1) gives (2, 5).
+    """
+    lines = []
+    for r in rows:
+        text = r["statement"] if len(r["statement"]) <= width else r["statement"][: width - 3] + "..."
+        lines.append(f"{r['id']:<4} {r['verdict']:<19} {text}")
+    return "\n".join(lines)

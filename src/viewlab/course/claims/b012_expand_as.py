@@ -1,0 +1,378 @@
+"""Claims B12-B18 of article 001 (expand_as): its examples, performance advice and debugging tips.
+
+Each block is one claim: its evidence, its judge and its registry row.
+
+>>> from viewlab.course.claims.model import judge
+>>> judge(B16, B16.evidence())[0]
+'false'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from viewlab import shares_storage
+from viewlab._format import fmt_us, mib
+
+from .. import article_helpers as ah
+from ._evidence import bytes_of, error_of, paired_timings, small_shape_pairs, which_faster
+from .article_code import ShapeBufferScale, article_guarded_expand_as, article_masked_loss
+from .model import NOT_CHECKABLE, B, Claim, Facts, Verdict, claim_row
+
+
+# ---- B12 -------------------------------------------------------------------------------------------------------------
+def _ev_shape_buffers() -> Facts:
+    common = [(16, 256, 32, 32), (32, 256, 64, 64)]
+    held, _, model = bytes_of(lambda: ShapeBufferScale(256, common))
+    saved = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    x = torch.randn(4, 256, 16, 16)
+    model.template_0 = torch.empty(x.shape)  # make the first branch the one taken, at a small size
+    with torch.no_grad():
+        same = torch.equal(model(x), x * model.scale)
+        t_model, t_plain, ratios = paired_timings(lambda: model(x), lambda: x * model.scale)
+    return {
+        "buffer_bytes": held - 256 * 4,
+        "state_dict_bytes": saved,
+        "same_output_as_broadcasting": same,
+        "model_median_s": t_model["median_s"],
+        "model_iqr_s": t_model["iqr_s"],
+        "plain_median_s": t_plain["median_s"],
+        "plain_iqr_s": t_plain["iqr_s"],
+        "plain_over_model_by_round": ratios,
+    }
+
+
+def _j_shape_buffers(f: Mapping[str, Any]) -> Verdict:
+    a = {"median_s": f["model_median_s"], "iqr_s": f["model_iqr_s"]}
+    b = {"median_s": f["plain_median_s"], "iqr_s": f["plain_iqr_s"]}
+    faster = which_faster(a, b, margin=1.5, round_ratios=f["plain_over_model_by_round"])
+    times = (
+        f"forward {fmt_us(a['median_s'])} vs plain x * scale {fmt_us(b['median_s'])}, plain / model by round "
+        f"{f['plain_over_model_by_round']}"
+    )
+    cost = f"the buffers hold {mib(f['buffer_bytes'])}, saved in every checkpoint ({mib(f['state_dict_bytes'])})"
+    if f["buffer_bytes"] > 0 and faster != "a":
+        return (
+            "false",
+            f"{cost} and buy no speed ({times}); output equals plain broadcasting: {f['same_output_as_broadcasting']}",
+        )
+    if faster == "a":
+        return "true", f"faster than plain broadcasting: {times}; {cost}"
+    if faster == "unclear":
+        return NOT_CHECKABLE, f"spread exceeds the difference (the rounds disagree): {times}"
+    return "false", f"no faster than plain broadcasting ({times})"
+
+
+B12 = claim_row(
+    "B12",
+    B,
+    "4 Performance advice (example)",
+    "memory",
+    "Its 'efficient expansion' model -- buffers of the common shapes registered in __init__, the parameter "
+    "expand_as'ed onto the matching one -- makes the expansion efficient.",
+    _ev_shape_buffers,
+    _j_shape_buffers,
+    true={
+        "buffer_bytes": 0,
+        "model_median_s": 1e-4,
+        "model_iqr_s": 1e-6,
+        "plain_median_s": 3e-4,
+        "plain_iqr_s": 1e-6,
+        "plain_over_model_by_round": [3.0, 3.0, 2.8],
+    },
+    not_checkable_here={
+        "buffer_bytes": 0,
+        "model_median_s": 1e-4,
+        "model_iqr_s": 9e-5,
+        "plain_median_s": 1.4e-4,
+        "plain_iqr_s": 9e-5,
+        "plain_over_model_by_round": [0.8, 1.6, 1.1],
+    },
+)
+
+
+# ---- B13 -------------------------------------------------------------------------------------------------------------
+def _ev_masked_loss() -> Facts:
+    gen = torch.Generator().manual_seed(0)
+    err = error_of(
+        lambda: article_masked_loss(
+            torch.randn(2, 3, 5, generator=gen), torch.randint(5, (2, 3), generator=gen), torch.ones(2, 1, 3)
+        )
+    )
+    n = 4  # seq_len == vocab: now it runs
+    logits, labels = torch.randn(2, n, n, generator=gen), torch.randint(n, (2, n), generator=gen)
+    keep = torch.tensor([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    got = article_masked_loss(logits, labels, keep[:, None, :]).item()
+    total = count = 0.0
+    for i in range(2):
+        for t in range(n):
+            if keep[i, t]:
+                row = F.binary_cross_entropy_with_logits(
+                    logits[i, t], F.one_hot(labels[i, t], n).float(), reduction="sum"
+                )
+                total, count = total + row.item(), count + n
+    return {
+        "error_when_seq_ne_vocab": err,
+        "loss_when_seq_eq_vocab": round(got, 4),
+        "token_loop_loss": round(total / count, 4),
+    }
+
+
+def _j_masked_loss(f: Mapping[str, Any]) -> Verdict:
+    if f["error_when_seq_ne_vocab"] is None and math.isclose(
+        f["loss_when_seq_eq_vocab"], f["token_loop_loss"], abs_tol=1e-4
+    ):
+        return "true", "the mask weights each token's loss, as a loop over tokens does"
+    return "false", (
+        f"a (batch, 1, seq) mask lines seq up with the vocabulary axis: with seq 3, vocab 5 it raises "
+        f"({f['error_when_seq_ne_vocab']}); with seq = vocab = 4 it runs but masks vocabulary entries "
+        f"(loss {f['loss_when_seq_eq_vocab']} vs {f['token_loop_loss']} from a loop over real tokens); "
+        "the mask must be (batch, seq, 1)"
+    )
+
+
+B13 = claim_row(
+    "B13",
+    B,
+    "5 Combined with other ops",
+    "semantics",
+    "In its custom loss, expand_as() aligns a (batch, 1, seq_len) attention mask with the (batch, seq_len, vocab_size) "
+    "element-wise loss, so the mask weights each position's loss.",
+    _ev_masked_loss,
+    _j_masked_loss,
+    true={"error_when_seq_ne_vocab": None, "loss_when_seq_eq_vocab": 0.5, "token_loop_loss": 0.5},
+)
+
+
+# ---- B14 -------------------------------------------------------------------------------------------------------------
+def _ev_checker() -> Facts:
+    pairs = small_shape_pairs()
+    wrong = [p for p in pairs if ah.article_check_expandable(*p) != ah.torch_can_expand(*p)]
+    return {
+        "pairs": len(pairs),
+        "wrong": len(wrong),
+        "all_wrong_have_more_dims": all(len(a) > len(b) for a, b in wrong),
+        "says_for_1x3_to_3": ah.article_check_expandable((1, 3), (3,)),
+        "torch_for_1x3_to_3": ah.torch_can_expand((1, 3), (3,)),
+    }
+
+
+def _j_checker(f: Mapping[str, Any]) -> Verdict:
+    if f["wrong"] == 0:
+        return "true", f"agrees with PyTorch on all {f['pairs']:,} shape pairs"
+    more = ", every time a has more dims than b" if f["all_wrong_have_more_dims"] else ""
+    return "false", (
+        f"wrong on {f['wrong']:,} of {f['pairs']:,} shape pairs{more}: for (1, 3) -> (3,) it says "
+        f"{f['says_for_1x3_to_3']}, PyTorch says {f['torch_for_1x3_to_3']} (zip stops at the shorter shape)"
+    )
+
+
+B14 = claim_row(
+    "B14",
+    B,
+    "6 Debugging",
+    "API",
+    "Its check_expandable(a, b) tells whether a can be expanded to b's shape.",
+    _ev_checker,
+    _j_checker,
+    true={"wrong": 0},
+)
+
+
+# ---- B15 -------------------------------------------------------------------------------------------------------------
+def _ev_timer_memory() -> Facts:
+    from torch.utils import benchmark
+
+    a, b = torch.randn(1, 1024), torch.randn(1024, 1024)
+    m = benchmark.Timer(stmt="a.expand_as(b)", globals={"a": a, "b": b}).timeit(100)  # what the article runs
+    view, copy, ratios = paired_timings(lambda: a.expand_as(b), lambda: a.expand_as(b).clone())
+    held, _, _ = bytes_of(lambda: a.expand_as(b))
+    return {
+        "memory_fields": [n for n in dir(m) if "mem" in n.lower() or "byte" in n.lower()],
+        "expand_as_median_s": view["median_s"],
+        "expand_as_iqr_s": view["iqr_s"],
+        "copy_median_s": copy["median_s"],
+        "copy_iqr_s": copy["iqr_s"],
+        "copy_over_view_by_round": ratios,
+        "expand_as_bytes": held,
+    }
+
+
+def _j_timer_memory(f: Mapping[str, Any]) -> Verdict:
+    if f["memory_fields"]:
+        return "true", f"the Timer's result reports memory: {f['memory_fields']}"
+    e = {"median_s": f["expand_as_median_s"], "iqr_s": f["expand_as_iqr_s"]}
+    c = {"median_s": f["copy_median_s"], "iqr_s": f["copy_iqr_s"]}
+    times = (
+        f"expand_as {fmt_us(e['median_s'])}, a 4 MiB copy {fmt_us(c['median_s'])}, copy / view by round "
+        f"{f['copy_over_view_by_round']}"
+    )
+    faster = which_faster(e, c, round_ratios=f["copy_over_view_by_round"])
+    if faster == "a":
+        return "misleading", (
+            f"a timer measures time only (no memory field in its result); the time does hint that "
+            f"nothing is copied ({times}), but the bytes come from counting them: {f['expand_as_bytes']} B"
+        )
+    if faster == "unclear":
+        return (
+            NOT_CHECKABLE,
+            f"the Timer reports no memory; the spread exceeds the difference (the rounds disagree): {times}",
+        )
+    return "false", f"the Timer reports no memory, and its times cannot tell a view from a copy here ({times})"
+
+
+B15 = claim_row(
+    "B15",
+    B,
+    "6 Debugging",
+    "memory",
+    "Timing a.expand_as(b) with torch.utils.benchmark.Timer tests expand_as's memory efficiency.",
+    _ev_timer_memory,
+    _j_timer_memory,
+    true={"memory_fields": ["peak_memory"]},
+    false={
+        "memory_fields": [],
+        "expand_as_median_s": 1e-3,
+        "expand_as_iqr_s": 1e-5,
+        "copy_median_s": 1e-3,
+        "copy_iqr_s": 1e-5,
+        "copy_over_view_by_round": [1.0, 1.01, 0.99],
+    },
+    not_checkable_here={"memory_fields": [], "copy_over_view_by_round": [0.9, 80.0, 95.0]},
+)
+
+
+# ---- B16 -------------------------------------------------------------------------------------------------------------
+def _ev_noncontiguous() -> Facts:
+    col = torch.randn(3, 2)[:, :1]
+    err = error_of(lambda: col.expand(3, 4))
+    return {
+        "input_contiguous": col.is_contiguous(),
+        "error": err,
+        "still_a_view": None if err else shares_storage(col.expand(3, 4), col),
+    }
+
+
+def _j_noncontiguous(f: Mapping[str, Any]) -> Verdict:
+    if f["error"] and not f["input_contiguous"]:
+        return "true", f"expanding a non-contiguous tensor raised: {f['error']}"
+    return "false", (
+        f"a non-contiguous (3, 1) column (contiguous: {f['input_contiguous']}) expands without error and "
+        f"stays a view ({f['still_a_view']}); contiguous() first only adds a copy"
+    )
+
+
+B16 = claim_row(
+    "B16",
+    B,
+    "6 Debugging",
+    "semantics",
+    "A common error is expanding a non-contiguous tensor; the fix is to call contiguous() first.",
+    _ev_noncontiguous,
+    _j_noncontiguous,
+    true={"error": "RuntimeError: ...", "input_contiguous": False},
+)
+
+
+# ---- B17 -------------------------------------------------------------------------------------------------------------
+def _ev_detach_or_clone() -> Facts:
+    p = torch.zeros(3, 1, requires_grad=True)
+    d = p.expand(3, 4).detach()
+    shares_d = shares_storage(d, p)
+    d[0, 0] = 5.0
+    c = p.detach().expand(3, 4).clone()
+    c[1, 0] = 7.0
+    return {
+        "detach_shares": shares_d,
+        "detach_write_reached": p[0, 0].item() == 5.0,
+        "detach_add_error": error_of(lambda: p.expand(3, 4).detach().add_(1)),
+        "clone_shares": shares_storage(c, p),
+        "clone_write_reached": p[1, 0].item() == 7.0,
+    }
+
+
+def _j_detach_or_clone(f: Mapping[str, Any]) -> Verdict:
+    if f["detach_shares"] or f["detach_write_reached"]:
+        return "false", (
+            f"detach() makes no copy: it shares memory ({f['detach_shares']}), a write through it reaches the "
+            f"original ({f['detach_write_reached']}) and add_ still fails ({f['detach_add_error']}); only "
+            f"clone() copies (shares: {f['clone_shares']})"
+        )
+    if f["clone_shares"]:
+        return "false", "clone() shared memory"
+    return "true", "both detach() and clone() gave independent copies"
+
+
+B17 = claim_row(
+    "B17",
+    B,
+    "6 Debugging",
+    "advice",
+    "To avoid modifying an expanded tensor by accident during autograd, create a copy with detach() or clone().",
+    _ev_detach_or_clone,
+    _j_detach_or_clone,
+    true={"detach_shares": False, "detach_write_reached": False, "clone_shares": False},
+)
+
+
+# ---- B18 -------------------------------------------------------------------------------------------------------------
+def _ev_guarded() -> Facts:
+    pairs = small_shape_pairs()
+    missed = caught = 0
+    for sa, sb in pairs:
+        err = error_of(
+            lambda sa=sa, sb=sb: article_guarded_expand_as(
+                torch.empty(sa, device="meta"), torch.empty(sb, device="meta")
+            )
+        )
+        if err and err.startswith("AssertionError"):
+            caught += 1
+        elif err:
+            missed += 1
+    return {
+        "mismatches_caught_by_assert": caught,
+        "mismatches_missed": missed,
+        "missed_example": error_of(lambda: article_guarded_expand_as(torch.zeros(1, 3), torch.zeros(3))),
+    }
+
+
+def _j_guarded(f: Mapping[str, Any]) -> Verdict:
+    if f["mismatches_caught_by_assert"] == 0:
+        return "false", "the assert never fires: PyTorch raises first every time"
+    if f["mismatches_missed"]:
+        return "misleading", (
+            f"the guard catches {f['mismatches_caught_by_assert']:,} mismatches with an early message but "
+            f"lets {f['mismatches_missed']:,} through to PyTorch's own error (e.g. (1, 3) -> (3,): "
+            f"{f['missed_example']}); PyTorch's error already names the sizes and the dimension"
+        )
+    return "true", f"the guard caught every one of {f['mismatches_caught_by_assert']:,} mismatches"
+
+
+B18 = claim_row(
+    "B18",
+    B,
+    "6 Debugging",
+    "advice",
+    "Asserting check_expandable before expand_as (its safe_expand_as) is defensive programming that quickly locates "
+    "the source of shape mismatches.",
+    _ev_guarded,
+    _j_guarded,
+    true={"mismatches_missed": 0},
+    false={"mismatches_caught_by_assert": 0},
+)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    B12,
+    B13,
+    B14,
+    B15,
+    B16,
+    B17,
+    B18,
+)
