@@ -228,7 +228,10 @@ def _ev_backward() -> Facts:
 def _j_backward(f: Mapping[str, Any]) -> Verdict:
     e = {"median_s": f["expand_median_s"], "iqr_s": f["expand_iqr_s"]}
     r = {"median_s": f["repeat_median_s"], "iqr_s": f["repeat_iqr_s"]}
-    times = f"backward {fmt_us(e['median_s'])} (IQR {fmt_us(e['iqr_s'])}) vs {fmt_us(r['median_s'])} (IQR {fmt_us(r['iqr_s'])})"
+    times = (
+        f"backward {fmt_us(e['median_s'])} (IQR {fmt_us(e['iqr_s'])}) vs {fmt_us(r['median_s'])} "
+        f"(IQR {fmt_us(r['iqr_s'])})"
+    )
     ops = (
         f"expand's backward runs {f['expand_backward_ops']} ({f['expand_backward_bytes']:,} B), repeat's "
         f"{f['repeat_backward_ops']} ({f['repeat_backward_bytes']:,} B)"
