@@ -94,6 +94,12 @@ def test_registry_is_well_formed():
         cl.table(ids="A01")
     with pytest.raises(TypeError, match=r"table\(\): `claims` must hold Claim objects"):
         cl.table(claims=["A01"])
+    with pytest.raises(ValueError, match=r"show\(\): `width` must be an int >= 1; got int 0"):
+        cl.show("A22", width=0)
+    with pytest.raises(TypeError, match=r"format_table\(\): `width` must be an int >= 4"):
+        cl.format_table([], width=60.5)
+    with pytest.raises(ValueError, match=r"format_table\(\): `width` must be an int >= 4; got int 3"):
+        cl.format_table([], width=3)
 
 
 def test_a_judge_must_answer_in_the_vocabulary():

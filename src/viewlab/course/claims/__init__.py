@@ -33,7 +33,8 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..._checks import entry, problem
+from viewlab._checks import entry, problem, require_int
+
 from . import a000_expand, a014_expand, article_code, b001_expand_as, b012_expand_as
 from .model import ARTICLES, KINDS, VERDICT_MEANINGS, VERDICTS, Claim, judge
 
@@ -148,6 +149,7 @@ def show(claim_id: str, width: int = 108) -> dict[str, Any]:
     evidence: shape = (2, 5)
     verdict:  true -- shape (2, 5)
     """
+    width = require_int(width, "width", minimum=1)  # textwrap's own refusal would not name show()
     claim = get(claim_id)
     (row,) = table(claims=[claim])
     print(f"{claim.id} · {claim.article} · {claim.section} · {claim.kind}")
@@ -167,6 +169,7 @@ def format_table(rows: Iterable[Mapping[str, Any]], width: int = 60) -> str:
     >>> print(format_table([{"id": "A22", "verdict": "true", "statement": "expand(2, -1) gives (2, 5)."}]))
     A22  true                expand(2, -1) gives (2, 5).
     """
+    width = require_int(width, "width", minimum=4)  # room for one character and the "..."
     lines = []
     for r in rows:
         text = r["statement"] if len(r["statement"]) <= width else r["statement"][: width - 3] + "..."

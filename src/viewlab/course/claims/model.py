@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._checks import entry, problem
+from viewlab._checks import entry, problem
 
 __all__ = ["VERDICTS", "VERDICT_MEANINGS", "KINDS", "ARTICLES", "Claim", "judge"]
 
