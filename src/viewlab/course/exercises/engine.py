@@ -35,26 +35,40 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from viewlab import shares_storage
 from viewlab._checks import _CALLER, caller, describe_value, entry, problem, require_number, require_str, type_error
 from viewlab._format import dtype_name
 
 from . import picture
-from .rules import OpRecorder, Rules, bytes_problem, forbid_problem, loop_problem
+from .rules import OpRecorder, Rules, bytes_problem, forbid_problem, loop_problem, memory_problem
 from .strategies import as_arg_tuples, is_strategy, run_examples
 
 if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
     from hypothesis.strategies import SearchStrategy
     from matplotlib.figure import Figure
 
-__all__ = ["Check", "CheckResult", "check", "run_once", "PASSED", "FAILED", "NOT_SOLVED", "MAX_EXAMPLES", "MEMORY"]
+__all__ = [
+    "Check",
+    "CheckResult",
+    "check",
+    "build_check",
+    "run_once",
+    "require_learner_fn",
+    "require_max_examples",
+    "PASSED",
+    "FAILED",
+    "NOT_SOLVED",
+    "MAX_EXAMPLES",
+    "MEMORY",
+    "RTOL",
+    "ATOL",
+]
 
 PASSED, FAILED, NOT_SOLVED = "passed", "failed", "not solved yet"
 MEMORY = (None, "view", "copy")  # what an exercise may demand of the result's memory
 MAX_EXAMPLES = 10_000
 RTOL, ATOL = 1e-5, 1e-6  # default tolerances for floating-point results
 _LOOP_SIZES = (3, 6)
-Rule = Callable[[tuple[Any, ...], Any], "str | None"]
+_Rule = Callable[[tuple[Any, ...], Any], "str | None"]
 
 
 # ----- describing tensors and comparing results ----------------------------------------------------------
@@ -169,29 +183,6 @@ def _tensor_parts(obj: Any) -> list[torch.Tensor]:
     return []
 
 
-def _memory_problem(memory: str | None, args: tuple[Any, ...], result: Any) -> str | None:
-    if memory is None:
-        return None
-    inputs = _tensor_parts(args)
-    outputs = _tensor_parts(result)
-    for i, out in enumerate(outputs):
-        where = "the result" if len(outputs) == 1 else f"result tensor {i}"
-        shared = any(shares_storage(out, x) for x in inputs)
-        if memory == "view" and not shared and out.numel() > 0:
-            return (
-                f"breaks rule `must_view`: {where} shares no memory with the input, so it was copied (new bytes "
-                "were allocated). The exercise asks for a view: use only view ops (view, transpose, expand, "
-                "slicing, ...) and avoid contiguous(), clone(), repeat(), reshape() of non-contiguous input, "
-                "arithmetic."
-            )
-        if memory == "copy" and shared:
-            return (
-                f"breaks rule `must_copy`: {where} shares memory with the input, so writing to it would change the "
-                "input. The exercise asks for an independent copy: add .clone() (or .contiguous() after an expand)."
-            )
-    return None
-
-
 def _meter(memory: str | None, args: tuple[Any, ...], rules: Rules) -> Any:
     """``viewlab.measure`` for view exercises on CPU inputs and for rules on bytes (exact new-storage bytes),
     else a no-op."""
@@ -299,7 +290,7 @@ class Check:
     atol: float = ATOL
     hint: str | None = None
     title: str = "check"
-    extra: tuple[Rule, ...] = ()
+    extra: tuple[_Rule, ...] = ()
     rules: Rules = Rules()
 
     def run(self) -> CheckResult:
@@ -400,7 +391,7 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
     if reason is None:
         reason = _compare(expected, got, "the result", c.rtol, c.atol)
     if reason is None:
-        reason = _memory_problem(c.memory, mine, got)
+        reason = memory_problem(c.memory, _tensor_parts(mine), _tensor_parts(got))
         if reason and m is not None:
             reason = f"{reason.rstrip('.')} (viewlab.measure saw {m.allocated_bytes:,} new bytes)"
     if reason is None:
@@ -538,7 +529,7 @@ def check(
     atol: float = ATOL,
     hint: str | None = None,
     title: str = "check",
-    extra: Sequence[Rule] = (),
+    extra: Sequence[_Rule] = (),
     rules: Rules | None = None,
 ) -> CheckResult:
     """Run ``learner_fn`` and ``reference_fn`` on many inputs and compare what they return.

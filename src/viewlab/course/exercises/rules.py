@@ -40,6 +40,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from viewlab import shares_storage
 from viewlab._checks import entry, problem, require_str, type_error
 from viewlab._dispatch import PACKAGE_DIR, enter_mode, learner_line, remove_mode
 
@@ -52,6 +53,7 @@ __all__ = [
     "forbid_problem",
     "loop_problem",
     "bytes_problem",
+    "memory_problem",
     "named_rule",
 ]
 
@@ -286,6 +288,34 @@ def loop_problem(small: OpRecorder, big: OpRecorder, n_small: int, n_big: int) -
             "(torch.tensor of a list made in Python); compute the result with torch operations on whole "
             "tensors instead"
         )
+    return None
+
+
+def memory_problem(memory: str | None, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> str | None:
+    """The rules ``must_view`` (``memory="view"``: every output shares memory with an input) and ``must_copy``
+    (``"copy"``: none does), or None when ``outputs`` keep them.
+
+    >>> x = torch.zeros(2, 3)
+    >>> memory_problem("view", [x], [x.t()]) is None, memory_problem("copy", [x], [x.t()])[:26]
+    (True, 'breaks rule `must_copy`: t')
+    """
+    if memory is None:
+        return None
+    for i, out in enumerate(outputs):
+        where = "the result" if len(outputs) == 1 else f"result tensor {i}"
+        shared = any(shares_storage(out, x) for x in inputs)
+        if memory == "view" and not shared and out.numel() > 0:
+            return (
+                f"breaks rule `must_view`: {where} shares no memory with the input, so it was copied (new bytes "
+                "were allocated). The exercise asks for a view: use only view ops (view, transpose, expand, "
+                "slicing, ...) and avoid contiguous(), clone(), repeat(), reshape() of non-contiguous input, "
+                "arithmetic."
+            )
+        if memory == "copy" and shared:
+            return (
+                f"breaks rule `must_copy`: {where} shares memory with the input, so writing to it would change the "
+                "input. The exercise asks for an independent copy: add .clone() (or .contiguous() after an expand)."
+            )
     return None
 
 
