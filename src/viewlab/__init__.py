@@ -7,7 +7,7 @@ Importing viewlab starts nothing: no CUDA initialisation, no threads, no pyplot 
 False
 """
 
-from . import bench, exercises, versions
+from . import bench, versions
 from .attention import (
     SqueezeExcitation,
     causal_mask,
@@ -53,7 +53,6 @@ __all__ = [
     "Measurement",
     "OpRecord",
     "MemoryMonitor",
-    "exercises",
     "scaled_dot_product_attention",
     "padding_mask",
     "causal_mask",

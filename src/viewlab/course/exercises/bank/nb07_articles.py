@@ -1,4 +1,9 @@
-"""Exercises for notebook 07 (the two articles, claim by claim): fix what the claims got wrong."""
+"""Exercises for notebook 07 (the two articles, claim by claim): fix what the claims got wrong.
+
+>>> from viewlab.course.exercises import exercise_ids
+>>> exercise_ids("07")
+['07-faster-beyond-spread', '07-mask-tokens', '07-safe-copy']
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, Rules, register, tensors
+from viewlab.course.exercises import Exercise, Rules, register, tensors
 
 
 def _any_tensor() -> Any:

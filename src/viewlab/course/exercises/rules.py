@@ -1,4 +1,4 @@
-"""The rules an exercise states, as data, and how :func:`viewlab.exercises.check` enforces them.
+"""The rules an exercise states, as data, and how :func:`viewlab.course.exercises.engine.check` enforces them.
 
 An exercise says *what* to return (the reference checks that) and often *how*: "no loops", "no repeat",
 "without calling autograd", "predict without running it". :class:`Rules` holds the how:
@@ -16,7 +16,8 @@ An exercise says *what* to return (the reference checks that) and often *how*: "
   at most :data:`PREDICT_PEAK_BYTES` (and ``forbid`` names the op it predicts about).
 
 Each broken rule gives a message ``breaks rule `<label>`: <what was seen> ... <how to fix it>``, naming
-the operator and, when the stack shows it, the learner's own line.
+the operator and, when the stack shows it, the learner's own line (:func:`viewlab._dispatch.learner_line`).
+Rules the exercise states in its own words are ``extra`` rules, named with :func:`named_rule`.
 
 >>> r = Rules(forbid=("repeat",))
 >>> r.labels()
@@ -31,9 +32,7 @@ the operator and, when the stack shows it, the learner's own line.
 
 from __future__ import annotations
 
-import linecache
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,10 +40,22 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .._dispatch import enter_mode as _enter_mode
-from .._dispatch import remove_mode as _remove_mode
+from viewlab import shares_storage
+from viewlab._checks import entry, problem, require_str, type_error
+from viewlab._dispatch import PACKAGE_DIR, enter_mode, learner_line, remove_mode
 
-__all__ = ["FAMILIES", "PREDICT_PEAK_BYTES", "Rules", "OpRecorder", "Hit", "forbid_problem", "loop_problem"]
+__all__ = [
+    "FAMILIES",
+    "PREDICT_PEAK_BYTES",
+    "Rules",
+    "OpRecorder",
+    "Hit",
+    "forbid_problem",
+    "loop_problem",
+    "bytes_problem",
+    "memory_problem",
+    "named_rule",
+]
 
 #: friendly name -> (aten operator names, what to do instead)
 FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -86,14 +97,30 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
 #: what a prediction may allocate while it runs (a few small tensors, never what it predicts)
 PREDICT_PEAK_BYTES = 64
 
-_TORCH_DIR = os.path.dirname(torch.__file__)
-_VIEWLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_ENGINE_DIRS = (
-    _TORCH_DIR,
-    os.path.join(_VIEWLAB_DIR, "exercises.py"),
-    os.path.abspath(__file__),
-    os.path.join(_VIEWLAB_DIR, "memory.py"),
-)
+_HERE = __file__.replace("\\", "/").rsplit("/", 1)[0] + "/"  # .../viewlab/course/exercises/, spelled as PACKAGE_DIR
+_BANK = _HERE + "bank/"
+
+
+def _not_learner_code() -> tuple[str, ...]:
+    """What the learner's line is searched outside of: all of viewlab (the engine, the recorder, ``measure``
+    and any tool the learner's function calls) except the exercise bank, whose wrong answers play the learner.
+
+    Listed from the folders themselves, so moving or splitting a module needs no change here.
+
+    >>> skip = _not_learner_code()
+    >>> any((_BANK + "nb01_views.py").startswith(p) for p in skip), any((_HERE + "engine.py").startswith(p) for p in skip)
+    (False, True)
+    >>> any((PACKAGE_DIR + "layout.py").startswith(p) for p in skip)
+    True
+    """
+    course = PACKAGE_DIR + "course/"
+    outside = [PACKAGE_DIR + n for n in os.listdir(PACKAGE_DIR) if PACKAGE_DIR + n + "/" != course]
+    above = [course + n for n in os.listdir(course) if course + n + "/" != _HERE]
+    engine = [_HERE + n for n in os.listdir(_HERE) if _HERE + n + "/" != _BANK]
+    return tuple(outside + above + engine)
+
+
+_SKIP = _not_learner_code()
 
 
 @dataclass(frozen=True)
@@ -111,19 +138,21 @@ class Rules:
     max_new_bytes: int | Callable[..., int] | None = None
     predict_without_running: bool = False
 
+    @entry("Rules")
     def __post_init__(self) -> None:
         if isinstance(self.forbid, str) or not isinstance(self.forbid, tuple):
-            raise TypeError(
-                f"Rules(): `forbid` must be a tuple of names from {tuple(FAMILIES)}, e.g. "
-                f"forbid=('repeat',); got {type(self.forbid).__name__} {self.forbid!r}."
+            raise problem(
+                TypeError,
+                f"`forbid` must be a tuple of names from {tuple(FAMILIES)}, e.g. "
+                f"forbid=('repeat',); got {type(self.forbid).__name__} {self.forbid!r}.",
             )
         bad = [n for n in self.forbid if n not in FAMILIES]
         if bad:
-            raise ValueError(f"Rules(): forbid names {bad} are unknown; pick from {tuple(FAMILIES)}.")
+            raise problem(ValueError, f"forbid names {bad} are unknown; pick from {tuple(FAMILIES)}.")
         if self.must_view and self.must_copy:
-            raise ValueError("Rules(): must_view and must_copy exclude each other; pick one.")
+            raise problem(ValueError, "must_view and must_copy exclude each other; pick one.")
         if self.no_python_loops is not None and not callable(self.no_python_loops):
-            raise TypeError("Rules(): `no_python_loops` must be a function n -> argument tuple of size n.")
+            raise problem(TypeError, "`no_python_loops` must be a function n -> argument tuple of size n.")
 
     def labels(self) -> list[str]:
         """One label per rule, as the failure messages name them."""
@@ -136,7 +165,7 @@ class Rules:
         return out
 
     def sentences(self) -> list[str]:
-        """The rules in words, for :func:`viewlab.exercises.show`."""
+        """The rules in words, for :func:`viewlab.course.exercises.show`."""
         out = [f"Do not use {n} (checked: every operator your function runs is recorded)." for n in self.forbid]
         if self.no_python_loops is not None:
             out.append(
@@ -170,28 +199,18 @@ class Hit:
 
     family: str
     op: str
-    line: str | None = None
+    line: str | None = None  # as viewlab._dispatch.learner_line says it: "line 3 of this cell: code"
 
     def where(self) -> str:
-        return f" at {self.line}" if self.line else ""
+        """`` at <place>: `<code>```, the code quoted so that the sentence after it reads apart from it.
 
-
-def _learner_line(code: Any) -> str | None:
-    """``line N: `source``` of the innermost frame outside torch and the checker (the learner's code)."""
-    frame = sys._getframe(2)
-    chosen = None
-    while frame is not None:
-        name = os.path.abspath(frame.f_code.co_filename)
-        if chosen is None and not name.startswith(_ENGINE_DIRS):
-            chosen = frame
-        if code is not None and frame.f_code is code:
-            chosen = chosen or frame
-            break
-        frame = frame.f_back
-    if chosen is None:
-        return None
-    text = linecache.getline(chosen.f_code.co_filename, chosen.f_lineno).strip()
-    return f"line {chosen.f_lineno}: `{text}`" if text else f"line {chosen.f_lineno}"
+        >>> Hit("repeat", "aten.repeat.default", "line 2 of this cell: y = x.repeat(2)").where()
+        ' at line 2 of this cell: `y = x.repeat(2)`'
+        """
+        if not self.line:
+            return ""
+        place, sep, code = self.line.partition(": ")
+        return f" at {place}: `{code}`" if sep else f" at {self.line}"
 
 
 class OpRecorder(TorchDispatchMode):
@@ -202,9 +221,8 @@ class OpRecorder(TorchDispatchMode):
     identity, so it nests with ``viewlab.measure``).
     """
 
-    def __init__(self, learner_code: Any = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.learner_code = learner_code
         self.n_ops = 0
         self.names: list[str] = []
         self.lifted_elements = 0  # elements of tensors made from Python data (torch.tensor([...]))
@@ -222,7 +240,7 @@ class OpRecorder(TorchDispatchMode):
                 self.hits[family] = Hit(
                     family,
                     "the autograd engine (running " + name + ")" if family == "autograd" else name,
-                    _learner_line(self.learner_code),
+                    learner_line(_SKIP),
                 )
         out = func(*args, **(kwargs or {}))
         if name.startswith("aten.lift_fresh") and isinstance(out, torch.Tensor):
@@ -233,11 +251,11 @@ class OpRecorder(TorchDispatchMode):
         return self.hits.get(family)
 
     def __enter__(self) -> OpRecorder:
-        _enter_mode(self)
+        enter_mode(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _remove_mode(self)
+        remove_mode(self)
 
 
 def forbid_problem(rules: Rules, rec: OpRecorder | None) -> str | None:
@@ -274,3 +292,73 @@ def loop_problem(small: OpRecorder, big: OpRecorder, n_small: int, n_big: int) -
             "tensors instead"
         )
     return None
+
+
+def memory_problem(memory: str | None, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> str | None:
+    """The rules ``must_view`` (``memory="view"``: every output shares memory with an input) and ``must_copy``
+    (``"copy"``: none does), or None when ``outputs`` keep them.
+
+    >>> x = torch.zeros(2, 3)
+    >>> memory_problem("view", [x], [x.t()]) is None, memory_problem("copy", [x], [x.t()])[:26]
+    (True, 'breaks rule `must_copy`: t')
+    """
+    if memory is None:
+        return None
+    for i, out in enumerate(outputs):
+        where = "the result" if len(outputs) == 1 else f"result tensor {i}"
+        shared = any(shares_storage(out, x) for x in inputs)
+        if memory == "view" and not shared and out.numel() > 0:
+            return (
+                f"breaks rule `must_view`: {where} shares no memory with the input, so it was copied (new bytes "
+                "were allocated). The exercise asks for a view: use only view ops (view, transpose, expand, "
+                "slicing, ...) and avoid contiguous(), clone(), repeat(), reshape() of non-contiguous input, "
+                "arithmetic."
+            )
+        if memory == "copy" and shared:
+            return (
+                f"breaks rule `must_copy`: {where} shares memory with the input, so writing to it would change the "
+                "input. The exercise asks for an independent copy: add .clone() (or .contiguous() after an expand)."
+            )
+    return None
+
+
+def bytes_problem(rules: Rules, args: tuple[Any, ...], peak: int) -> str | None:
+    """The rules on measured bytes: ``max_new_bytes`` and ``predict_without_running`` (``peak``: what
+    ``viewlab.measure`` saw while the learner's function ran on ``args``).
+
+    >>> bytes_problem(Rules(max_new_bytes=8), (), 12)[:60]
+    'breaks rule `max_new_bytes`: while your function ran, new te'
+    """
+    if rules.max_new_bytes is not None:
+        limit = rules.max_new_bytes(*args) if callable(rules.max_new_bytes) else rules.max_new_bytes
+        if peak > limit:
+            return (
+                f"breaks rule `max_new_bytes`: while your function ran, new tensors peaked at {peak:,} B "
+                f"(viewlab.measure); the exercise allows {limit:,} B here. A temporary counts while it is "
+                "alive, even when it is gone by the end of the line: find the one you do not need"
+            )
+    if rules.predict_without_running and peak > PREDICT_PEAK_BYTES:
+        return (
+            f"breaks rule `predict_without_running`: your function allocated {peak:,} B of tensors while it "
+            f"ran (viewlab.measure; a prediction may use at most {PREDICT_PEAK_BYTES} B). It ran the code "
+            "it should predict: compute the answer from sizes, dtypes and element sizes instead"
+        )
+    return None
+
+
+@entry("named_rule")
+def named_rule(label: str, rule: Callable[[tuple[Any, ...], Any], str | None]) -> Callable[..., str | None]:
+    """Give an ``extra`` rule a name: its failure message then starts ``breaks rule `<label>```.
+
+    >>> named_rule("no_stride_0", lambda args, out: None).rule
+    'no_stride_0'
+    """
+    require_str(label, "label")
+    if not callable(rule):
+        raise type_error("rule", "a function rule(args, result) -> str or None", rule)
+
+    def checked(args: tuple[Any, ...], result: Any) -> str | None:
+        return rule(args, result)
+
+    checked.rule = label  # type: ignore[attr-defined]
+    return checked

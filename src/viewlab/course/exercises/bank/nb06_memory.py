@@ -2,6 +2,10 @@
 
 Each reference *measures* the real allocation with :func:`viewlab.measure` (tensor-storage backend,
 CPU), so a learner's formula is compared with what PyTorch actually allocates, not with another formula.
+
+>>> from viewlab.course.exercises import exercise_ids
+>>> exercise_ids("06")
+['06-adam-state-bytes', '06-doubled-sum-peak', '06-lower-the-peak', '06-repeat-bytes']
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, Rules, register, tensors
-from ...memory import measure
+from viewlab import measure
+from viewlab.course.exercises import Exercise, Rules, register, tensors
 
 _FLOAT_DTYPES = (torch.float16, torch.float32, torch.float64)
 

@@ -1,4 +1,9 @@
-"""Exercises for notebook 02 (broadcasting rules): each one is a real broadcasting bug turned around."""
+"""Exercises for notebook 02 (broadcasting rules): each one is a real broadcasting bug turned around.
+
+>>> from viewlab.course.exercises import exercise_ids
+>>> exercise_ids("02")
+['02-bias-grad', '02-center-rows', '02-pairwise-diff', '02-per-sample-error']
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, Rules, register, tensors
+from viewlab.course.exercises import Exercise, Rules, register, tensors
 
 
 def _matrix_inputs() -> Any:

@@ -1,5 +1,10 @@
 """Exercises for notebook 04 (broadcasting in attention): masks by broadcasting, heads as views,
-and a loss weighted by a mask in the right orientation."""
+and a loss weighted by a mask in the right orientation.
+
+>>> from viewlab.course.exercises import exercise_ids
+>>> exercise_ids("04")
+['04-causal-mask', '04-masked-token-mean', '04-sdpa-by-hand', '04-split-heads']
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, Rules, register, tensors
+from viewlab.course.exercises import Exercise, Rules, register, tensors
 
 
 def _causal_inputs() -> Any:
@@ -217,6 +222,12 @@ register(
             (
                 torch.ones(1, 1, 2, 2),
                 torch.ones(1, 1, 3, 2),
+                torch.arange(6.0).view(1, 1, 3, 2),
+                torch.tensor([True, True, False]).view(1, 1, 1, 3),
+            ),
+            (  # scores that differ from key to key: a missing scale or mask shows here, without a search
+                torch.arange(4.0).view(1, 1, 2, 2),
+                torch.arange(6.0).view(1, 1, 3, 2),
                 torch.arange(6.0).view(1, 1, 3, 2),
                 torch.tensor([True, True, False]).view(1, 1, 1, 3),
             ),

@@ -1,4 +1,9 @@
-"""Exercises for notebook 05 (pitfalls and myths). Each turns one pitfall into practice."""
+"""Exercises for notebook 05 (pitfalls and myths). Each turns one pitfall into practice.
+
+>>> from viewlab.course.exercises import exercise_ids
+>>> exercise_ids("05")
+['05-batch-view', '05-can-expand', '05-count-labels', '05-flatten-any']
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,9 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, Rules, named_rule, register, tensors
-from ...sharing import shares_storage
-from ..article_helpers import article_check_expandable
+from viewlab import shares_storage
+from viewlab.course.article_helpers import article_check_expandable
+from viewlab.course.exercises import Exercise, Rules, named_rule, register, tensors
 
 
 def _batch_inputs() -> Any:

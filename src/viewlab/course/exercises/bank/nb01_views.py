@@ -1,4 +1,9 @@
-"""Exercises for notebook 01 (views vs copies)."""
+"""Exercises for notebook 01 (views vs copies).
+
+>>> from viewlab.course.exercises import exercise_ids
+>>> exercise_ids("01")
+['01-channels-first', '01-independent-flat', '01-odd-positions']
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, register, tensors
+from viewlab.course.exercises import Exercise, register, tensors
 
 
 def _images() -> Any:

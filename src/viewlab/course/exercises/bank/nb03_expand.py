@@ -1,4 +1,9 @@
-"""Exercises for notebook 03 (expand, expand_as and repeat)."""
+"""Exercises for notebook 03 (expand, expand_as and repeat).
+
+>>> from viewlab.course.exercises import exercise_ids
+>>> exercise_ids("03")
+['03-grad-of-expand', '03-interleave-view', '03-outer-sum', '03-writes-into-expand']
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ...exercises import Exercise, Rules, register, tensors
+from viewlab.course.exercises import Exercise, Rules, register, tensors
 
 
 def _two_vectors() -> Any:

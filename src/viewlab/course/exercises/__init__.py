@@ -1,0 +1,272 @@
+"""Auto-checked exercises: run a learner's function and a reference on many generated inputs.
+
+Quick use in a notebook::
+
+    from viewlab.course import exercises as ex
+    ex.show("05-batch-view")          # statement, signature, how to check
+    def my_fn(x): ...                 # an unfinished stub is fine: it reports "not solved yet"
+    ex.check_exercise("05-batch-view", my_fn)
+    ex.hint("05-batch-view", 2)       # more help, one hint at a time
+    ex.solution("05-batch-view")      # opt-in: prints the reference solution
+
+and, for a prediction written down before the cell that measures, ``check_guess(guess, actual, why)``.
+
+The package, one job per module: :mod:`.engine` (:func:`check`, the comparison, :class:`CheckResult`),
+:mod:`.strategies` (the inputs: :func:`tensors`, :func:`shapes`, :data:`LAYOUTS`; the only module that
+imports hypothesis), :mod:`.rules` (:class:`Rules`, the operator recorder, :func:`named_rule`),
+:mod:`.registry` (:class:`Exercise`, :func:`register`, :func:`get`, :func:`exercise_ids`),
+:mod:`.picture` (the failure figure) and :mod:`.bank` (the exercises of each notebook).
+
+Adding exercises for your notebook (authors of other notebooks)
+-----------------------------------------------------------------
+Exercises are data. Create ``src/viewlab/course/exercises/bank/nbNN_<topic>.py`` (one module per notebook;
+every module in that package is found automatically) and call :func:`register` at import time::
+
+    from viewlab.course.exercises import Exercise, register, tensors
+    from hypothesis import strategies as st
+
+    def _ref(x):                       # the reference solution (shown only by solution())
+        return x.t()
+
+    register(Exercise(
+        id="02-my-transpose",          # "NN-" prefix = the notebook number
+        title="Transpose without copying",
+        statement="Return the transpose of the 2-D tensor x as a view (no copy).",
+        signature="def transpose_view(x: torch.Tensor) -> torch.Tensor",
+        reference=_ref,
+        inputs=lambda: st.tuples(tensors(dims=(2, 2))),   # strategy of argument tuples
+        memory="view",                 # or "copy" (must not share memory) or None (don't care)
+        hints=("Which op swaps two dims and keeps the storage?", "x.t() or x.transpose(0, 1)"),
+        wrong=((lambda x: x.t().contiguous(), "shares no memory"),),  # plausible wrong answers
+    ))
+
+``tests/course/test_exercises.py`` then proves, for every registered exercise, that the reference passes
+and that each ``wrong`` answer fails with a message containing the given text. In the notebook,
+end with a stub cell per exercise: ``def transpose_view(x): raise NotImplementedError`` followed
+by ``ex.check_exercise("02-my-transpose", transpose_view)`` -- it prints "not solved yet" and
+passes strict nbval until the learner fills it in.
+
+>>> check_exercise("05-flatten-any", lambda x: x.flatten()).passed
+True
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from viewlab._checks import entry, problem, require_str, type_error
+
+from .engine import (
+    ATOL,
+    FAILED,
+    MAX_EXAMPLES,
+    NOT_SOLVED,
+    PASSED,
+    RTOL,
+    CheckResult,
+    build_check,
+    check,
+    require_learner_fn,
+    require_max_examples,
+)
+from .registry import Exercise, UnknownExercise, exercise_ids, get, register
+from .rules import Rules, named_rule
+from .strategies import LAYOUTS, MAX_DIMS, MAX_ELEMENTS, shapes, tensors
+
+__all__ = [
+    "Exercise",
+    "CheckResult",
+    "Rules",
+    "register",
+    "get",
+    "exercise_ids",
+    "show",
+    "hint",
+    "solution",
+    "check",
+    "check_exercise",
+    "check_guess",
+    "named_rule",
+    "tensors",
+    "shapes",
+    "LAYOUTS",
+    "MAX_DIMS",
+    "MAX_ELEMENTS",
+    "MAX_EXAMPLES",
+    "UnknownExercise",
+    "PASSED",
+    "FAILED",
+    "NOT_SOLVED",
+]
+
+
+@entry("show")
+def show(exercise_id: str) -> None:
+    """Print the statement, the stub to start from and how to check it.
+
+    >>> show("05-batch-view")  # doctest: +ELLIPSIS
+    Exercise 05-batch-view: ...
+    """
+    ex = get(exercise_id)
+    fn = ex.signature[4:].split("(")[0]
+    memory = {"view": "Return a view: no copy, zero new bytes.", "copy": "Return an independent copy."}.get(
+        ex.memory or "", ""
+    )
+    print(f"Exercise {ex.id}: {ex.title}")
+    print(textwrap.fill(ex.statement, 100))
+    sentences = ex.rules.sentences()
+    if memory and memory not in sentences:
+        sentences.append(memory)
+    for sentence in sentences:
+        print(textwrap.fill(f"Rule: {sentence}", 100, subsequent_indent="  "))
+    print()
+    print(f"{ex.signature}:\n    raise NotImplementedError  # your code here")
+    print(f"\nCheck it with: check_exercise({ex.id!r}, {fn})   ({len(ex.hints)} hints: hint({ex.id!r}, 1))")
+
+
+@entry("hint")
+def hint(exercise_id: str, n: int = 1) -> None:
+    """Print hint number ``n`` (1-based) of an exercise.
+
+    >>> hint("05-flatten-any", 1)
+    Hint 1/2: x.view(-1) needs strides compatible with the new shape: does a transposed tensor have them?
+    """
+    ex = get(exercise_id)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise type_error("n", "an int (the hint number, from 1)", n)
+    if not ex.hints:
+        print(f"{ex.id} has no hints.")
+        return
+    if not 1 <= n <= len(ex.hints):
+        raise problem(ValueError, f"{ex.id} has hints 1..{len(ex.hints)}; you asked for hint {n!r}.")
+    print(f"Hint {n}/{len(ex.hints)}: {ex.hints[n - 1]}")
+
+
+@entry("solution")
+def solution(exercise_id: str) -> None:
+    """Print the solution's source and two lines of why (opt-in: try the hints first).
+
+    >>> solution("05-batch-view")
+    def _batch_view(sample: torch.Tensor, n: int) -> torch.Tensor:
+        return sample.unsqueeze(0).expand(n, *sample.shape)
+    # Why: expand gives the new dim stride 0, so all n entries read the same storage: a view, 0 bytes.
+    # Why: repeat writes n copies into new memory: right values, n times the bytes.
+    """
+    ex = get(exercise_id)
+    shown = ex.answer or ex.reference
+    try:
+        src = inspect.getsource(shown)
+    except (OSError, TypeError):
+        src = f"# source not available for {shown!r}"
+    if getattr(shown, "__name__", "") == "<lambda>":
+        body = _lambda_body(src)
+        if body is not None:  # show a lambda reference as the def the learner writes
+            src = f"{ex.signature}:\n    return {body}"
+    print(textwrap.dedent(src).rstrip())
+    for line in ex.why:
+        print(textwrap.fill(f"# Why: {line}", 100, subsequent_indent="#   "))
+
+
+def _lambda_body(src: str) -> str | None:
+    """The body of the first lambda in ``src`` (a source line such as ``reference=lambda x: x.t(),``).
+
+    >>> _lambda_body("    reference=lambda x: x[1::2],")
+    'x[1::2]'
+    """
+    import ast
+
+    start = src.find("lambda")
+    text = src[start:] if start >= 0 else ""
+    for end in range(len(text), 0, -1):  # trim trailing ",", ")" ... until the lambda parses alone
+        try:
+            node = ast.parse(text[:end].strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(node, ast.Lambda):
+            return ast.unparse(node.body)
+    return None
+
+
+@entry("check_exercise")
+def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_examples: int = 60) -> CheckResult:
+    """Check ``learner_fn`` against exercise ``exercise_id`` (see :func:`check` for what is compared).
+
+    >>> print(check_exercise("05-flatten-any", lambda x: x.view(-1)).reason)
+    your function raised RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.
+    """
+    ex = get(exercise_id)
+    require_learner_fn(learner_fn)
+    require_max_examples(max_examples)
+    first_hint = (
+        f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
+    )
+    return build_check(
+        learner_fn,
+        ex.reference,
+        ex.inputs(),
+        memory=ex.memory,
+        examples=ex.examples,
+        max_examples=max_examples,
+        rtol=RTOL,
+        atol=ATOL,
+        hint=first_hint,
+        title=f"{ex.id} ({ex.title})",
+        extra=ex.extra,
+        rules=ex.rules,
+    ).run()
+
+
+# ----- predict, then run -----------------------------------------------------------------------------------
+def _plain_guess(value: Any) -> bool:
+    if isinstance(value, (torch.Size, tuple, list)):
+        return all(_plain_guess(v) for v in value)
+    return isinstance(value, (bool, int, float, str))
+
+
+@entry("check_guess")
+def check_guess(guess: Any, actual: Any, why: str) -> str:
+    """Judge a prediction written down *before* the cell that measures ran; print the verdict and why.
+
+    ``guess`` left as ``None`` or ``...`` prints "make your guess first" and reveals nothing. Otherwise
+    the verdict is computed by comparing ``guess`` with ``actual`` (tuples and ``torch.Size`` compare by
+    value, numbers exactly). Returns ``"right"``, ``"wrong"`` or ``"no guess"``.
+
+    >>> check_guess(..., 96, "repeat allocates numel * itemsize")
+    make your guess first: replace None in the cell above with your guess, run it, then run this one.
+    'no guess'
+    >>> check_guess(96, 96, "4 x 6 float32 elements")
+    right: 96. 4 x 6 float32 elements
+    'right'
+    >>> check_guess((3, 4), torch.Size([4, 3]), "transposed")
+    wrong: you guessed (3, 4); it is (4, 3). transposed
+    'wrong'
+    """
+    require_str(why, "why")
+    for name, value in (("guess", guess), ("actual", actual)):
+        if not _plain_guess(value) and not (name == "guess" and (value is None or value is Ellipsis)):
+            raise type_error(
+                name,
+                "a plain value to compare: an int, float, bool, str, or a tuple "
+                "of those (a shape), e.g. guess = 96 or guess = (3, 4)",
+                value,
+            )
+    if guess is None or guess is Ellipsis:
+        print("make your guess first: replace None in the cell above with your guess, run it, then run this one.")
+        return "no guess"
+    norm = lambda v: tuple(v) if isinstance(v, (torch.Size, list)) else v  # noqa: E731
+    shown, mine = norm(actual), norm(guess)
+    if isinstance(shown, bool) or isinstance(mine, bool):
+        same = mine is shown  # True is not 1 here: a yes/no question wants a yes/no answer
+    else:
+        same = bool(mine == shown)
+    verdict = "right" if same else "wrong"
+    if same:
+        print(f"right: {shown!r}. {why}")
+    else:
+        print(f"wrong: you guessed {mine!r}; it is {shown!r}. {why}")
+    return verdict
