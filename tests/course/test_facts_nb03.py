@@ -7,9 +7,9 @@ import json
 import torch
 
 from tests.conftest import ROOT
-from viewlab import exercises as ex
 from viewlab.bench import BenchRow
-from viewlab.course.exercise_bank import nb03_expand
+from viewlab.course import exercises as ex
+from viewlab.course.exercises.bank import nb03_expand
 
 NOTEBOOK = ROOT / "notebooks" / "03_expand_expand_as_repeat.ipynb"
 

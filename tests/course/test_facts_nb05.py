@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tests.conftest import ROOT
-from viewlab import exercises as ex
+from viewlab.course import exercises as ex
 
 NB05 = ROOT / "notebooks" / "05_pitfalls_and_myths.ipynb"
 OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
