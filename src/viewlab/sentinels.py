@@ -9,6 +9,10 @@
 
 Nothing here starts at import: the modes are entered only inside the ``with`` block (or the decorated
 call) and removed by identity when it ends. What IPython keeps alive is :mod:`viewlab.ipython`'s.
+
+>>> x = torch.zeros(2, 3)
+>>> with views_only(), watch_broadcasts(action="raise"):  # indexing and t() are views; nothing is stretched
+...     y = x[1:].t()
 """
 
 from __future__ import annotations
@@ -217,14 +221,14 @@ _LOSSES = frozenset(
 )
 
 
-def mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int, int]]] | None:
+def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int, int]]] | None:
     """For operand shapes that broadcast, which operand was stretched along which dim (right-aligned index in
     the result, size before, size after) -- or None when the broadcast is one-sided (some operand already
     has the result's shape, so the others were only stretched to fit it).
 
-    >>> mutual_stretch([(5, 1), (5,)])
+    >>> _mutual_stretch([(5, 1), (5,)])
     {0: [(1, 1, 5)], 1: [(0, 0, 5)]}
-    >>> mutual_stretch([(8, 4), (4,)]) is None
+    >>> _mutual_stretch([(8, 4), (4,)]) is None
     True
     """
     result = torch.broadcast_shapes(*shapes)
@@ -252,7 +256,7 @@ class _BroadcastWatch(TorchDispatchMode):
             shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
             if len(shapes) >= 2:
                 try:
-                    stretched = mutual_stretch(shapes)
+                    stretched = _mutual_stretch(shapes)
                 except RuntimeError:  # not broadcastable: torch raises its own error below
                     stretched = None
                 if stretched and not called_from_viewlab(__file__):

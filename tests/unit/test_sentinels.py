@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 from tests.unit.test_ipython import run_in_kernel
 from viewlab import shares_storage
 from viewlab.errors import BroadcastStretchError, BroadcastWarning, CopyError
-from viewlab.sentinels import mutual_stretch, views_only, watch_broadcasts
+from viewlab.sentinels import _mutual_stretch, views_only, watch_broadcasts
 from viewlab.viewops import OP_CASES
 
 pytestmark = pytest.mark.colab  # also run on Colab's stack (IPython 7.34): make test-colab
@@ -134,7 +134,7 @@ def test_watch_broadcasts_reports_exactly_the_mutual_stretches(a, b):
             x + y
     reported = [w for w in seen if issubclass(w.category, BroadcastWarning)]
     assert bool(reported) == mutual, f"{a} + {b} -> {result}: mutual {mutual}, reported {len(reported)}"
-    assert (mutual_stretch([a, b]) is not None) == mutual
+    assert (_mutual_stretch([a, b]) is not None) == mutual
 
 
 def test_the_classic_loss_bug_is_caught_with_shapes_dims_and_fix():
