@@ -25,6 +25,7 @@ from tests.fuzz.harness import (
     _merge,
     _optional,
     fuzz,
+    is_clear,
     public,
     run_with_time_limit,
     uncovered,
@@ -319,3 +320,14 @@ def test_the_harness_fails_a_hang_and_what_a_call_leaves_on_its_thread():
             fuzz(Target("leaky", fn, st.just({}), lambda kw, result, data: None, examples=1))
     assert torch.is_grad_enabled(), "only the worker thread's grad mode was turned off"
     FIGURES.pop("leaky")  # not a callable of viewlab: kept out of the run's figures
+
+
+def test_a_clear_error_is_raised_in_viewlab_and_names_the_function_called():
+    layout, noop = public("layout"), st.just({})
+    with pytest.raises(TypeError) as err:
+        layout(3)  # raised inside viewlab: "layout(): expects a torch.Tensor ..."
+    assert is_clear(Target("layout", layout, noop, print), err.value)
+    assert not is_clear(Target("storage_indices", layout, noop, print), err.value), "it names another function"
+    with pytest.raises(TypeError) as mine:
+        raise TypeError("layout(): raised here, in the test")
+    assert not is_clear(Target("layout", layout, noop, print), mine.value), "raised outside viewlab"
