@@ -22,15 +22,11 @@ from .broadcast import BroadcastExplanation, explain_broadcast
 from .draw import draw_layout, show_figure
 from .draw_broadcast import draw_broadcast
 from .errors import BroadcastError, BroadcastStretchError, BroadcastWarning, CopyError
+from .ipython import held_by_ipython, release_ipython_refs
 from .layout import Layout, layout, storage_indices
 from .memory import Measurement, OpRecord, measure
 from .monitor import MemoryMonitor
-from .sentinels import (
-    held_by_ipython,
-    release_ipython_refs,
-    views_only,
-    watch_broadcasts,
-)
+from .sentinels import views_only, watch_broadcasts
 from .sharing import shares_storage
 from .viewops import OFFICIAL_VIEW_OPS, OP_CASES, observe, view_op_table
 

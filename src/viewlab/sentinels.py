@@ -6,17 +6,19 @@
 * :func:`watch_broadcasts` -- reports elementwise operators whose operands were stretched *against each
   other* (``(N, 1) - (N,)`` gives ``(N, N)``) and loss functions called with input and target of
   different shapes; one-sided broadcasts (a bias, a scale) are never reported.
-* :func:`held_by_ipython` / :func:`release_ipython_refs` -- tensors kept alive only by IPython's output
-  history (``Out``, ``_``, ``__``, ``___``, ``_5``), its last result, or the last stored traceback.
 
 Nothing here starts at import: the modes are entered only inside the ``with`` block (or the decorated
-call) and removed by identity when it ends.
+call) and removed by identity when it ends. What IPython keeps alive is :mod:`viewlab.ipython`'s.
+
+>>> x = torch.zeros(2, 3)
+>>> with views_only(), watch_broadcasts(action="raise"):  # indexing and t() are views; nothing is stretched
+...     y = x[1:].t()
 """
 
 from __future__ import annotations
 
 import functools
-import sys
+import math
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -25,37 +27,15 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ._dispatch import called_from_viewlab, learner_line, storage_key, tensors_in
-from ._dispatch import enter_mode as _enter_mode
-from ._dispatch import remove_mode as _remove_mode
+from ._checks import entry, problem, require_bool, type_error, value_error
+from ._dispatch import called_from_viewlab, enter_mode, learner_line, remove_mode, storage_key, tensors_in
 from .errors import BroadcastStretchError, BroadcastWarning, CopyError
 
-__all__ = [
-    "views_only",
-    "watch_broadcasts",
-    "HeldTensor",
-    "held_by_ipython",
-    "release_ipython_refs",
-]
-
-
-# ---------------------------------------------------------------------- where the learner is
-
-
-def _learner_line() -> str | None:
-    return learner_line()
-
-
-def _called_from_viewlab() -> bool:
-    return called_from_viewlab(__file__)
+__all__ = ["views_only", "watch_broadcasts"]
 
 
 def _describe(t: torch.Tensor) -> str:
     return f"shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {t.storage_offset()}"
-
-
-_tensors = tensors_in
-_storage_key = storage_key
 
 
 class _CallRecorder(TorchFunctionMode):
@@ -123,10 +103,10 @@ _LIFT_FRESH = torch.ops.aten.lift_fresh.default
 
 
 class _ViewsOnlyMode(TorchDispatchMode):
-    def __init__(self, allow: frozenset[str], recorder: _CallRecorder) -> None:
+    def __init__(self, allow: frozenset[str]) -> None:
         super().__init__()
         self.allow = allow
-        self.recorder = recorder
+        self.recorder = _CallRecorder()  # entered beside it by _Guard: which public call made the storage
 
     def _allowed(self, func: Any) -> bool:
         aten = str(func)  # e.g. "aten.clone.default"
@@ -138,10 +118,10 @@ class _ViewsOnlyMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
         # lift_fresh hands over a tensor torch.tensor(...) just built: new storage although it is the input.
-        inputs = set() if func is _LIFT_FRESH else {_storage_key(t) for t in _tensors((*args, *kwargs.values()))}
+        inputs = set() if func is _LIFT_FRESH else {storage_key(t) for t in tensors_in((*args, *kwargs.values()))}
         out = func(*args, **kwargs)
-        for t in _tensors(out if isinstance(out, (list, tuple)) else (out,)):
-            key = _storage_key(t)
+        for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)):
+            key = storage_key(t)
             if key is None or key in inputs or t.device.type == "meta" or self._allowed(func):
                 continue
             if not t.untyped_storage().resizable():  # borrowed memory (NumPy, DLPack): nothing was copied
@@ -149,7 +129,8 @@ class _ViewsOnlyMode(TorchDispatchMode):
             call = self.recorder.current
             called = _public_name(call[0]) if call else str(func)
             why = _why_not_a_view(*(call if call else (None, args, kwargs)))
-            line = _learner_line()
+            line = learner_line()
+            # The learner's code runs here, after views_only() returned: named after the guard, not by problem().
             raise CopyError(
                 f"views_only(): {called} made new storage ({t.untyped_storage().nbytes():,} bytes for a tensor of "
                 f"shape {tuple(t.shape)}; PyTorch ran {func}). Why: {why}.\n"
@@ -161,17 +142,20 @@ class _ViewsOnlyMode(TorchDispatchMode):
 
 
 class _Guard:
-    """A context manager that is also a decorator, entering its modes on the calling thread."""
+    """A context manager that is also a decorator, entering its modes on the calling thread: a fresh dispatch
+    mode from ``make_mode`` and its ``recorder`` (a function mode). ``name``: the public function that made it."""
 
-    def __init__(self, make_modes: Callable[[], tuple[TorchFunctionMode, TorchDispatchMode]]) -> None:
-        self._make = make_modes
+    def __init__(self, name: str, make_mode: Callable[[], TorchDispatchMode]) -> None:
+        self.name = name
+        self._make = make_mode
         self._active: list[tuple[TorchFunctionMode, TorchDispatchMode]] = []
 
     def __enter__(self) -> _Guard:
-        function_mode, dispatch_mode = self._make()
+        dispatch_mode = self._make()
+        function_mode = dispatch_mode.recorder
         function_mode.__enter__()
         try:
-            _enter_mode(dispatch_mode)
+            enter_mode(dispatch_mode)
         except BaseException:
             function_mode.__exit__(None, None, None)
             raise
@@ -180,12 +164,13 @@ class _Guard:
 
     def __exit__(self, *exc: object) -> None:
         function_mode, dispatch_mode = self._active.pop()
-        _remove_mode(dispatch_mode)
+        remove_mode(dispatch_mode)
         function_mode.__exit__(None, None, None)
 
     def __call__(self, fn: Callable) -> Callable:
-        if not callable(fn):
-            raise TypeError(f"used as a decorator, this needs a function, got {type(fn).__name__}.")
+        if not callable(fn):  # named after the guard's maker: views_only()(5) names views_only
+            text = f"used as a decorator, this needs a function, got {type(fn).__name__}."
+            raise entry(self.name)(problem)(TypeError, text)
 
         @functools.wraps(fn)
         def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -195,14 +180,14 @@ class _Guard:
         return guarded
 
 
-def _names(allow: Any, where: str) -> frozenset[str]:
-    if isinstance(allow, str):
-        allow = (allow,)
-    if not isinstance(allow, (list, tuple, set, frozenset)) or not all(isinstance(a, str) and a for a in allow):
-        raise TypeError(f"{where}(allow=...) expects operator names such as ('reshape', 'clone'), got {allow!r}.")
-    return frozenset(allow)
+def _names(allow: Any) -> frozenset[str]:
+    names = (allow,) if isinstance(allow, str) else allow
+    if not isinstance(names, (list, tuple, set, frozenset)) or not all(isinstance(a, str) and a for a in names):
+        raise type_error("allow", "operator names such as ('reshape', 'clone')", allow, "Pass allow=('reshape',).")
+    return frozenset(names)
 
 
+@entry("views_only")
 def views_only(allow: Iterable[str] = ()) -> _Guard:
     """Guarantee that the code inside makes no copy: an operator returning new storage raises :class:`CopyError`.
 
@@ -222,43 +207,28 @@ def views_only(allow: Iterable[str] = ()) -> _Guard:
     ...     print(str(err).split(" (")[0])
     views_only(): Tensor.reshape made new storage
     """
-    allowed = _names(allow, "views_only")
-
-    def make() -> tuple[TorchFunctionMode, TorchDispatchMode]:
-        recorder = _CallRecorder()
-        return recorder, _ViewsOnlyMode(allowed, recorder)
-
-    return _Guard(make)
+    allowed = _names(allow)
+    return _Guard("views_only", lambda: _ViewsOnlyMode(allowed))
 
 
 # ---------------------------------------------------------------------- watch_broadcasts
 
 
+# Losses that compare an input with a target elementwise: different shapes broadcast silently.
 _LOSSES = frozenset(
-    {
-        "mse_loss",
-        "l1_loss",
-        "smooth_l1_loss",
-        "huber_loss",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "soft_margin_loss",
-        "poisson_nll_loss",
-        "gaussian_nll_loss",
-        "kl_div",
-        "hinge_embedding_loss",
-    }
+    "mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy binary_cross_entropy_with_logits "
+    "soft_margin_loss poisson_nll_loss gaussian_nll_loss kl_div hinge_embedding_loss".split()
 )
 
 
-def mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int, int]]] | None:
+def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int, int]]] | None:
     """For operand shapes that broadcast, which operand was stretched along which dim (right-aligned index in
     the result, size before, size after) -- or None when the broadcast is one-sided (some operand already
     has the result's shape, so the others were only stretched to fit it).
 
-    >>> mutual_stretch([(5, 1), (5,)])
+    >>> _mutual_stretch([(5, 1), (5,)])
     {0: [(1, 1, 5)], 1: [(0, 0, 5)]}
-    >>> mutual_stretch([(8, 4), (4,)]) is None
+    >>> _mutual_stretch([(8, 4), (4,)]) is None
     True
     """
     result = torch.broadcast_shapes(*shapes)
@@ -274,23 +244,22 @@ def mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, i
 
 
 class _BroadcastWatch(TorchDispatchMode):
-    def __init__(self, report: Callable[[str], None], allow_outer: bool, recorder: _CallRecorder) -> None:
+    def __init__(self, report: Callable[[str], None], allow_outer: bool) -> None:
         super().__init__()
         self.report = report
         self.allow_outer = allow_outer
-        self.recorder = recorder
+        self.recorder = _LossWatch(report)  # names the public call, and watches loss functions itself
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
         if torch.Tag.pointwise in func.tags and not self.allow_outer:
-            operands = [a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
-            shapes = [tuple(a.shape) for a in operands]
+            shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
             if len(shapes) >= 2:
                 try:
-                    stretched = mutual_stretch(shapes)
+                    stretched = _mutual_stretch(shapes)
                 except RuntimeError:  # not broadcastable: torch raises its own error below
                     stretched = None
-                if stretched and not _called_from_viewlab():
+                if stretched and not called_from_viewlab(__file__):
                     self.report(_stretch_message(func, self.recorder, shapes, stretched))
         return func(*args, **kwargs)
 
@@ -303,18 +272,15 @@ def _stretch_message(func: Any, recorder: _CallRecorder, shapes: list, stretched
     for k, dims in stretched.items():
         moves = ", ".join(f"dim {d} ({'missing' if b == 0 else b} -> {a})" for d, b, a in dims)
         parts.append(f"operand {k} {shapes[k]} along {moves}")
-    numel = 1
-    for n in result:
-        numel *= n
-    first, second = shapes[0], shapes[1]
-    if len(first) == len(second) + 1 and first[-1] == 1 and first[:-1] == second:
-        fix = f"squeeze dim {len(first) - 1} of operand 0 ({first} -> {first[:-1]})"
-    elif len(second) == len(first) + 1 and second[-1] == 1 and second[:-1] == first:
-        fix = f"squeeze dim {len(second) - 1} of operand 1 ({second} -> {second[:-1]})"
-    else:
-        fix = "make the operands' shapes equal first (reshape or view_as one of them)"
+    numel = math.prod(result)
+    fix = "make the operands' shapes equal first (reshape or view_as one of them)"
+    for k, (mine, other) in enumerate([(shapes[0], shapes[1]), (shapes[1], shapes[0])]):
+        if mine[-1:] == (1,) and mine[:-1] == other:  # (N, 1) against (N,): a trailing 1 too many
+            fix = f"squeeze dim {len(mine) - 1} of operand {k} ({mine} -> {mine[:-1]})"
+            break
     fix += "; if an outer product is what you meant, pass allow_outer=True"
-    line = _learner_line()
+    line = learner_line()
+    # Reported while the learner's code runs: named after the guard, as views_only's CopyError is.
     return (
         f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
         f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
@@ -330,19 +296,21 @@ class _LossWatch(_CallRecorder):
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
         if self.current is None and getattr(func, "__name__", "") in _LOSSES:
-            tensors = _tensors(args[:2]) + _tensors([kwargs.get("input"), kwargs.get("target")])
-            if len(tensors) >= 2 and tuple(tensors[0].shape) != tuple(tensors[1].shape) and not _called_from_viewlab():
-                line = _learner_line()
+            tensors = tensors_in(args[:2]) + tensors_in([kwargs.get("input"), kwargs.get("target")])
+            shapes = [tuple(t.shape) for t in tensors[:2]]
+            if len(shapes) == 2 and shapes[0] != shapes[1] and not called_from_viewlab(__file__):
+                line = learner_line()
                 self.report(
-                    f"watch_broadcasts(): {_public_name(func)} got input of shape {tuple(tensors[0].shape)} and "
-                    f"target of shape {tuple(tensors[1].shape)}; the loss broadcasts them to "
-                    f"{tuple(torch.broadcast_shapes(tensors[0].shape, tensors[1].shape))} before averaging, "
+                    f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and "
+                    f"target of shape {shapes[1]}; the loss broadcasts them to "
+                    f"{tuple(torch.broadcast_shapes(*shapes))} before averaging, "
                     "which is rarely what a loss should do. Reshape one to the other's shape first "
                     "(e.g. input.squeeze(-1) or target.view_as(input))." + (f"\nAt {line}" if line else "")
                 )
         return super().__torch_function__(func, types, args, kwargs)
 
 
+@entry("watch_broadcasts")
 def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
     """Report broadcasts that succeed but compute the wrong thing.
 
@@ -351,10 +319,10 @@ def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
     operator, the shapes, the dimensions stretched and a likely fix; so is a loss function called with input
     and target of different shapes. One-sided broadcasts (a bias ``(D,)`` on ``(N, D)``, a scale
     ``(1, C, 1, 1)`` on ``(B, C, H, W)``, a scalar) are never reported. ``action="warn"`` issues a
-    :class:`BroadcastWarning`; ``"raise"`` raises :class:`BroadcastStretchError`. Operations inside
-    viewlab's own helpers (a mask built by ``padding_mask``, say) are not reported: it watches your code. ``allow_outer=True``
-    silences intended outer products (loss-shape checks stay on). ``action`` may also be a function: it is
-    called with each report's text (to collect them, say) and the code goes on.
+    :class:`BroadcastWarning`; ``"raise"`` raises :class:`BroadcastStretchError`; a function is called with
+    each report's text (to collect them, say) and the code goes on. Operations inside viewlab's own helpers
+    (a mask built by ``padding_mask``, say) are not reported: it watches your code. ``allow_outer=True``
+    silences intended outer products (loss-shape checks stay on).
 
     >>> pred, target = torch.zeros(4, 1), torch.zeros(4)
     >>> with warnings.catch_warnings(record=True) as seen:
@@ -366,9 +334,8 @@ def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
     (1, torch.Size([4, 4]))
     """
     if not callable(action) and not (isinstance(action, str) and action in ("warn", "raise")):
-        raise ValueError(f"watch_broadcasts(action={action!r}): pass 'warn', 'raise' or a function taking the message.")
-    if not isinstance(allow_outer, bool):
-        raise TypeError(f"watch_broadcasts(allow_outer=...) expects True or False, got {allow_outer!r}.")
+        raise value_error("action", "'warn', 'raise' or a function taking the message", action)
+    allow_outer = require_bool(allow_outer, "allow_outer")
 
     def report(message: str) -> None:
         if callable(action):
@@ -378,198 +345,4 @@ def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
         else:
             warnings.warn(message, BroadcastWarning, stacklevel=2)
 
-    def make() -> tuple[TorchFunctionMode, TorchDispatchMode]:
-        recorder = _LossWatch(report)
-        return recorder, _BroadcastWatch(report, allow_outer, recorder)
-
-    return _Guard(make)
-
-
-# ---------------------------------------------------------------------- what IPython keeps alive
-
-
-class HeldTensor:
-    """A tensor that IPython keeps alive: ``where`` (e.g. ``"Out[3]"``, ``"_"``, ``"traceback: f() local 'x'"``)."""
-
-    def __init__(self, where: str, tensor: torch.Tensor) -> None:
-        self.where = where
-        self.shape = tuple(tensor.shape)
-        self.dtype = tensor.dtype
-        self.device = tensor.device
-        self.bytes = tensor.untyped_storage().nbytes() if tensor.layout == torch.strided else 0
-
-    def __repr__(self) -> str:
-        return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {self.bytes:,} B)"
-
-
-def _shell(ip: Any, func: str = "held_by_ipython") -> Any:
-    if ip is not None and not isinstance(getattr(ip, "user_ns", None), dict):
-        raise TypeError(
-            f"{func}(ip=...) expects the IPython shell (get_ipython()) or None for the running one; "
-            f"got {type(ip).__name__}."
-        )
-    if ip is None:
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover - IPython comes with the course
-            get_ipython = None
-        ip = get_ipython() if get_ipython else None
-    if ip is None or not isinstance(getattr(ip, "user_ns", None), dict):
-        raise RuntimeError(
-            f"{func}() works inside IPython or Jupyter (get_ipython() is None here); "
-            "in a script nothing keeps outputs alive."
-        )
-    return ip
-
-
-_HISTORY_NAMES = ("_", "__", "___")
-_SOURCES = ("history", "result", "traceback")
-
-
-def _sources(sources: Any, where: str) -> tuple[str, ...]:
-    given = sources
-    if isinstance(sources, str):
-        sources = (sources,)
-    if (
-        not isinstance(sources, (list, tuple, set))
-        or not sources
-        or not all(isinstance(x, str) for x in sources)
-        or not set(sources) <= set(_SOURCES)
-    ):
-        raise ValueError(
-            f"{where}(sources={given!r}): pass some of {_SOURCES} "
-            "(output history, the last result, the last stored traceback)."
-        )
-    return tuple(sources)
-
-
-def _history_slots(ip: Any, sources: tuple[str, ...] = _SOURCES) -> list[tuple[str, Any]]:
-    ns = ip.user_ns
-    slots: list[tuple[str, Any]] = []
-    if "history" in sources:
-        out = ns.get("Out") or ns.get("_oh") or {}
-        for number, value in sorted(out.items()) if isinstance(out, dict) else []:
-            slots.append((f"Out[{number}]", value))
-        for name in _HISTORY_NAMES:
-            if name in ns:
-                slots.append((name, ns[name]))
-        for name, value in ns.items():
-            if name.startswith("_") and name[1:].isdigit():
-                slots.append((name, value))
-    if "result" in sources:
-        result = getattr(getattr(ip, "last_execution_result", None), "result", None)
-        if result is not None:
-            slots.append(("the last execution result", result))
-    if "traceback" in sources:
-        tb = getattr(sys, "last_traceback", None) or getattr(getattr(ip, "InteractiveTB", None), "tb", None)
-        while tb is not None:
-            frame = tb.tb_frame
-            # A cell's own frame ("<module>", or "<cell line: 0>" in IPython 7): its locals are your namespace.
-            if frame.f_locals is not frame.f_globals and not frame.f_code.co_name.startswith(("<module>", "<cell")):
-                for local, value in frame.f_locals.items():
-                    slots.append((f"traceback: {frame.f_code.co_name}() local {local!r}", value))
-            tb = tb.tb_next
-    return slots
-
-
-def _tensors_in(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [v for v in value if isinstance(v, torch.Tensor)]
-    if isinstance(value, dict):
-        return [v for v in value.values() if isinstance(v, torch.Tensor)]
-    return []
-
-
-def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]:
-    """Tensors kept alive only by IPython: output history (``Out``, ``_``, ``__``, ``___``, ``_N``), the last
-    execution result, or the locals of the last stored traceback (after an error such as an out-of-memory).
-
-    A tensor whose storage one of your own variables also reaches is not listed (releasing it would free
-    nothing).
-    ``ip`` defaults to the running shell (``get_ipython()``); ``sources`` picks some of ``"history"``,
-    ``"result"`` and ``"traceback"``. See :func:`release_ipython_refs`.
-
-    >>> from types import SimpleNamespace                      # a stand-in shell: just its namespace
-    >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
-    >>> [(h.where, h.shape, h.bytes) for h in held_by_ipython(shell)]
-    [('Out[3]', (250,), 1000)]
-    """
-    ip, sources = _shell(ip, "held_by_ipython"), _sources(sources, "held_by_ipython")
-    # Storages one of your own variables also reaches: releasing IPython's reference would free nothing.
-    own = {
-        _storage_key(t)
-        for k, v in ip.user_ns.items()
-        if not k.startswith("_") and k not in ("Out", "In")
-        for t in _tensors_in(v)
-    }
-    held, seen = [], set()
-    for where, value in _history_slots(ip, sources):
-        for t in _tensors_in(value):
-            key = _storage_key(t)
-            if key in own or (where, key) in seen:
-                continue
-            seen.add((where, key))
-            held.append(HeldTensor(where, t))
-    return held
-
-
-def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
-    """Drop IPython's own references to tensors (history entries, ``_``/``__``/``___``, ``_N``, the last
-    result, the last traceback) and return how many bytes of storage that freed (storages that really died).
-
-    Your own variables are untouched. ``sources`` as for :func:`held_by_ipython`.
-
-    >>> from types import SimpleNamespace
-    >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
-    >>> release_ipython_refs(shell), shell.user_ns["Out"], shell.user_ns["kept"].shape
-    (1000, {}, torch.Size([2]))
-    """
-    import gc
-    import weakref
-
-    ip, sources = _shell(ip, "release_ipython_refs"), _sources(sources, "release_ipython_refs")
-    watched = {}  # storage key -> (weak reference to the storage, its bytes)
-    for _where, value in _history_slots(ip, sources):
-        for t in _tensors_in(value):
-            if t.layout == torch.strided:
-                storage = t.untyped_storage()
-                watched[storage._cdata] = (weakref.ref(storage), storage.nbytes())
-                del storage
-            del t  # no reference of ours may outlive the loop
-        value = None
-    ns = ip.user_ns
-    out = ns.get("Out") if "history" in sources else None
-    if isinstance(out, dict):
-        for number in [n for n, v in out.items() if _tensors_in(v)]:
-            del out[number]
-    # IPython pushes _, __, ___ and _N with interactive=False, which also records them in user_ns_hidden.
-    for space in (ns, getattr(ip, "user_ns_hidden", None) or {}) if "history" in sources else ():
-        for name in list(space):
-            if _tensors_in(space[name]):
-                if name in _HISTORY_NAMES:
-                    space[name] = None
-                elif name.startswith("_") and name[1:].isdigit():
-                    del space[name]
-    hook = getattr(ip, "displayhook", None) if "history" in sources else None
-    for attr in _HISTORY_NAMES:
-        if hook is not None and _tensors_in(getattr(hook, attr, None)):
-            setattr(hook, attr, None)
-    result = getattr(ip, "last_execution_result", None) if "result" in sources else None
-    if result is not None and _tensors_in(getattr(result, "result", None)):
-        result.result = None
-    if "traceback" in sources and getattr(sys, "last_traceback", None) is not None:
-        sys.last_traceback = sys.last_value = sys.last_type = None
-        if hasattr(sys, "last_exc"):
-            sys.last_exc = None
-    last = getattr(ip, "last_execution_result", None) if "traceback" in sources else None
-    if getattr(last, "error_in_exec", None) is not None:  # right after the failing cell, its result holds the error
-        last.error_in_exec = None
-    for printer in (
-        ("InteractiveTB", "SyntaxTB") if "traceback" in sources else ()
-    ):  # IPython's traceback printers keep the last one too
-        if getattr(getattr(ip, printer, None), "tb", None) is not None:
-            getattr(ip, printer).tb = None
-    gc.collect()
-    return sum(nbytes for ref, nbytes in watched.values() if ref() is None)
+    return _Guard("watch_broadcasts", lambda: _BroadcastWatch(report, allow_outer))

@@ -1,26 +1,48 @@
-"""The fuzz suite of tests/test_fuzz.py, extended to measure, MemoryMonitor, the sentinels, the figure helpers
-and viewlab.versions: every input gives a correct result or a clear error, changes no input, hangs not, and
-leaves no thread or mode behind. The harness (strategies, bends, clear-error rule, checks) is test_fuzz's.
+"""Fuzzing the tools: measure, MemoryMonitor, the guards (views_only, watch_broadcasts), what IPython keeps
+alive, the figure helpers and viewlab.versions. Every input gives a correct result or a clear error, changes no
+input, hangs not, and leaves no thread or mode behind; the harness (strategies, bends, the clear-error rule,
+the checks) is :mod:`tests.fuzz.harness`, shared with test_fuzz_api.py. The last test checks that every public
+callable of the surface (``viewlab.__all__`` and the public submodules) is a target of one file or the other.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
 from hypothesis import strategies as st
+from torch.utils._python_dispatch import TorchDispatchMode
 
-import viewlab
-from tests.fuzz import test_fuzz as fuzz_harness
-from tests.fuzz.test_fuzz import FIGURES, Target, _fixed, _merge, _optional
-from viewlab import memory, monitor, sentinels, versions
-from viewlab.draw import PNGFigure, render_png
+from tests.fuzz.harness import (
+    FIGURES,
+    Hang,
+    Target,
+    _fixed,
+    _merge,
+    _optional,
+    fuzz,
+    is_clear,
+    public,
+    run_with_time_limit,
+    uncovered,
+)
+from tests.fuzz.test_fuzz_api import TARGETS
+
+measure, MemoryMonitor, cuda_process_peak = public("measure"), public("MemoryMonitor"), public("cuda_process_peak")
+views_only, watch_broadcasts, shares_storage = (
+    public("views_only"),
+    public("watch_broadcasts"),
+    public("shares_storage"),
+)
+show_figure, draw_layout, render_png = public("show_figure"), public("draw_layout"), public("render_png")
 
 
 def _measure_block(device: Any = None, log_ops: Any = False) -> tuple:
-    with viewlab.measure(device=device, log_ops=log_ops) as m:
+    with measure(device=device, log_ops=log_ops) as m:
         made = torch.ones(1, 8).repeat(4, 1)
     return m, made
 
@@ -31,8 +53,8 @@ def oracle_measure(kw: dict, result: Any, data: Any) -> None:
     assert m.peak_bytes >= 128 and (m.ops != []) == bool(kw.get("log_ops", False))
 
 
-def _monitor_cycle(**kwargs: Any) -> monitor.MemoryMonitor:
-    mon = viewlab.MemoryMonitor(**kwargs)
+def _monitor_cycle(**kwargs: Any) -> Any:
+    mon = MemoryMonitor(**kwargs)
     with mon:
         keep = torch.zeros(256)
         mon.mark("made")
@@ -50,16 +72,16 @@ _BASE = torch.arange(6.0).view(2, 3)
 
 
 def _views_block(allow: Any = ()) -> Any:
-    with viewlab.views_only(allow=allow):
+    with views_only(allow=allow):
         return _BASE.t().unsqueeze(0)
 
 
 def oracle_views(kw: dict, result: Any, data: Any) -> None:
-    assert viewlab.shares_storage(result, _BASE) and result.shape == (1, 3, 2)
+    assert shares_storage(result, _BASE) and result.shape == (1, 3, 2)
 
 
 def _watch_block(action: Any = "warn", allow_outer: Any = False) -> torch.Tensor:
-    with viewlab.watch_broadcasts(action=action, allow_outer=allow_outer):
+    with watch_broadcasts(action=action, allow_outer=allow_outer):
         return torch.zeros(4, 3) + torch.ones(3)  # one-sided: never reported
 
 
@@ -81,8 +103,8 @@ def oracle_release(kw: dict, result: Any, data: Any) -> None:
     assert result == (32 if history else 0)
 
 
-def _figure_block(alt: Any = "a picture", dpi: Any = 100) -> PNGFigure:
-    return viewlab.show_figure(viewlab.draw_layout(torch.arange(3)), alt=alt, dpi=dpi)
+def _figure_block(alt: Any = "a picture", dpi: Any = 100) -> Any:
+    return show_figure(draw_layout(torch.arange(3)), alt=alt, dpi=dpi)
 
 
 def oracle_figure(kw: dict, result: Any, data: Any) -> None:
@@ -97,6 +119,10 @@ def oracle_at_least(kw: dict, result: Any, data: Any) -> None:
     assert result is True
 
 
+def oracle_false(kw: dict, result: Any, data: Any) -> None:
+    assert result is False
+
+
 _sources = st.sampled_from([("history",), ("traceback",), ("history", "result", "traceback"), "history"])
 
 TOOL_TARGETS: list[Target] = [
@@ -106,6 +132,7 @@ TOOL_TARGETS: list[Target] = [
         _optional(device=st.sampled_from([None, "cpu", "cpu:0", torch.device("cpu")]), log_ops=st.booleans()),
         oracle_measure,
         examples=80,
+        covers=measure,
     ),
     Target(
         "MemoryMonitor",
@@ -122,6 +149,7 @@ TOOL_TARGETS: list[Target] = [
         ),
         oracle_monitor,
         examples=60,
+        covers=MemoryMonitor,
     ),
     Target(
         "views_only",
@@ -129,6 +157,7 @@ TOOL_TARGETS: list[Target] = [
         _optional(allow=st.sampled_from([(), ("reshape",), "clone"])),
         oracle_views,
         examples=60,
+        covers=views_only,
     ),
     Target(
         "watch_broadcasts",
@@ -137,17 +166,18 @@ TOOL_TARGETS: list[Target] = [
         oracle_watch,
         examples=60,
         quiet=True,
+        covers=watch_broadcasts,
     ),
     Target(
         "held_by_ipython",
-        sentinels.held_by_ipython,
+        public("held_by_ipython"),
         _merge(_fixed(ip=st.builds(_shell)), _optional(sources=_sources)),
         oracle_held,
         examples=50,
     ),
     Target(
         "release_ipython_refs",
-        sentinels.release_ipython_refs,
+        public("release_ipython_refs"),
         _merge(_fixed(ip=st.builds(_shell)), _optional(sources=_sources)),
         oracle_release,
         examples=50,
@@ -158,17 +188,18 @@ TOOL_TARGETS: list[Target] = [
         _optional(alt=st.just(" three cells "), dpi=st.sampled_from([50, 100, 200.5])),
         oracle_figure,
         examples=40,
+        covers=show_figure,
     ),
     Target(
         "render_png",
         render_png,
-        _fixed(fig=st.builds(lambda: viewlab.draw_layout(torch.arange(2)))),
+        _fixed(fig=st.builds(lambda: draw_layout(torch.arange(2)))),
         oracle_png,
         examples=20,
     ),
     Target(
         "torch_at_least",
-        versions.torch_at_least,
+        public("torch_at_least"),
         _merge(_fixed(version=st.sampled_from(["2.0", "2.5.0", "1"])), _optional(installed=st.just("2.11.0+cu128"))),
         oracle_at_least,
         examples=50,
@@ -177,38 +208,40 @@ TOOL_TARGETS: list[Target] = [
 TOOL_TARGETS += [
     Target(
         "resolve_device",
-        memory.resolve_device,
+        public("resolve_device"),
         _optional(device=st.sampled_from([None, "cpu", "cpu:0", torch.device("cpu")])),
         lambda kw, result, data: None if result.type in ("cpu", "cuda") else pytest.fail(str(result)),
         examples=50,
     ),
     Target(
         "rss_bytes",
-        memory.rss_bytes,
+        public("rss_bytes"),
         st.just({}),
         lambda kw, result, data: None if result is None or result > 1_000_000 else pytest.fail(str(result)),
         examples=5,
     ),
     Target(
         "fmt_bytes",
-        monitor.fmt_bytes,
+        public("fmt_bytes"),
         _fixed(n=st.sampled_from([0, 1023, 1536, 3 * 2**20, -2048, None])),
         lambda kw, result, data: None if isinstance(result, str) and result else pytest.fail(repr(result)),
         examples=50,
     ),
     Target(
         "check_torch",
-        versions.check_torch,
+        public("check_torch"),
         st.just({}),
         lambda kw, result, data: None if result == [] else pytest.fail(str(result)),
         examples=3,
     ),
+    Target("in_kernel", public("in_kernel"), st.just({}), oracle_false, examples=5),  # pytest is no kernel
+    Target("on_colab", public("on_colab"), st.just({}), oracle_false, examples=5),
 ]
 if torch.cuda.is_available():
     TOOL_TARGETS.append(
         Target(
             "cuda_process_peak",
-            memory.cuda_process_peak,
+            cuda_process_peak,
             _optional(device=st.just("cuda")),
             lambda kw, result, data: None,
             examples=20,
@@ -218,61 +251,83 @@ if torch.cuda.is_available():
 
 @pytest.mark.parametrize("target", TOOL_TARGETS, ids=[t.name for t in TOOL_TARGETS])
 def test_fuzz_tools(target: Target) -> None:
-    fuzz_harness.test_fuzz(target)  # the same settings, strategies and checks as every other target
+    fuzz(target)  # the same settings, strategies and checks as every target of test_fuzz_api
 
 
 def test_without_cuda_the_cuda_functions_say_so_by_name():
     if torch.cuda.is_available():
         pytest.skip("CUDA is available: cuda_process_peak is fuzzed above")
     with pytest.raises(RuntimeError, match=r"cuda_process_peak\(device='cuda'\), but CUDA is not available here"):
-        memory.cuda_process_peak("cuda")
+        cuda_process_peak("cuda")
     with pytest.raises(ValueError, match=r"cuda_process_peak\(device='cpu'\): pass a CUDA device"):
-        memory.cuda_process_peak("cpu")
+        cuda_process_peak("cpu")
 
 
-def test_every_public_callable_of_the_tool_modules_is_fuzzed():
-    wrapped = {
-        "measure": viewlab.measure,
-        "MemoryMonitor": viewlab.MemoryMonitor,
-        "views_only": viewlab.views_only,
-        "watch_broadcasts": viewlab.watch_broadcasts,
-        "show_figure": viewlab.show_figure,
-    }
-    covered = {t.fn for t in TOOL_TARGETS} | {wrapped[t.name] for t in TOOL_TARGETS if t.name in wrapped}
-    covered |= {memory.cuda_process_peak}  # fuzzed where CUDA exists, its no-CUDA errors checked above
-    records = {
-        PNGFigure,
-        memory.Measurement,
-        memory.OpRecord,
-        sentinels.HeldTensor,
-        versions.Behaviour,
-        monitor.Sample,
-        monitor.Mark,
-        monitor.CellRecord,
-    }  # results, not something a learner calls
-    missing = []
-    for module in (memory, monitor, sentinels, versions):
-        for name in module.__all__:
-            obj = getattr(module, name)
-            if (
-                callable(obj)
-                and obj not in covered
-                and obj not in records
-                and not (isinstance(obj, type) and issubclass(obj, (Exception, Warning)))
-            ):
-                missing.append(f"{module.__name__}.{name}")
-    assert not missing, f"add these to TOOL_TARGETS: {missing}"
-
-
-def test_zz_tool_fuzz_figures():
-    rows = {name: FIGURES[name] for name in (t.name for t in TOOL_TARGETS) if name in FIGURES}
-    tried = sum(r["tried"] for r in rows.values())
-    rejected = sum(r["clear"] + r["unclear"] for r in rows.values())
-    clear = sum(r["clear"] for r in rows.values())
-    print(
-        f"tool fuzz: {tried} inputs over {len(rows)} callables, {rejected} rejected, "
-        f"{clear / rejected:.0%} of them clearly"
-        if rejected
-        else "no rejection"
+# Results a learner reads, not something a learner calls.
+RECORDS = {
+    public(name)
+    for name in (
+        "Layout",
+        "BroadcastExplanation",
+        "BroadcastFix",
+        "OperandInfo",
+        "DimStep",
+        "OpCase",
+        "OpTable",
+        "BenchRow",
+        "Comparison",
+        "Exercise",
+        "CheckResult",
+        "Measurement",
+        "OpRecord",
+        "Sample",
+        "Mark",
+        "CellRecord",
+        "HeldTensor",
+        "PNGFigure",
+        "Behaviour",
     )
-    assert all(r["unclear"] == 0 for r in rows.values())
+}
+
+
+def test_every_public_callable_of_the_surface_is_fuzzed():
+    """A new public function (in viewlab.__all__ or a public submodule's __all__) needs a Target in
+    test_fuzz_api.py or here; a new result class needs a place in RECORDS."""
+    # cuda_process_peak: fuzzed where CUDA exists; its no-CUDA errors are checked above.
+    targets = TARGETS + TOOL_TARGETS + [Target("cuda_process_peak", cuda_process_peak, st.just({}), print)]
+    missing = uncovered(targets, RECORDS)
+    assert not missing, f"add these to TARGETS or TOOL_TARGETS: {missing}"
+
+
+def test_the_harness_fails_a_hang_and_what_a_call_leaves_on_its_thread():
+    """The checks around every call can fail: a call that does not answer (on Windows too: no signal), a
+    dispatch mode left pushed and grad mode left off on the thread that ran the call (torch keeps both per
+    thread, so they are read there)."""
+    release = threading.Event()
+    started = time.perf_counter()
+    with pytest.raises(Hang, match=r"(?s)no answer within 0.2 s; the call was at:\n.*release.wait\(30\)"):
+        run_with_time_limit(lambda: release.wait(30), 0.2)
+    assert time.perf_counter() - started < 5
+    release.set()  # let the worker finish: no thread outlives the test
+    outcome = run_with_time_limit(lambda: 1 + 1, 5)
+    assert (outcome.result, outcome.error, outcome.after) == (2, None, outcome.before)
+
+    def leaves_a_mode() -> None:
+        TorchDispatchMode().__enter__()
+
+    for fn in (leaves_a_mode, lambda: torch.set_grad_enabled(False)):
+        with pytest.raises(AssertionError, match="left a mode or grad mode behind on its thread"):
+            fuzz(Target("leaky", fn, st.just({}), lambda kw, result, data: None, examples=1))
+    assert torch.is_grad_enabled(), "only the worker thread's grad mode was turned off"
+    FIGURES.pop("leaky")  # not a callable of viewlab: kept out of the run's figures
+
+
+def test_a_clear_error_is_raised_in_viewlab_and_names_the_function_called():
+    layout, noop = public("layout"), st.just({})
+    with pytest.raises(TypeError) as err:
+        layout(3)  # raised inside viewlab: "layout(): expects a torch.Tensor ..."
+    assert is_clear(Target("layout", layout, noop, print), err.value)
+    assert not is_clear(Target("storage_indices", layout, noop, print), err.value), "it names another function"
+    with pytest.raises(TypeError) as mine:
+        raise TypeError("layout(): raised here, in the test")
+    assert not is_clear(Target("layout", layout, noop, print), mine.value), "raised outside viewlab"
