@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import torch
 
-from viewlab.sentinels import release_ipython_refs
+from viewlab.ipython import release_ipython_refs
 
 
 def _failed_step() -> None:
