@@ -19,8 +19,7 @@ from .attention import (
     split_heads,
 )
 from .broadcast import BroadcastExplanation, explain_broadcast
-from .draw import draw_layout, show_figure
-from .draw_broadcast import draw_broadcast
+from .draw import draw_broadcast, draw_layout, show_figure
 from .errors import BroadcastError, BroadcastStretchError, BroadcastWarning, CopyError
 from .layout import Layout, layout, storage_indices
 from .memory import Measurement, OpRecord, measure
