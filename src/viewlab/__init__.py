@@ -21,7 +21,7 @@ from .attention import (
 from .broadcast import BroadcastExplanation, explain_broadcast
 from .draw import draw_broadcast, draw_layout, show_figure
 from .errors import BroadcastError, BroadcastStretchError, BroadcastWarning, CopyError
-from .layout import Layout, layout, storage_indices
+from .layout import Layout, layout, shares_storage, storage_indices
 from .memory import Measurement, OpRecord, measure
 from .monitor import MemoryMonitor
 from .sentinels import (
@@ -30,7 +30,6 @@ from .sentinels import (
     views_only,
     watch_broadcasts,
 )
-from .sharing import shares_storage
 from .viewops import OFFICIAL_VIEW_OPS, OP_CASES, observe, view_op_table
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ._checks import entry, require_choice, type_error
-from .sharing import shares_storage
+from .layout import shares_storage
 
 __all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "DOCUMENTED", "observe", "view_op_table", "OpTable"]
 

@@ -4,6 +4,8 @@ from matplotlib.figure import Figure
 
 from viewlab import draw_layout, show_figure
 
+pytestmark = pytest.mark.colab  # these run in the Colab-stack suite too
+
 
 def _texts(fig: Figure) -> list[str]:
     return [t.get_text() for ax in fig.axes for t in ax.texts]

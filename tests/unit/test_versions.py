@@ -10,6 +10,8 @@ import yaml
 from tests.conftest import ROOT
 from viewlab.versions import BEHAVIOURS, TORCH_FLOOR, check_torch, torch_at_least
 
+pytestmark = pytest.mark.colab  # these run in the Colab-stack suite too
+
 
 def test_floor_is_the_same_in_pyproject_and_environment():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
