@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ._checks import entry, require_choice, type_error
+from ._checks import entry, problem, require_choice, type_error
 from .layout import shares_storage
 
 __all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "DOCUMENTED", "observe", "view_op_table", "OpTable"]
@@ -193,7 +193,7 @@ def _sparse_parts(x: torch.Tensor) -> list[torch.Tensor]:
     return [x._indices(), x._values()]
 
 
-def _find_case(name: str, func: str) -> OpCase:
+def _find_case(name: str) -> OpCase:
     matches = [c for c in OP_CASES if c.op == name]
     if len(matches) == 1:
         return matches[0]
@@ -202,14 +202,15 @@ def _find_case(name: str, func: str) -> OpCase:
 
         close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(
-            f"{func}(): no case for op {name!r} in OP_CASES.{hint} "
-            "The ops with a case: [c.op for c in viewlab.OP_CASES]."
+        raise problem(
+            ValueError,
+            f"no case for op {name!r} in OP_CASES.{hint} The ops with a case: [c.op for c in viewlab.OP_CASES].",
         )
     inputs = ", ".join(repr(c.input) for c in matches)
-    raise ValueError(
-        f"{func}(): op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on "
-        f"which; pass one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...)."
+    raise problem(
+        ValueError,
+        f"op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on "
+        f"which; pass one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...).",
     )
 
 
@@ -227,7 +228,7 @@ def observe(case: OpCase | str) -> str:
     'copy'
     """
     if isinstance(case, str):
-        case = _find_case(case, "observe")
+        case = _find_case(case)
     elif not isinstance(case, OpCase):
         raise type_error("case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'", case)
     x = case.make_input()
