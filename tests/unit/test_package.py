@@ -1,4 +1,4 @@
-"""Importing viewlab must start nothing: no CUDA init, no threads, no pyplot."""
+"""Importing viewlab must start nothing: no CUDA init, no threads, no pyplot, no benchmark timer."""
 
 import subprocess
 import sys
@@ -9,6 +9,7 @@ import viewlab, torch
 assert threading.active_count() == 1, threading.enumerate()
 assert not torch.cuda.is_initialized()
 assert "matplotlib.pyplot" not in sys.modules
+assert "torch.utils.benchmark" not in sys.modules  # bench imports it when it times something (~0.1 s)
 print("clean")
 """
 
