@@ -92,16 +92,17 @@ class DimStep:
     result: int
     names: tuple[str, ...] = ()
 
+    def _names(self) -> tuple[str, ...]:
+        return self.names or tuple(_default_name(i) for i in range(len(self.rules)))
+
     @property
     def summary(self) -> str:
         """The rules that fired here, in words: ``"equal"`` or e.g. ``"a stretched from 1"``."""
-        names = self.names or tuple(_default_name(i) for i in range(len(self.rules)))
-        parts = [f"{name} {rule}" for name, rule in zip(names, self.rules) if rule != EQUAL]
+        parts = [f"{name} {rule}" for name, rule in zip(self._names(), self.rules) if rule != EQUAL]
         return "; ".join(parts) if parts else EQUAL
 
     def __str__(self) -> str:
-        names = self.names or tuple(_default_name(i) for i in range(len(self.rules)))
-        sizes = ", ".join(f"{n} {'-' if s is None else s}" for n, s in zip(names, self.sizes))
+        sizes = ", ".join(f"{n} {'-' if s is None else s}" for n, s in zip(self._names(), self.sizes))
         return f"dim {self.from_right}: {sizes} -> {self.result}   {self.summary}"
 
 
@@ -504,13 +505,9 @@ def explain_broadcast(
         rules = tuple(NEW_DIM if d < pad else (EQUAL if padded[d] == result[d] else STRETCHED) for d in range(rank))
         expanded = tuple(d for d in range(rank) if padded[d] == 1 and result[d] > 1)
         sum_dims = tuple(d for d in range(rank) if rules[d] != EQUAL)
-        if tensor is not None:
-            op_dtype = tensor.dtype
-            stride = tuple(tensor.detach().expand(result).stride())  # PyTorch's own answer, no data touched
-        else:
-            op_dtype = dtype
-            stride = tuple(torch.empty(shape, dtype=dtype, device="meta").expand(result).stride())
-        itemsize = op_dtype.itemsize
+        # The stride after expand is PyTorch's own answer, no data touched (a shape: a meta tensor of it).
+        probe = tensor.detach() if tensor is not None else torch.empty(shape, dtype=dtype, device="meta")
+        itemsize = probe.dtype.itemsize
         infos.append(
             OperandInfo(
                 name=name,
@@ -519,8 +516,8 @@ def explain_broadcast(
                 rules=rules,
                 expanded_dims=expanded,
                 sum_dims=sum_dims,
-                expanded_stride=stride,
-                dtype=op_dtype,
+                expanded_stride=tuple(probe.expand(result).stride()),
+                dtype=probe.dtype,
                 itemsize=itemsize,
                 is_tensor=tensor is not None,
                 own_bytes=math.prod(shape) * itemsize,
