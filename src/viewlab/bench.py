@@ -100,8 +100,7 @@ class Comparison:
         widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table)
 
-    def __repr__(self) -> str:
-        return str(self)
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         head, *body = self._table()

@@ -233,8 +233,7 @@ class BroadcastExplanation:
             f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype_name(op.dtype)}), broadcasting takes 0"
         )
 
-    def __repr__(self) -> str:
-        return str(self)
+    __repr__ = __str__
 
     # ----- HTML -----------------------------------------------------------------------------
     def _repr_html_(self) -> str:

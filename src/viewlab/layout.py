@@ -100,8 +100,7 @@ class Layout:
         body = "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
         return f"Layout on {self.device}\n{body}"
 
-    def __repr__(self) -> str:
-        return str(self)
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         cells = "".join(

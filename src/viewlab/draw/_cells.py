@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
     from matplotlib.axes import Axes
 
+__all__ = ["Cell", "draw_cells", "PALETTE", "UNUSED", "RESULT"]
+
 # Colour-blind-safe palette (Okabe-Ito); every cell also carries its numbers, so colour is never the
 # only cue. UNUSED greys storage the view never reads; RESULT is new memory (the broadcast result).
 PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
