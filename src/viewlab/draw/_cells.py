@@ -73,7 +73,9 @@ def draw_cells(
     (``title_size`` pt). The axes get a white face, equal aspect and no frame; the limits default to the
     grid plus 0.1 on each side (at least one cell wide and high, so an empty grid still draws) and can be
     widened with ``xlim``/``ylim`` (e.g. to make room for the row labels). Pure drawing: it reads nothing
-    but its arguments and returns nothing; call it once per panel of a ``Figure``.
+    but its arguments and returns nothing; call it once per panel of a ``Figure``. The failure picture's
+    cells, for instance, are ``Cell(text, "#DCEBF7", linewidth=0.8)``, and for a wrong one
+    ``Cell(text + "!", "#F5C08A", edge="#D55E00", linewidth=2.5, bold=True)``.
 
     >>> from matplotlib.figure import Figure
     >>> ax = Figure().subplots()
