@@ -126,12 +126,6 @@ def draw_broadcast(
     grid = [[Cell(cell_value(v), RESULT) for v in row] for row in result.reshape(rows, cols).tolist()]
     draw_cells(axes[-1], grid, title=f"{joined}: shape {shape}\n(new memory, {numel} elements)")
     fig.tight_layout(rect=(0, 0.08, 1, 0.98))
-    fig.text(
-        0.5,
-        0.03,
-        title or "solid = stored in memory; hatched = virtual copy (stride 0, no memory)",
-        ha="center",
-        va="bottom",
-        fontsize=9,
-    )
+    caption = title or "solid = stored in memory; hatched = virtual copy (stride 0, no memory)"
+    fig.text(0.5, 0.03, caption, ha="center", va="bottom", fontsize=9)
     return fig
