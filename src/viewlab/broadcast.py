@@ -390,9 +390,7 @@ def _find_fixes(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> l
             if _broadcast([new, target]) == tuple(target) and new != shape:
                 code = f"{name}.mT" if r == 2 else f"{name}.permute{perm}"
                 fixes.append(BroadcastFix(name, code, new, tuple(target), "reorders its dims"))
-    # fewest inserted dims first, then unsqueeze before permute, then by code
-    fixes.sort(key=lambda f: (len(f.new_shape) - r if "unsqueeze" in f.code else 99, f.code))
-    return fixes
+    return fixes  # in no particular order: _incompatible sorts every operand's fixes together
 
 
 def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> BroadcastError:
@@ -409,6 +407,7 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
         target = _broadcast(others)
         if target is not None:
             fixes.extend(_find_fixes(names[i], shapes[i], target))
+    # fewest inserted dims first, then unsqueeze before permute, then by code
     fixes.sort(key=lambda f: (f.code.count(".unsqueeze(") if "unsqueeze" in f.code else 99, f.code))
     operand_list = ", ".join(f"{n} {fmt_shape(s)}" for n, s in zip(names, shapes))
     lines = [f"cannot broadcast {operand_list}."]
