@@ -1,73 +1,83 @@
-"""viewlab: small helpers for the course on PyTorch tensor memory.
+"""viewlab: the toolbox of the course on PyTorch tensor memory.
+
+Where a tensor lives (:func:`layout`, :func:`storage_indices`, :func:`shares_storage`), why shapes
+broadcast (:func:`explain_broadcast`), which operators return views (:func:`view_op_table`), how
+many bytes code allocates (:func:`measure`, :class:`MemoryMonitor`), guards that catch copies and
+accidental broadcasts (:func:`views_only`, :func:`watch_broadcasts`), what IPython keeps alive
+(:func:`held_by_ipython`), and pictures of all of it (:func:`draw_layout`, :func:`draw_broadcast`).
+More lives in submodules, imported when first used: ``viewlab.attention`` (masks and attention built
+by broadcasting), ``viewlab.bench`` (timings as ratios), ``viewlab.versions`` (behaviours that
+changed between torch releases). The course's own exercises and claims are in ``viewlab.course``,
+which ``import viewlab`` never loads.
 
 Importing viewlab starts nothing: no CUDA initialisation, no threads, no pyplot state.
 
 >>> import torch, viewlab
 >>> viewlab.shares_storage(torch.zeros(1, 3).expand(4, 3), torch.zeros(3))
 False
+>>> viewlab.attention.causal_mask(2).tolist()
+[[True, False], [True, True]]
 """
 
-from . import bench, versions
-from .attention import (
-    SqueezeExcitation,
-    causal_mask,
-    combine_masks,
-    merge_heads,
-    multi_head_self_attention,
-    padding_mask,
-    scaled_dot_product_attention,
-    split_heads,
-)
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .broadcast import BroadcastExplanation, explain_broadcast
-from .draw import draw_layout, show_figure
-from .draw_broadcast import draw_broadcast
+from .draw import draw_broadcast, draw_layout, show_figure
 from .errors import BroadcastError, BroadcastStretchError, BroadcastWarning, CopyError
 from .ipython import held_by_ipython, release_ipython_refs
-from .layout import Layout, layout, storage_indices
+from .layout import Layout, layout, shares_storage, storage_indices
 from .memory import Measurement, OpRecord, measure
 from .monitor import MemoryMonitor
 from .sentinels import views_only, watch_broadcasts
-from .sharing import shares_storage
 from .viewops import OFFICIAL_VIEW_OPS, OP_CASES, observe, view_op_table
 
 __all__ = [
-    "explain_broadcast",
-    "BroadcastError",
-    "BroadcastExplanation",
-    "draw_broadcast",
-    "Layout",
+    # where a tensor lives
     "layout",
+    "Layout",
     "storage_indices",
     "shares_storage",
-    "draw_layout",
-    "show_figure",
+    # broadcasting and views
+    "explain_broadcast",
+    "BroadcastExplanation",
+    "view_op_table",
+    "observe",
     "OP_CASES",
     "OFFICIAL_VIEW_OPS",
-    "observe",
-    "view_op_table",
+    # memory
     "measure",
     "Measurement",
     "OpRecord",
     "MemoryMonitor",
-    "scaled_dot_product_attention",
-    "padding_mask",
-    "causal_mask",
-    "combine_masks",
-    "split_heads",
-    "merge_heads",
-    "multi_head_self_attention",
-    "SqueezeExcitation",
-    "bench",
-    "versions",
+    # guards and IPython
     "views_only",
-    "CopyError",
     "watch_broadcasts",
-    "BroadcastWarning",
-    "BroadcastStretchError",
     "held_by_ipython",
     "release_ipython_refs",
+    # pictures
+    "draw_layout",
+    "draw_broadcast",
+    "show_figure",
+    # what can be caught
+    "BroadcastError",
+    "CopyError",
+    "BroadcastWarning",
+    "BroadcastStretchError",
 ]
 __version__ = "0.1.0"
+
+# Reached as attributes, imported on first use: `import viewlab` stays light (bench pulls in
+# torch.utils.benchmark) and a learner still writes `viewlab.attention.causal_mask(...)`.
+_SUBMODULES = ("attention", "bench", "versions")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'viewlab' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython):  # noqa: ANN001 - IPython's hook signature

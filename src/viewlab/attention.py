@@ -31,6 +31,7 @@ from ._checks import (
     INT,
     INT64_MAX,
     entry,
+    problem,
     require_allocation,
     require_bool,
     require_choice,
@@ -56,35 +57,6 @@ __all__ = [
 ]
 
 
-def _padding_mask(lengths: Any, max_len: Any, func: str) -> torch.Tensor:
-    lengths = require_tensor(lengths, "lengths", meta=False)
-    if lengths.dim() != 1:
-        raise ValueError(
-            f"{func}(): `lengths` must be 1-D (one length per batch item), got shape {tuple(lengths.shape)}. "
-            "For a (B, L) 0/1 mask you already have, use `mask.bool()[:, None, None, :]` instead."
-        )
-    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.is_complex():
-        raise TypeError(f"{func}(): `lengths` must hold integers, got dtype {lengths.dtype}; pass lengths.long().")
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"{func}(): lengths must be >= 0, got {lengths.tolist()}.")
-    longest = int(lengths.max()) if lengths.numel() else 0
-    max_len = longest if max_len is None else require_int(max_len, "max_len", maximum=INT64_MAX)
-    if longest > max_len:
-        raise ValueError(
-            f"{func}(): a length ({longest}) exceeds max_len={max_len}; "
-            f"pass max_len >= {longest} (the padded sequence length)."
-        )
-    if not lengths.numel():  # an empty batch: no positions to compare, whatever max_len is
-        return torch.zeros(0, 1, 1, max_len, dtype=torch.bool, device=lengths.device)
-    require_allocation(
-        lengths.numel() * max_len + 8 * max_len,
-        f"a padding mask of shape ({lengths.numel()}, 1, 1, {max_len})",
-        lengths.device,
-    )
-    positions = torch.arange(max_len, device=lengths.device)
-    return (positions[None, :] < lengths[:, None])[:, None, None, :]
-
-
 @entry("padding_mask")
 def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
     """Boolean key-padding mask of shape ``(B, 1, 1, max_len)``: ``True`` where key ``j < lengths[b]``.
@@ -99,7 +71,33 @@ def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
     >>> tuple(padding_mask(torch.tensor([2, 2])).shape)
     (2, 1, 1, 2)
     """
-    return _padding_mask(lengths, max_len, "padding_mask")
+    lengths = require_tensor(lengths, "lengths", meta=False)
+    if lengths.dim() != 1:
+        raise problem(
+            ValueError,
+            f"`lengths` must be 1-D (one length per batch item), got shape {tuple(lengths.shape)}. "
+            "For a (B, L) 0/1 mask you already have, use `mask.bool()[:, None, None, :]` instead.",
+        )
+    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.is_complex():
+        raise problem(TypeError, f"`lengths` must hold integers, got dtype {lengths.dtype}; pass lengths.long().")
+    if lengths.numel() and int(lengths.min()) < 0:
+        raise problem(ValueError, f"lengths must be >= 0, got {lengths.tolist()}.")
+    longest = int(lengths.max()) if lengths.numel() else 0
+    max_len = longest if max_len is None else require_int(max_len, "max_len", maximum=INT64_MAX)
+    if longest > max_len:
+        raise problem(
+            ValueError,
+            f"a length ({longest}) exceeds max_len={max_len}; pass max_len >= {longest} (the padded sequence length).",
+        )
+    if not lengths.numel():  # an empty batch: no positions to compare, whatever max_len is
+        return torch.zeros(0, 1, 1, max_len, dtype=torch.bool, device=lengths.device)
+    require_allocation(
+        lengths.numel() * max_len + 8 * max_len,
+        f"a padding mask of shape ({lengths.numel()}, 1, 1, {max_len})",
+        lengths.device,
+    )
+    positions = torch.arange(max_len, device=lengths.device)
+    return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
 
 @entry("causal_mask")
@@ -134,18 +132,18 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
     ((2, 1, 3, 3), [[1, 0, 0], [1, 1, 0], [1, 1, 0]])
     """
     if not masks:
-        raise ValueError("combine_masks() needs at least one mask, e.g. combine_masks(pad, causal).")
+        raise problem(ValueError, "needs at least one mask, e.g. combine_masks(pad, causal).")
     shapes = []
     for n, m in enumerate(masks):
         require_tensor(m, f"masks[{n}]")
         if m.dtype != torch.bool:
-            raise TypeError(f"combine_masks(): masks[{n}] has dtype {m.dtype}; boolean masks only (True = attend).")
+            raise problem(TypeError, f"masks[{n}] has dtype {m.dtype}; boolean masks only (True = attend).")
         shapes.append(tuple(m.shape))
     require_same_device({f"masks[{n}]": m for n, m in enumerate(masks)})
     try:
         result = torch.broadcast_shapes(*shapes)
     except RuntimeError as exc:
-        raise ValueError(f"combine_masks(): mask shapes {shapes} do not broadcast together ({exc}).") from None
+        raise problem(ValueError, f"mask shapes {shapes} do not broadcast together ({exc}).") from None
     require_allocation(math.prod(result), f"the combined mask of shape {tuple(result)}", masks[0].device)
     out = masks[0]
     for m in masks[1:]:
@@ -153,58 +151,65 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _check_qkv(q: Any, k: Any, v: Any, func: str) -> None:
+def _check_qkv(q: Any, k: Any, v: Any) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         require_tensor(t, name, kinds=(FLOAT,))
         if t.dim() < 2:
-            raise ValueError(f"{func}(): `{name}` needs at least 2 dims (length, dim), got shape {tuple(t.shape)}.")
+            raise problem(ValueError, f"`{name}` needs at least 2 dims (length, dim), got shape {tuple(t.shape)}.")
     require_same_device({"q": q, "k": k, "v": v})
     require_same_dtype({"q": q, "k": k, "v": v})
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"{func}(): q and k must have the same last dim (the dot-product size); "
-            f"q has shape {tuple(q.shape)} (dim -1 = {q.shape[-1]}), k has {tuple(k.shape)} (dim -1 = {k.shape[-1]})."
+        raise problem(
+            ValueError,
+            "q and k must have the same last dim (the dot-product size); "
+            f"q has shape {tuple(q.shape)} (dim -1 = {q.shape[-1]}), k has {tuple(k.shape)} (dim -1 = {k.shape[-1]}).",
         )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"{func}(): k and v must have the same length (dim -2), one value per key; "
-            f"k has shape {tuple(k.shape)}, v has {tuple(v.shape)}."
+        raise problem(
+            ValueError,
+            "k and v must have the same length (dim -2), one value per key; "
+            f"k has shape {tuple(k.shape)}, v has {tuple(v.shape)}.",
         )
     try:
         torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
-        raise ValueError(
-            f"{func}(): the batch/head dims (all but the last two) of q {tuple(q.shape)}, k {tuple(k.shape)} "
-            f"and v {tuple(v.shape)} do not broadcast; each must match or be 1."
+        raise problem(
+            ValueError,
+            f"the batch/head dims (all but the last two) of q {tuple(q.shape)}, k {tuple(k.shape)} "
+            f"and v {tuple(v.shape)} do not broadcast; each must match or be 1.",
         ) from None
 
 
-def _check_mask(mask: Any, scores_shape: tuple[int, ...], q: torch.Tensor, func: str) -> None:
+def _check_mask(mask: Any, scores_shape: tuple[int, ...], q: torch.Tensor) -> None:
     require_tensor(mask, "mask")
     if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
-        raise TypeError(
-            f"{func}(): mask dtype {mask.dtype} is ambiguous; pass a bool mask (True = attend), "
-            "e.g. `mask.bool()`, or a float mask that is added to the scores (0 or -inf)."
+        raise problem(
+            TypeError,
+            f"mask dtype {mask.dtype} is ambiguous; pass a bool mask (True = attend), "
+            "e.g. `mask.bool()`, or a float mask that is added to the scores (0 or -inf).",
         )
     if mask.dtype != torch.bool and mask.dtype != q.dtype:
-        raise TypeError(
-            f"{func}(): a float mask is added to the scores, so it must have q's dtype {q.dtype}; "
-            f"`mask` has dtype {mask.dtype}. Pass mask.to(q.dtype), or a bool mask (True = attend)."
+        raise problem(
+            TypeError,
+            f"a float mask is added to the scores, so it must have q's dtype {q.dtype}; "
+            f"`mask` has dtype {mask.dtype}. Pass mask.to(q.dtype), or a bool mask (True = attend).",
         )
     require_same_device({"q": q, "mask": mask})
     if mask.dim() > len(scores_shape):
-        raise ValueError(
-            f"{func}(): mask has {mask.dim()} dims, shape {tuple(mask.shape)}, but the scores have only "
-            f"{len(scores_shape)}, shape {scores_shape}."
+        raise problem(
+            ValueError,
+            f"mask has {mask.dim()} dims, shape {tuple(mask.shape)}, but the scores have only "
+            f"{len(scores_shape)}, shape {scores_shape}.",
         )
     padded = (1,) * (len(scores_shape) - mask.dim()) + tuple(mask.shape)
     for d, (m, s) in enumerate(zip(padded, scores_shape)):
         if m not in (1, s):
             lq, lk = scores_shape[-2], scores_shape[-1]
-            raise ValueError(
-                f"{func}(): mask of shape {tuple(mask.shape)} does not broadcast to the scores "
+            raise problem(
+                ValueError,
+                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores "
                 f"(batch..., heads, Lq={lq}, Lk={lk}) = {scores_shape}: size {m} at scores dim {d} must be 1 or {s}. "
-                "A per-key padding mask of shape (B, Lk) must become (B, 1, 1, Lk): `mask[:, None, None, :]`."
+                "A per-key padding mask of shape (B, Lk) must become (B, 1, 1, Lk): `mask[:, None, None, :]`.",
             )
 
 
@@ -213,15 +218,15 @@ def _scores_shape(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[in
     return (*batch, q.shape[-2], k.shape[-2])
 
 
-def _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights, func):  # noqa: ANN001, ANN202
-    """Validate every argument of attention (errors name ``func``); return the scale to use."""
-    _check_qkv(q, k, v, func)
+def _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights):  # noqa: ANN001, ANN202
+    """Validate every argument of attention; return the scale to use."""
+    _check_qkv(q, k, v)
     require_bool(is_causal, "is_causal")
     require_bool(return_weights, "return_weights")
     require_choice(fully_masked, "fully_masked", ("zero", "nan"))
     scores_shape = _scores_shape(q, k, v)
     if mask is not None:
-        _check_mask(mask, scores_shape, q, func)
+        _check_mask(mask, scores_shape, q)
     require_allocation(
         3 * math.prod(scores_shape) * q.element_size(), f"the attention scores of shape {scores_shape}", q.device
     )
@@ -261,9 +266,7 @@ def scaled_dot_product_attention(
     >>> scaled_dot_product_attention(q, k, v, mask=no_keys)[0, 0].tolist()
     [0.0, 0.0, 0.0]
     """
-    scale = _check_attention(
-        q, k, v, mask, is_causal, scale, fully_masked, return_weights, "scaled_dot_product_attention"
-    )
+    scale = _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights)
     lq, lk = q.shape[-2], k.shape[-2]
     scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk): one dot product per (query, key) pair
     scores = scores * scale
@@ -291,20 +294,6 @@ def scaled_dot_product_attention(
     return (out, weights) if return_weights else out
 
 
-def _split_heads(x: Any, num_heads: Any, func: str, arg: str = "x") -> torch.Tensor:
-    x = require_tensor(x, arg)
-    num_heads = require_int(num_heads, "num_heads", minimum=1)
-    if x.dim() != 3:
-        raise ValueError(f"{func}(): expects {arg} of shape (B, L, D), got shape {tuple(x.shape)} ({x.dim()} dims).")
-    b, length, d = x.shape
-    if d % num_heads:
-        raise ValueError(
-            f"{func}(): the model dim (dim 2 of {arg}, shape {tuple(x.shape)}) is {d}, not divisible by "
-            f"num_heads={num_heads}; pick num_heads among the divisors of {d}."
-        )
-    return x.view(b, length, num_heads, d // num_heads).transpose(1, 2)
-
-
 @entry("split_heads")
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(B, L, D)`` -> ``(B, H, L, D // H)``: a view (no copy), head ``h`` gets features ``h*Dh:(h+1)*Dh``.
@@ -316,15 +305,18 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     >>> tuple(h.shape), h.stride(), h[0, 1, 0].tolist()
     ((1, 3, 2, 2), (12, 2, 6, 1), [2.0, 3.0])
     """
-    return _split_heads(x, num_heads, "split_heads")
-
-
-def _merge_heads(x: Any, func: str) -> torch.Tensor:
     x = require_tensor(x, "x")
-    if x.dim() != 4:
-        raise ValueError(f"{func}(): expects x of shape (B, H, L, Dh), got shape {tuple(x.shape)}.")
-    b, h, length, dh = x.shape
-    return x.transpose(1, 2).reshape(b, length, h * dh)
+    num_heads = require_int(num_heads, "num_heads", minimum=1)
+    if x.dim() != 3:
+        raise problem(ValueError, f"expects x of shape (B, L, D), got shape {tuple(x.shape)} ({x.dim()} dims).")
+    b, length, d = x.shape
+    if d % num_heads:
+        raise problem(
+            ValueError,
+            f"the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by "
+            f"num_heads={num_heads}; pick num_heads among the divisors of {d}.",
+        )
+    return x.view(b, length, num_heads, d // num_heads).transpose(1, 2)
 
 
 @entry("merge_heads")
@@ -344,7 +336,11 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     >>> merge_heads(out).untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
     False
     """
-    return _merge_heads(x, "merge_heads")
+    x = require_tensor(x, "x")
+    if x.dim() != 4:
+        raise problem(ValueError, f"expects x of shape (B, H, L, Dh), got shape {tuple(x.shape)}.")
+    b, h, length, dh = x.shape
+    return x.transpose(1, 2).reshape(b, length, h * dh)
 
 
 @entry("multi_head_self_attention")
@@ -372,41 +368,22 @@ def multi_head_self_attention(
     ...                                  mha.out_proj.weight, mha.out_proj.bias)
     >>> torch.testing.assert_close(ours, mha(x, x, x, need_weights=False)[0])
     """
-    func = "multi_head_self_attention"
     require_tensor(x, "x", kinds=(FLOAT,))
-    if x.dim() != 3:
-        raise ValueError(f"{func}(): expects x of shape (B, L, D), got shape {tuple(x.shape)}.")
-    b, length, d = x.shape
     num_heads = require_int(num_heads, "num_heads", minimum=1)
-    if d % num_heads:
-        raise ValueError(
-            f"{func}(): the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by "
-            f"num_heads={num_heads}; pick num_heads among the divisors of {d}."
-        )
-    params = {
-        "in_proj_weight": in_proj_weight,
-        "in_proj_bias": in_proj_bias,
-        "out_proj_weight": out_proj_weight,
-        "out_proj_bias": out_proj_bias,
+    split_heads(x, num_heads)  # x must be (B, L, D) with num_heads dividing D: split_heads says so, in its words
+    b, length, d = x.shape
+    params = {  # name: (tensor, expected shape, that shape in letters)
+        "in_proj_weight": (in_proj_weight, (3 * d, d), "(3*D, D)"),
+        "in_proj_bias": (in_proj_bias, (3 * d,), "(3*D,)"),
+        "out_proj_weight": (out_proj_weight, (d, d), "(D, D)"),
+        "out_proj_bias": (out_proj_bias, (d,), "(D,)"),
     }
-    expected = {
-        "in_proj_weight": (3 * d, d),
-        "in_proj_bias": (3 * d,),
-        "out_proj_weight": (d, d),
-        "out_proj_bias": (d,),
-    }
-    letters = {
-        "in_proj_weight": "(3*D, D)",
-        "in_proj_bias": "(3*D,)",
-        "out_proj_weight": "(D, D)",
-        "out_proj_bias": "(D,)",
-    }
-    for name, p in params.items():
+    for name, (p, shape, letters) in params.items():
         if p is None and name.endswith("bias"):
             continue
         require_tensor(p, name, kinds=(FLOAT,))
-        require_shape(p, name, expected[name], letters[name], f"for x of shape {tuple(x.shape)}")
-    present = {"x": x, **{n: p for n, p in params.items() if p is not None}}
+        require_shape(p, name, shape, letters, f"for x of shape {tuple(x.shape)}")
+    present = {"x": x, **{n: p for n, (p, _, _) in params.items() if p is not None}}
     require_same_device(present)
     require_same_dtype(present)
     causal = require_bool(causal, "causal")
@@ -415,12 +392,12 @@ def multi_head_self_attention(
         require_tensor(lengths, "lengths", kinds=(INT,), meta=False)
         require_shape(lengths, "lengths", (b,), "(B,)", f"for x of shape {tuple(x.shape)}")
         require_same_device({"x": x, "lengths": lengths})
-        mask = _padding_mask(lengths, length, func)  # (B, 1, 1, L)
+        mask = padding_mask(lengths, length)  # (B, 1, 1, L)
     qkv = nn.functional.linear(x, in_proj_weight, in_proj_bias)  # (B, L, 3D)
-    q, k, v = (_split_heads(t, num_heads, func) for t in qkv.chunk(3, dim=-1))  # each (B, H, L, Dh)
-    _check_attention(q, k, v, mask, causal, None, "zero", False, func)  # errors name this function
+    q, k, v = (split_heads(t, num_heads) for t in qkv.chunk(3, dim=-1))  # each (B, H, L, Dh)
+    # Errors raised inside the helpers still name multi_head_self_attention: the outermost @entry wins.
     out = scaled_dot_product_attention(q, k, v, mask, is_causal=causal)
-    return nn.functional.linear(_merge_heads(out, func), out_proj_weight, out_proj_bias)
+    return nn.functional.linear(merge_heads(out), out_proj_weight, out_proj_bias)
 
 
 class SqueezeExcitation(nn.Module):
@@ -444,9 +421,10 @@ class SqueezeExcitation(nn.Module):
         reduction = require_int(reduction, "reduction", minimum=1)
         hidden = channels // reduction
         if hidden == 0:
-            raise ValueError(
-                f"SqueezeExcitation(channels={channels}, reduction={reduction}): channels // reduction = 0 hidden "
-                f"units, so the attention would ignore its input. Use reduction <= {channels}."
+            raise problem(
+                ValueError,
+                f"channels={channels}, reduction={reduction} give channels // reduction = 0 hidden units, "
+                f"so the attention would ignore its input. Use reduction <= {channels}.",
             )
         require_allocation(
             4 * (2 * channels * hidden + channels + hidden),
@@ -465,22 +443,25 @@ class SqueezeExcitation(nn.Module):
         """
         require_tensor(x, "x", kinds=(FLOAT,))
         if x.dim() != 4 or x.shape[1] != self.channels:
-            raise ValueError(
-                f"SqueezeExcitation(channels={self.channels}) expects x of shape (B, {self.channels}, H, W); "
+            raise problem(
+                ValueError,
+                f"a module of {self.channels} channels expects x of shape (B, {self.channels}, H, W); "
                 f"got shape {tuple(x.shape)}"
-                + (f" (dim 1 is {x.shape[1]})." if x.dim() == 4 else f" ({x.dim()} dims).")
+                + (f" (dim 1 is {x.shape[1]})." if x.dim() == 4 else f" ({x.dim()} dims)."),
             )
         if x.shape[2] * x.shape[3] == 0:
-            raise ValueError(
-                f"SqueezeExcitation(channels={self.channels}): x of shape {tuple(x.shape)} has no pixels "
-                "(H * W = 0), so the per-channel mean is undefined; pass an image with H, W >= 1."
+            raise problem(
+                ValueError,
+                f"x of shape {tuple(x.shape)} has no pixels (H * W = 0), "
+                "so the per-channel mean is undefined; pass an image with H, W >= 1.",
             )
         weight = self.fc1.weight
         require_same_device({"the module's weights": weight, "x": x})
         if x.dtype != weight.dtype:
-            raise TypeError(
-                f"SqueezeExcitation(): `x` has dtype {x.dtype} but the module's weights are {weight.dtype}; "
-                f"they must match. Cast the input, x.to({weight.dtype}), or the module, se.to({x.dtype})."
+            raise problem(
+                TypeError,
+                f"`x` has dtype {x.dtype} but the module's weights are {weight.dtype}; "
+                f"they must match. Cast the input, x.to({weight.dtype}), or the module, se.to({x.dtype}).",
             )
         squeezed = x.mean(dim=(2, 3))  # (B, C)
         w = torch.sigmoid(self.fc2(torch.relu(self.fc1(squeezed))))

@@ -19,9 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils import benchmark
 
-from ._checks import describe_value, entry, require_allocation, require_int, require_str, require_tensor, type_error
+from ._checks import (
+    describe_value,
+    entry,
+    problem,
+    require_allocation,
+    require_int,
+    require_str,
+    require_tensor,
+    type_error,
+)
+from ._format import fmt_time
 
 __all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "MAX_MIN_RUN_TIME", "MAX_TOTAL_SECONDS"]
 
@@ -77,8 +86,8 @@ class Comparison:
             out.append(
                 (
                     r.name,
-                    _fmt_time(r.median_s),
-                    _fmt_time(r.iqr_s),
+                    fmt_time(r.median_s),
+                    fmt_time(r.iqr_s),
                     f"{r.ratio:.3g}",
                     "-" if r.bytes_moved is None else f"{r.bytes_moved:,}",
                     "-" if r.gb_per_s is None else f"{r.gb_per_s:.3g}",
@@ -91,21 +100,13 @@ class Comparison:
         widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table)
 
-    def __repr__(self) -> str:
-        return str(self)
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         head, *body = self._table()
         th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
         rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
         return f"<table><tr>{th}</tr>{rows}</table>"
-
-
-def _fmt_time(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
 
 
 MAX_MIN_RUN_TIME = 60.0  # seconds per timed block
@@ -121,9 +122,10 @@ def _require_zero_arguments(fn: Callable[..., Any], name: str) -> None:
     try:
         signature.bind()
     except TypeError:
-        raise TypeError(
-            f"compare(): case {name!r} takes arguments {signature}, but each case is called with none; "
-            "bind them first: lambda: fn(x)."
+        raise problem(
+            TypeError,
+            f"case {name!r} takes arguments {signature}, but each case is called with none; "
+            "bind them first: lambda: fn(x).",
         ) from None
 
 
@@ -152,53 +154,55 @@ def compare(
     (['clone', 'view'], 1.0)
     """
     if not isinstance(cases, Mapping) or not cases:
-        raise ValueError(
-            "compare() needs a non-empty dict of {name: zero-argument callable}, "
+        raise problem(
+            ValueError,
+            "needs a non-empty dict of {name: zero-argument callable}, "
             "e.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)}); "
-            f"got {describe_value(cases)}."
+            f"got {describe_value(cases)}.",
         )
     for name, fn in cases.items():
         if not isinstance(name, str):
-            raise TypeError(f"compare(): case names must be str, got {name!r}.")
+            raise problem(TypeError, f"case names must be str, got {name!r}.")
         if not callable(fn):
-            raise TypeError(
-                f"compare(): case {name!r} is a {type(fn).__name__}, not a callable; "
-                f"wrap the expression: lambda: <expression>."
+            raise problem(
+                TypeError,
+                f"case {name!r} is a {type(fn).__name__}, not a callable; wrap the expression: lambda: <expression>.",
             )
         _require_zero_arguments(fn, name)
     if reference is not None:
         require_str(reference, "reference", allow_none=True)
     reference = next(iter(cases)) if reference is None else reference
     if reference not in cases:
-        raise ValueError(f"compare(): reference={reference!r} is not one of the cases {list(cases)}.")
+        raise problem(ValueError, f"reference={reference!r} is not one of the cases {list(cases)}.")
     if bytes_moved is not None and not isinstance(bytes_moved, Mapping):
         raise type_error("bytes_moved", "a dict {case name: bytes per call} or None", bytes_moved)
     bytes_moved = dict(bytes_moved or {})
     for name, nbytes in bytes_moved.items():
         if not isinstance(name, str) or name not in cases:
-            raise ValueError(f"compare(): bytes_moved names {name!r}, which is not one of the cases {list(cases)}.")
+            raise problem(ValueError, f"bytes_moved names {name!r}, which is not one of the cases {list(cases)}.")
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
-            raise ValueError(f"compare(): bytes_moved[{name!r}] must be an int >= 0 (bytes per call), got {nbytes!r}.")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"compare(): rounds must be an int >= 1, got {rounds!r}.")
+            raise problem(ValueError, f"bytes_moved[{name!r}] must be an int >= 0 (bytes per call), got {nbytes!r}.")
+    rounds = require_int(rounds, "rounds", minimum=1)
     if (
         isinstance(min_run_time, bool)
         or not isinstance(min_run_time, (int, float))
         or not (0 < min_run_time <= MAX_MIN_RUN_TIME)
     ):
         # nan fails every comparison and inf never ends: both are refused here
-        raise ValueError(
-            f"compare(): min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}, got {min_run_time!r}."
+        raise problem(
+            ValueError, f"min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}, got {min_run_time!r}."
         )
     budget = rounds * len(cases) * min_run_time
     if budget > MAX_TOTAL_SECONDS:
-        raise ValueError(
-            f"compare(): rounds={rounds} x {len(cases)} cases x min_run_time={min_run_time} s would time for at "
-            f"least {budget:,.0f} s, more than {MAX_TOTAL_SECONDS} s; use fewer rounds or a shorter min_run_time."
+        raise problem(
+            ValueError,
+            f"rounds={rounds} x {len(cases)} cases x min_run_time={min_run_time} s would time for at "
+            f"least {budget:,.0f} s, more than {MAX_TOTAL_SECONDS} s; use fewer rounds or a shorter min_run_time.",
         )
     if num_threads is not None:
         num_threads = require_int(num_threads, "num_threads", minimum=1, maximum=max(1, 4 * (os.cpu_count() or 1)))
     threads = torch.get_num_threads() if num_threads is None else num_threads
+    from torch.utils import benchmark  # imported here: it costs ~0.1 s, and `import viewlab` need not pay it
 
     timers = {
         name: benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label=name)

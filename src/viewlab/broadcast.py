@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from ._checks import entry, is_quantized_dtype, require_tensor
+from ._checks import caller, entry, is_quantized_dtype, problem, require_tensor
+from ._format import dtype_name, fmt_shape
 from .errors import BroadcastError
 
 __all__ = [
@@ -45,10 +46,6 @@ NEW_DIM = "new leading dim"
 
 _MAX_FIX_RANK = 12  # searching for unsqueeze fixes is combinatorial; beyond this rank we do not try
 _MAX_FIXES_SHOWN = 3
-
-
-def _fmt_shape(shape: Sequence[int]) -> str:
-    return str(tuple(int(n) for n in shape))
 
 
 def _default_name(i: int) -> str:
@@ -95,16 +92,17 @@ class DimStep:
     result: int
     names: tuple[str, ...] = ()
 
+    def _names(self) -> tuple[str, ...]:
+        return self.names or tuple(_default_name(i) for i in range(len(self.rules)))
+
     @property
     def summary(self) -> str:
         """The rules that fired here, in words: ``"equal"`` or e.g. ``"a stretched from 1"``."""
-        names = self.names or tuple(_default_name(i) for i in range(len(self.rules)))
-        parts = [f"{name} {rule}" for name, rule in zip(names, self.rules) if rule != EQUAL]
+        parts = [f"{name} {rule}" for name, rule in zip(self._names(), self.rules) if rule != EQUAL]
         return "; ".join(parts) if parts else EQUAL
 
     def __str__(self) -> str:
-        names = self.names or tuple(_default_name(i) for i in range(len(self.rules)))
-        sizes = ", ".join(f"{n} {'-' if s is None else s}" for n, s in zip(names, self.sizes))
+        sizes = ", ".join(f"{n} {'-' if s is None else s}" for n, s in zip(self._names(), self.sizes))
         return f"dim {self.from_right}: {sizes} -> {self.result}   {self.summary}"
 
 
@@ -199,7 +197,7 @@ class BroadcastExplanation:
 
     # ----- text -----------------------------------------------------------------------------
     def _label(self, op: OperandInfo) -> str:
-        return f"{op.name} {_fmt_shape(op.shape)}"
+        return f"{op.name} {fmt_shape(op.shape)}"
 
     def __str__(self) -> str:
         rank = len(self.shape)
@@ -207,7 +205,7 @@ class BroadcastExplanation:
         lw = max(len(s) for s in labels + ["result"])
         cells = [[("[1]" if r == NEW_DIM else str(n)) for n, r in zip(op.padded, op.rules)] for op in self.operands]
         cw = max([3] + [len(c) for row in cells for c in row] + [len(str(n)) for n in self.shape] + [len(str(-rank))])
-        lines = [f"broadcast {', '.join(labels)} -> {_fmt_shape(self.shape)}", ""]
+        lines = [f"broadcast {', '.join(labels)} -> {fmt_shape(self.shape)}", ""]
         lines.append("1. right-align the shapes; pad missing leading dims with 1 (shown [1]):")
         header = " ".join(f"{d:>{cw}}" for d in range(-rank, 0))
         lines.append(f"   {'dim':<{lw}}  {header}".rstrip())
@@ -218,7 +216,7 @@ class BroadcastExplanation:
             lines.append("   (no dimensions: every operand is a scalar)")
         for step in self.steps:
             lines.append(f"   {step}")
-        lines.append(f"3. result: {_fmt_shape(self.shape)}")
+        lines.append(f"3. result: {fmt_shape(self.shape)}")
         lines.append("")
         lines.append("virtual copies (stride 0: one stored element is read many times, no new memory):")
         for op in self.operands:
@@ -226,18 +224,16 @@ class BroadcastExplanation:
         return "\n".join(lines)
 
     def _memory_sentence(self, op: OperandInfo) -> str:
-        dtype = str(op.dtype).replace("torch.", "")
         if not op.expanded_dims:
             return f"{op.name}: not expanded (nothing to copy)"
         dims = ", ".join(str(d) for d in op.expanded_dims)
         return (
             f"{op.name}: expanded along result dim{'s' if len(op.expanded_dims) > 1 else ''} {dims}; "
-            f"{op.name}.expand{_fmt_shape(self.shape)} has stride {_fmt_shape(op.expanded_stride)}; "
-            f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype}), broadcasting takes 0"
+            f"{op.name}.expand{fmt_shape(self.shape)} has stride {fmt_shape(op.expanded_stride)}; "
+            f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype_name(op.dtype)}), broadcasting takes 0"
         )
 
-    def __repr__(self) -> str:
-        return str(self)
+    __repr__ = __str__
 
     # ----- HTML -----------------------------------------------------------------------------
     def _repr_html_(self) -> str:
@@ -261,12 +257,12 @@ class BroadcastExplanation:
                     f"{'' if rule == EQUAL else f'<br><small>{tip}</small>'}</td>"
                 )
             rows.append(
-                f"<tr><th style='text-align:left'>{esc(op.name)} <code>{esc(_fmt_shape(op.shape))}</code>"
+                f"<tr><th style='text-align:left'>{esc(op.name)} <code>{esc(fmt_shape(op.shape))}</code>"
                 f"</th>{''.join(tds)}</tr>"
             )
         res_tds = "".join(f"<td style='text-align:center'><b>{n}</b></td>" for n in self.shape)
         rows.append(
-            f"<tr><th style='text-align:left'>result <code>{esc(_fmt_shape(self.shape))}</code></th>{res_tds}</tr>"
+            f"<tr><th style='text-align:left'>result <code>{esc(fmt_shape(self.shape))}</code></th>{res_tds}</tr>"
         )
         steps = "".join(
             f"<li>dim {s.from_right}: "
@@ -275,15 +271,15 @@ class BroadcastExplanation:
             for s in self.steps
         )
         mem_rows = "".join(
-            f"<tr><td>{esc(op.name)}</td><td><code>{esc(str(op.dtype).replace('torch.', ''))}</code></td>"
+            f"<tr><td>{esc(op.name)}</td><td><code>{esc(dtype_name(op.dtype))}</code></td>"
             f"<td>{esc(', '.join(map(str, op.expanded_dims)) or 'none')}</td>"
-            f"<td><code>{esc(_fmt_shape(op.expanded_stride))}</code></td>"
+            f"<td><code>{esc(fmt_shape(op.expanded_stride))}</code></td>"
             f"<td style='text-align:right'>{op.copy_bytes:,}</td><td style='text-align:right'>0</td></tr>"
             for op in self.operands
         )
         return (
             f"<div><p><b>broadcast {esc(', '.join(self._label(o) for o in self.operands))} &rarr; "
-            f"{esc(_fmt_shape(self.shape))}</b></p>"
+            f"{esc(fmt_shape(self.shape))}</b></p>"
             "<table><caption>Shapes right-aligned; [1] = missing leading dim padded with 1</caption>"
             f"<tr><th></th>{head}</tr>{''.join(rows)}</table>"
             f"<ol>{steps}</ol>"
@@ -295,9 +291,9 @@ class BroadcastExplanation:
 
 
 # ----- input validation ---------------------------------------------------------------------------
-def _as_shape(obj: Any, position: int, name: str, func: str) -> tuple[tuple[int, ...], torch.Tensor | None]:
+def _as_shape(obj: Any, position: int, name: str) -> tuple[tuple[int, ...], torch.Tensor | None]:
     """(shape, tensor-or-None) for one operand, or a clear TypeError / ValueError."""
-    where = f"{func}(): operand {position} ({name})"
+    where = f"operand {position} ({name})"
     if isinstance(obj, torch.Tensor):
         t = require_tensor(obj, name, quantized=True)
         return tuple(t.shape), t
@@ -305,22 +301,24 @@ def _as_shape(obj: Any, position: int, name: str, func: str) -> tuple[tuple[int,
         shape = []
         for i, n in enumerate(obj):
             if isinstance(n, (list, tuple)):
-                raise TypeError(
+                raise problem(
+                    TypeError,
                     f"{where} is a nested sequence, which looks like data, not a shape. "
-                    f"Pass a shape such as (2, 3), or the data as a tensor: torch.tensor({name})."
+                    f"Pass a shape such as (2, 3), or the data as a tensor: torch.tensor({name}).",
                 )
-            if isinstance(n, bool) or isinstance(n, float):
-                raise TypeError(f"{where}: size at index {i} is {n!r} ({type(n).__name__}); sizes must be ints.")
             try:
-                value = operator.index(n)
+                value = None if isinstance(n, bool) else operator.index(n)  # True is an int to Python, not a size
             except TypeError:
-                raise TypeError(
-                    f"{where}: size at index {i} is {n!r} ({type(n).__name__}); sizes must be ints."
-                ) from None
+                value = None
+            if value is None:
+                raise problem(
+                    TypeError, f"{where}: size at index {i} is {n!r} ({type(n).__name__}); sizes must be ints."
+                )
             if value < 0:
-                raise ValueError(
+                raise problem(
+                    ValueError,
                     f"{where}: size at index {i} is {value}; sizes must be >= 0 "
-                    f"(-1 means 'infer' only in view/reshape/expand, not in a shape to broadcast)."
+                    f"(-1 means 'infer' only in view/reshape/expand, not in a shape to broadcast).",
                 )
             shape.append(value)
         return tuple(shape), None
@@ -329,8 +327,9 @@ def _as_shape(obj: Any, position: int, name: str, func: str) -> tuple[tuple[int,
         hint = " A Python number broadcasts like a 0-dim tensor: pass () or torch.tensor(value)."
     elif type(obj).__module__ == "numpy":
         hint = f" Pass its shape ({name}.shape) or the tensor torch.from_numpy({name})."
-    raise TypeError(
-        f"{where} is a {type(obj).__name__}; pass a torch.Tensor, a torch.Size, or a tuple/list of ints.{hint}"
+    raise problem(
+        TypeError,
+        f"{where} is a {type(obj).__name__}; pass a torch.Tensor, a torch.Size, or a tuple/list of ints.{hint}",
     )
 
 
@@ -391,9 +390,7 @@ def _find_fixes(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> l
             if _broadcast([new, target]) == tuple(target) and new != shape:
                 code = f"{name}.mT" if r == 2 else f"{name}.permute{perm}"
                 fixes.append(BroadcastFix(name, code, new, tuple(target), "reorders its dims"))
-    # fewest inserted dims first, then unsqueeze before permute, then by code
-    fixes.sort(key=lambda f: (len(f.new_shape) - r if "unsqueeze" in f.code else 99, f.code))
-    return fixes
+    return fixes  # in no particular order: _incompatible sorts every operand's fixes together
 
 
 def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> BroadcastError:
@@ -410,8 +407,9 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
         target = _broadcast(others)
         if target is not None:
             fixes.extend(_find_fixes(names[i], shapes[i], target))
+    # fewest inserted dims first, then unsqueeze before permute, then by code
     fixes.sort(key=lambda f: (f.code.count(".unsqueeze(") if "unsqueeze" in f.code else 99, f.code))
-    operand_list = ", ".join(f"{n} {_fmt_shape(s)}" for n, s in zip(names, shapes))
+    operand_list = ", ".join(f"{n} {fmt_shape(s)}" for n, s in zip(names, shapes))
     lines = [f"cannot broadcast {operand_list}."]
     for dim, present in conflicts:
         parts = [f"{n} has size {z} at its dim {d}" for n, d, z in present]
@@ -425,8 +423,8 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
             if "unsqueeze" in f.code:
                 extra = " (if it came from a reduction, keepdim=True keeps that dim)"
             lines.append(
-                f"  {f.code} -> shape {_fmt_shape(f.new_shape)}, broadcasts to "
-                f"{_fmt_shape(f.result_shape)}; {f.note}{extra}."
+                f"  {f.code} -> shape {fmt_shape(f.new_shape)}, broadcasts to "
+                f"{fmt_shape(f.result_shape)}; {f.note}{extra}."
             )
         if len(fixes) > _MAX_FIXES_SHOWN:
             lines.append(f"  ... and {len(fixes) - _MAX_FIXES_SHOWN} more (see the error's .fixes).")
@@ -469,29 +467,26 @@ def explain_broadcast(
     >>> e["col"].copy_bytes, e["col"].broadcast_bytes
     (96, 0)
     """
-    return _explain(operands, names, dtype, "explain_broadcast")
-
-
-def _explain(operands: Sequence[Any], names: Any, dtype: Any, func: str) -> BroadcastExplanation:
-    """:func:`explain_broadcast`, with errors naming ``func`` (the function the learner called)."""
     if len(operands) < 2:
-        raise TypeError(
-            f"{func}() needs at least two operands (tensors or shapes), got {len(operands)}. "
-            f"Example: {func}(x, y)" + (" or explain_broadcast((3, 1), (4,))." if func == "explain_broadcast" else ".")
+        func = caller()  # draw_broadcast validates through here too
+        example = " or explain_broadcast((3, 1), (4,))." if func == "explain_broadcast" else "."
+        raise problem(
+            TypeError,
+            f"needs at least two operands (tensors or shapes), got {len(operands)}. Example: {func}(x, y){example}",
         )
     if not isinstance(dtype, torch.dtype) or is_quantized_dtype(dtype):
-        raise TypeError(f"{func}(): dtype must be a torch.dtype such as torch.float32, got {dtype!r}.")
+        raise problem(TypeError, f"dtype must be a torch.dtype such as torch.float32, got {dtype!r}.")
     if names is None:
         names = [_default_name(i) for i in range(len(operands))]
     else:
         if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
-            raise TypeError(f"{func}(): names must be a list of non-empty strings, got {names!r}.")
+            raise problem(TypeError, f"names must be a list of non-empty strings, got {names!r}.")
         names = list(names)
         if len(names) != len(operands):
-            raise ValueError(f"{func}(): got {len(operands)} operands but {len(names)} names; give one name each.")
+            raise problem(ValueError, f"got {len(operands)} operands but {len(names)} names; give one name each.")
         if len(set(names)) != len(names):
-            raise ValueError(f"{func}(): names must be different from each other, got {names!r}.")
-    parsed = [_as_shape(obj, i, n, func) for i, (obj, n) in enumerate(zip(operands, names))]
+            raise problem(ValueError, f"names must be different from each other, got {names!r}.")
+    parsed = [_as_shape(obj, i, n) for i, (obj, n) in enumerate(zip(operands, names))]
     shapes = [s for s, _ in parsed]
 
     result = _broadcast(shapes)
@@ -508,17 +503,9 @@ def _explain(operands: Sequence[Any], names: Any, dtype: Any, func: str) -> Broa
         rules = tuple(NEW_DIM if d < pad else (EQUAL if padded[d] == result[d] else STRETCHED) for d in range(rank))
         expanded = tuple(d for d in range(rank) if padded[d] == 1 and result[d] > 1)
         sum_dims = tuple(d for d in range(rank) if rules[d] != EQUAL)
-        if tensor is not None:
-            op_dtype = tensor.dtype
-            stride = tuple(tensor.detach().expand(result).stride())  # PyTorch's own answer, no data touched
-        else:
-            op_dtype = dtype
-            stride = tuple(torch.empty(shape, dtype=dtype, device="meta").expand(result).stride())
-        itemsize = (
-            tensor.element_size()
-            if tensor is not None
-            else torch.empty((), dtype=op_dtype, device="meta").element_size()
-        )
+        # The stride after expand is PyTorch's own answer, no data touched (a shape: a meta tensor of it).
+        probe = tensor.detach() if tensor is not None else torch.empty(shape, dtype=dtype, device="meta")
+        itemsize = probe.dtype.itemsize
         infos.append(
             OperandInfo(
                 name=name,
@@ -527,8 +514,8 @@ def _explain(operands: Sequence[Any], names: Any, dtype: Any, func: str) -> Broa
                 rules=rules,
                 expanded_dims=expanded,
                 sum_dims=sum_dims,
-                expanded_stride=stride,
-                dtype=op_dtype,
+                expanded_stride=tuple(probe.expand(result).stride()),
+                dtype=probe.dtype,
                 itemsize=itemsize,
                 is_tensor=tensor is not None,
                 own_bytes=math.prod(shape) * itemsize,

@@ -1,8 +1,14 @@
-"""How a tensor sits in memory: shape, stride, offset and the bytes behind them.
+"""How a tensor sits in memory: shape, stride, offset, the bytes behind them, and who else uses them.
 
 A strided tensor is a *window* onto a flat, 1-D block of memory (its storage). Element
 ``t[i0, i1, ...]`` lives at storage index ``storage_offset + i0*stride[0] + i1*stride[1] + ...``.
-:func:`layout` collects those numbers, plus what they cost in bytes, into one readable object.
+:func:`layout` collects those numbers, plus what they cost in bytes, into one readable object;
+:func:`storage_indices` evaluates the formula for every element; :func:`shares_storage` says whether
+two tensors (or a tensor and a NumPy array) use the same memory.
+
+>>> x = torch.arange(6)
+>>> layout(x.view(2, 3).t()).stride, storage_indices(x[1::2]).tolist(), shares_storage(x, x[2:])
+((1, 3), [1, 3, 5], True)
 """
 
 from __future__ import annotations
@@ -14,9 +20,10 @@ from typing import Any
 
 import torch
 
-from ._checks import entry, require_allocation, require_tensor
+from ._checks import entry, problem, require_allocation, require_strided_tensor, require_tensor
+from ._format import dtype_name
 
-__all__ = ["Layout", "layout", "storage_indices"]
+__all__ = ["Layout", "layout", "storage_indices", "shares_storage"]
 
 
 @dataclass(frozen=True)
@@ -73,13 +80,12 @@ class Layout:
         return _overlaps(self.shape, self.stride)
 
     def _rows(self) -> list[tuple[str, str]]:
-        dtype = str(self.dtype).replace("torch.", "")
         return [
             ("shape", str(self.shape)),
             ("stride (elements)", str(self.stride)),
             ("stride (bytes)", str(self.stride_bytes)),
             ("storage offset", str(self.storage_offset)),
-            ("dtype / itemsize", f"{dtype} / {self.itemsize} B"),
+            ("dtype / itemsize", f"{dtype_name(self.dtype)} / {self.itemsize} B"),
             ("contiguous", str(self.is_contiguous)),
             ("is a view", str(self.is_view)),
             ("broadcast dims (stride 0)", str(self.broadcast_dims) if self.broadcast_dims else "none"),
@@ -94,8 +100,7 @@ class Layout:
         body = "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
         return f"Layout on {self.device}\n{body}"
 
-    def __repr__(self) -> str:
-        return str(self)
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         cells = "".join(
@@ -243,10 +248,6 @@ def storage_indices(t: Any) -> torch.Tensor:
     >>> storage_indices(torch.zeros(3)[1:].expand(2, 2)).tolist()
     [[1, 2], [1, 2]]
     """
-    return _storage_indices(t, "storage_indices")
-
-
-def _storage_indices(t: Any, func: str) -> torch.Tensor:
     t = require_tensor(t, "t", quantized=True)
     require_allocation(8 * t.numel(), f"the storage indices of a tensor of shape {tuple(t.shape)}")
     # offset + sum_d i_d * stride_d, one broadcast term per dim: costs numel int64s, never the storage.
@@ -256,3 +257,53 @@ def _storage_indices(t: Any, func: str) -> torch.Tensor:
         view[d] = n
         index = index + (torch.arange(n, dtype=torch.int64) * s).view(view)
     return index.expand(tuple(t.shape)).contiguous()
+
+
+def _memory_range(obj: Any, arg: str) -> tuple[str, int, int, object]:
+    """(device, first byte address, one-past-last address, identity of the storage object)."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        np = None
+    if np is not None and isinstance(obj, np.ndarray):
+        root = obj
+        while isinstance(root.base, np.ndarray):  # walk views back to the array that owns the buffer
+            root = root.base
+        lo, hi = np.lib.array_utils.byte_bounds(root) if hasattr(np.lib, "array_utils") else np.byte_bounds(root)
+        return "cpu", lo, hi, None
+    t = require_strided_tensor(obj, arg)
+    if t.device.type == "meta":
+        raise problem(
+            ValueError,
+            f"`{arg}` is a meta tensor, which has no memory to share. "
+            "Compare tensors that hold data (create them on 'cpu' or 'cuda').",
+        )
+    storage = t.untyped_storage()
+    start = storage.data_ptr()
+    return str(t.device), start, start + storage.nbytes(), storage._cdata
+
+
+@entry("shares_storage")
+def shares_storage(a: Any, b: Any) -> bool:
+    """True if ``a`` and ``b`` read and write the same underlying memory.
+
+    Two tensors share storage when one is a view of the other (any offset), or both are views of a
+    third. NumPy arrays are accepted too, so ``torch.from_numpy`` and ``Tensor.numpy()`` sharing
+    can be checked: there, "same memory" means the byte ranges of the buffers overlap.
+
+    >>> x = torch.arange(6)
+    >>> shares_storage(x, x[2:].view(2, 2))
+    True
+    >>> shares_storage(x, x.clone())
+    False
+    >>> shares_storage(x, x.numpy())
+    True
+    """
+    dev_a, lo_a, hi_a, id_a = _memory_range(a, "a")
+    dev_b, lo_b, hi_b, id_b = _memory_range(b, "b")
+    if dev_a != dev_b:
+        return False
+    if id_a is not None and id_a == id_b:  # same storage object; also right for empty storages
+        return True
+    # Empty buffers overlap nothing; otherwise half-open byte ranges must intersect.
+    return lo_a < hi_a and lo_b < hi_b and lo_a < hi_b and lo_b < hi_a

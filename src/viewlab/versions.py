@@ -19,11 +19,14 @@ from dataclasses import dataclass
 
 import torch
 
+from ._checks import entry, problem, type_error
+
 __all__ = ["TORCH_FLOOR", "BEHAVIOURS", "Behaviour", "torch_at_least", "check_torch"]
 
 TORCH_FLOOR = "2.5"
 
 
+@entry("torch_at_least")
 def torch_at_least(version: str, installed: str | None = None) -> bool:
     """True when the installed torch (or ``installed``) is at least ``version`` ("2.5", "2.5.1").
 
@@ -31,11 +34,10 @@ def torch_at_least(version: str, installed: str | None = None) -> bool:
     (True, False)
     """
     if not isinstance(version, str):
-        raise TypeError(f"torch_at_least(version=...) expects a string such as '2.5', got {type(version).__name__}.")
+        raise type_error("version", "a string such as '2.5'", version)
     if installed is not None and not isinstance(installed, str):
-        raise TypeError(
-            f"torch_at_least(installed=...) expects a version string such as '2.11.0+cu128' or None "
-            f"(the torch running here), got {type(installed).__name__}."
+        raise type_error(
+            "installed", "a version string such as '2.11.0+cu128' or None (the torch running here)", installed
         )
 
     def parts(text: str) -> tuple[int, ...]:
@@ -45,9 +47,9 @@ def torch_at_least(version: str, installed: str | None = None) -> bool:
     have = parts(installed if installed is not None else torch.__version__)
     want = parts(version)
     if not want:
-        raise ValueError(f"torch_at_least(version={version!r}): pass a version such as '2.5' or '2.5.1'.")
+        raise problem(ValueError, f"version={version!r}: pass a version such as '2.5' or '2.5.1'.")
     if not have:
-        raise ValueError(f"torch_at_least(installed={installed!r}): pass a version such as '2.11.0+cu128', or None.")
+        raise problem(ValueError, f"installed={installed!r}: pass a version such as '2.11.0+cu128', or None.")
     return have[: len(want)] >= want
 
 
@@ -105,7 +107,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour(
         "Tensor.untyped_storage() exists and views share it",
         "2.0",
-        "every notebook; viewlab.layout, viewlab.sharing, viewlab.measure",
+        "every notebook; viewlab.layout, viewlab.shares_storage, viewlab.measure",
         _untyped_storage_is_shared_by_views,
     ),
     Behaviour(

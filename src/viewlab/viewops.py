@@ -15,76 +15,31 @@ from typing import Any
 
 import torch
 
-from ._checks import entry, require_choice, type_error
-from .sharing import shares_storage
+from ._checks import entry, problem, require_choice, type_error
+from .layout import shares_storage
 
 __all__ = ["OpCase", "OP_CASES", "OFFICIAL_VIEW_OPS", "DOCUMENTED", "observe", "view_op_table", "OpTable"]
 
 # The ops listed on PyTorch's "Tensor Views" docs page (plus basic indexing, listed there in prose).
-OFFICIAL_VIEW_OPS: tuple[str, ...] = (
-    "basic indexing",
-    "adjoint",
-    "as_strided",
-    "detach",
-    "diagonal",
-    "expand",
-    "expand_as",
-    "movedim",
-    "narrow",
-    "permute",
-    "select",
-    "squeeze",
-    "transpose",
-    "t",
-    "T",
-    "H",
-    "mT",
-    "mH",
-    "real",
-    "imag",
-    "view_as_real",
-    "unflatten",
-    "unfold",
-    "unsqueeze",
-    "view",
-    "view_as",
-    "unbind",
-    "split",
-    "hsplit",
-    "vsplit",
-    "tensor_split",
-    "split_with_sizes",
-    "swapaxes",
-    "swapdims",
-    "chunk",
-    "indices",
-    "values",
+_LISTED = (
+    "basic indexing, adjoint, as_strided, detach, diagonal, expand, expand_as, movedim, narrow, permute, select, "
+    "squeeze, transpose, t, T, H, mT, mH, real, imag, view_as_real, unflatten, unfold, unsqueeze, view, view_as, "
+    "unbind, split, hsplit, vsplit, tensor_split, split_with_sizes, swapaxes, swapdims, chunk, indices, values"
 )
+OFFICIAL_VIEW_OPS: tuple[str, ...] = tuple(_LISTED.split(", "))
 
-
-def _real() -> torch.Tensor:
-    return torch.arange(24.0).reshape(2, 3, 4)
-
-
-def _matrix() -> torch.Tensor:
-    return torch.arange(12.0).reshape(3, 4)
-
-
-def _transposed() -> torch.Tensor:
-    return torch.arange(12.0).reshape(3, 4).t()  # non-contiguous: stride (1, 4)
-
-
-def _complex() -> torch.Tensor:
-    return torch.view_as_complex(torch.arange(12.0).reshape(3, 2, 2)).clone()  # 3x2 complex64
-
-
-def _column() -> torch.Tensor:
-    return torch.arange(3.0).reshape(3, 1)
-
-
-def _sparse() -> torch.Tensor:
-    return torch.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse().coalesce()
-
+# The inputs the cases run on, by the description shown in tables; each call builds a fresh tensor.
+_R, _M, _T = "2x3x4 float", "3x4 float", "3x4 transposed (non-contiguous)"
+_C, _COL, _S = "3x2 complex", "3x1 float", "2x2 sparse COO"
+_INPUTS: dict[str, Callable[[], torch.Tensor]] = {
+    _R: lambda: torch.arange(24.0).reshape(2, 3, 4),
+    _M: lambda: torch.arange(12.0).reshape(3, 4),
+    _M + " (already float32)": lambda: torch.arange(12.0).reshape(3, 4),
+    _T: lambda: torch.arange(12.0).reshape(3, 4).t(),  # non-contiguous: stride (1, 4)
+    _C: lambda: torch.view_as_complex(torch.arange(12.0).reshape(3, 2, 2)).clone(),  # 3x2 complex64
+    _COL: lambda: torch.arange(3.0).reshape(3, 1),
+    _S: lambda: torch.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse().coalesce(),
+}
 
 # What the docs promise for an op; `observe` reports "view", "copy" or "same tensor".
 DOCUMENTED: tuple[str, ...] = ("view", "copy", "view or copy", "self or copy")
@@ -113,79 +68,77 @@ class OpCase:
     apply: Callable[[torch.Tensor], Any]
 
 
-def _c(op: str, code: str, documented: str, make_input: Callable[[], torch.Tensor], input: str) -> OpCase:
+def _c(op: str, code: str, documented: str, input: str) -> OpCase:
     # The expression is evaluated with `x` bound, so the code shown is exactly the code run.
     fn = eval(f"lambda x: {code}", {"torch": torch})  # noqa: S307 - fixed strings defined below
-    return OpCase(op, code, documented, input, make_input, fn)
+    return OpCase(op, code, documented, input, _INPUTS[input], fn)
 
-
-_R, _M, _T, _C, _COL = "2x3x4 float", "3x4 float", "3x4 transposed (non-contiguous)", "3x2 complex", "3x1 float"
 
 OP_CASES: tuple[OpCase, ...] = (
-    _c("basic indexing", "x[0, 1:, ::2]", "view", _real, _R),
-    _c("adjoint", "x.adjoint()", "view", _complex, _C),
-    _c("as_strided", "x.as_strided((2, 2), (1, 2))", "view", _real, _R),
-    _c("detach", "x.detach()", "view", _real, _R),
-    _c("diagonal", "x.diagonal(dim1=1, dim2=2)", "view", _real, _R),
-    _c("expand", "x.expand(2, 3, 5)", "view", _column, _COL),
-    _c("expand_as", "x.expand_as(torch.empty(4, 3, 6))", "view", _column, _COL),
-    _c("movedim", "x.movedim(0, -1)", "view", _real, _R),
-    _c("narrow", "x.narrow(2, 1, 2)", "view", _real, _R),
-    _c("permute", "x.permute(2, 0, 1)", "view", _real, _R),
-    _c("select", "x.select(1, 2)", "view", _real, _R),
-    _c("squeeze", "x.squeeze(1)", "view", _column, _COL),
-    _c("transpose", "x.transpose(0, 2)", "view", _real, _R),
-    _c("t", "x.t()", "view", _matrix, _M),
-    _c("T", "x.T", "view", _matrix, _M),
-    _c("H", "x.H", "view", _complex, _C),
-    _c("mT", "x.mT", "view", _real, _R),
-    _c("mH", "x.mH", "view", _complex, _C),
-    _c("real", "x.real", "view", _complex, _C),
-    _c("imag", "x.imag", "view", _complex, _C),
-    _c("view_as_real", "torch.view_as_real(x)", "view", _complex, _C),
-    _c("unflatten", "x.unflatten(2, (2, 2))", "view", _real, _R),
-    _c("unfold", "x.unfold(2, 2, 1)", "view", _real, _R),
-    _c("unsqueeze", "x.unsqueeze(0)", "view", _real, _R),
-    _c("view", "x.view(6, 4)", "view", _real, _R),
-    _c("view_as", "x.view_as(torch.empty(4, 6))", "view", _real, _R),
-    _c("unbind", "x.unbind(1)", "view", _real, _R),
-    _c("split", "x.split(2, dim=2)", "view", _real, _R),
-    _c("hsplit", "x.hsplit(3)", "view", _real, _R),
-    _c("vsplit", "x.vsplit(2)", "view", _real, _R),
-    _c("tensor_split", "x.tensor_split(3, dim=2)", "view", _real, _R),
-    _c("split_with_sizes", "x.split_with_sizes([1, 3], dim=2)", "view", _real, _R),
-    _c("swapaxes", "x.swapaxes(0, 1)", "view", _real, _R),
-    _c("swapdims", "x.swapdims(1, 2)", "view", _real, _R),
-    _c("chunk", "x.chunk(2, dim=2)", "view", _real, _R),
-    _c("indices", "x.indices()", "view", _sparse, "2x2 sparse COO"),
-    _c("values", "x.values()", "view", _sparse, "2x2 sparse COO"),
+    _c("basic indexing", "x[0, 1:, ::2]", "view", _R),
+    _c("adjoint", "x.adjoint()", "view", _C),
+    _c("as_strided", "x.as_strided((2, 2), (1, 2))", "view", _R),
+    _c("detach", "x.detach()", "view", _R),
+    _c("diagonal", "x.diagonal(dim1=1, dim2=2)", "view", _R),
+    _c("expand", "x.expand(2, 3, 5)", "view", _COL),
+    _c("expand_as", "x.expand_as(torch.empty(4, 3, 6))", "view", _COL),
+    _c("movedim", "x.movedim(0, -1)", "view", _R),
+    _c("narrow", "x.narrow(2, 1, 2)", "view", _R),
+    _c("permute", "x.permute(2, 0, 1)", "view", _R),
+    _c("select", "x.select(1, 2)", "view", _R),
+    _c("squeeze", "x.squeeze(1)", "view", _COL),
+    _c("transpose", "x.transpose(0, 2)", "view", _R),
+    _c("t", "x.t()", "view", _M),
+    _c("T", "x.T", "view", _M),
+    _c("H", "x.H", "view", _C),
+    _c("mT", "x.mT", "view", _R),
+    _c("mH", "x.mH", "view", _C),
+    _c("real", "x.real", "view", _C),
+    _c("imag", "x.imag", "view", _C),
+    _c("view_as_real", "torch.view_as_real(x)", "view", _C),
+    _c("unflatten", "x.unflatten(2, (2, 2))", "view", _R),
+    _c("unfold", "x.unfold(2, 2, 1)", "view", _R),
+    _c("unsqueeze", "x.unsqueeze(0)", "view", _R),
+    _c("view", "x.view(6, 4)", "view", _R),
+    _c("view_as", "x.view_as(torch.empty(4, 6))", "view", _R),
+    _c("unbind", "x.unbind(1)", "view", _R),
+    _c("split", "x.split(2, dim=2)", "view", _R),
+    _c("hsplit", "x.hsplit(3)", "view", _R),
+    _c("vsplit", "x.vsplit(2)", "view", _R),
+    _c("tensor_split", "x.tensor_split(3, dim=2)", "view", _R),
+    _c("split_with_sizes", "x.split_with_sizes([1, 3], dim=2)", "view", _R),
+    _c("swapaxes", "x.swapaxes(0, 1)", "view", _R),
+    _c("swapdims", "x.swapdims(1, 2)", "view", _R),
+    _c("chunk", "x.chunk(2, dim=2)", "view", _R),
+    _c("indices", "x.indices()", "view", _S),
+    _c("values", "x.values()", "view", _S),
     # Layout-dependent: the docs say "may return a view or a copy"; one contiguous and one
     # non-contiguous input shows both outcomes.
-    _c("reshape", "x.reshape(12)", "view or copy", _matrix, _M),
-    _c("reshape", "x.reshape(12)", "view or copy", _transposed, _T),
-    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _matrix, _M),
-    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _transposed, _T),
-    _c("flatten", "x.flatten()", "view or copy", _matrix, _M),
-    _c("flatten", "x.flatten()", "view or copy", _transposed, _T),
-    _c("contiguous", "x.contiguous()", "self or copy", _matrix, _M),
-    _c("contiguous", "x.contiguous()", "self or copy", _transposed, _T),
-    _c("to", "x.to(torch.float32)", "self or copy", _matrix, _M + " (already float32)"),
-    _c("to", "x.to(torch.float64)", "self or copy", _matrix, _M),
+    _c("reshape", "x.reshape(12)", "view or copy", _M),
+    _c("reshape", "x.reshape(12)", "view or copy", _T),
+    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _M),
+    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _T),
+    _c("flatten", "x.flatten()", "view or copy", _M),
+    _c("flatten", "x.flatten()", "view or copy", _T),
+    _c("contiguous", "x.contiguous()", "self or copy", _M),
+    _c("contiguous", "x.contiguous()", "self or copy", _T),
+    _c("to", "x.to(torch.float32)", "self or copy", _M + " (already float32)"),
+    _c("to", "x.to(torch.float64)", "self or copy", _M),
     # Copies: new memory every time.
-    _c("advanced indexing", "x[[0, 2]]", "copy", _matrix, _M),
-    _c("boolean mask", "x[x > 5]", "copy", _matrix, _M),
-    _c("clone", "x.clone()", "copy", _matrix, _M),
-    _c("repeat", "x.repeat(2, 5)", "copy", _column, _COL),
-    _c("tile", "x.tile((1, 5))", "copy", _column, _COL),
-    _c("repeat_interleave", "x.repeat_interleave(2, dim=0)", "copy", _matrix, _M),
-    _c("index_select", "x.index_select(0, torch.tensor([0, 2]))", "copy", _matrix, _M),
-    _c("masked_select", "x.masked_select(x > 5)", "copy", _matrix, _M),
-    _c("gather", "x.gather(1, torch.tensor([[0], [1], [2]]))", "copy", _matrix, _M),
-    _c("torch.cat", "torch.cat([x, x])", "copy", _matrix, _M),
-    _c("torch.stack", "torch.stack([x, x])", "copy", _matrix, _M),
-    _c("arithmetic", "x + 0", "copy", _matrix, _M),
-    _c("flip", "x.flip(0)", "copy", _matrix, _M),
-    _c("roll", "x.roll(1, 0)", "copy", _matrix, _M),
+    _c("advanced indexing", "x[[0, 2]]", "copy", _M),
+    _c("boolean mask", "x[x > 5]", "copy", _M),
+    _c("clone", "x.clone()", "copy", _M),
+    _c("repeat", "x.repeat(2, 5)", "copy", _COL),
+    _c("tile", "x.tile((1, 5))", "copy", _COL),
+    _c("repeat_interleave", "x.repeat_interleave(2, dim=0)", "copy", _M),
+    _c("index_select", "x.index_select(0, torch.tensor([0, 2]))", "copy", _M),
+    _c("masked_select", "x.masked_select(x > 5)", "copy", _M),
+    _c("gather", "x.gather(1, torch.tensor([[0], [1], [2]]))", "copy", _M),
+    _c("torch.cat", "torch.cat([x, x])", "copy", _M),
+    _c("torch.stack", "torch.stack([x, x])", "copy", _M),
+    _c("arithmetic", "x + 0", "copy", _M),
+    _c("flip", "x.flip(0)", "copy", _M),
+    _c("roll", "x.roll(1, 0)", "copy", _M),
 )
 
 
@@ -193,7 +146,7 @@ def _sparse_parts(x: torch.Tensor) -> list[torch.Tensor]:
     return [x._indices(), x._values()]
 
 
-def _find_case(name: str, func: str) -> OpCase:
+def _find_case(name: str) -> OpCase:
     matches = [c for c in OP_CASES if c.op == name]
     if len(matches) == 1:
         return matches[0]
@@ -202,14 +155,15 @@ def _find_case(name: str, func: str) -> OpCase:
 
         close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(
-            f"{func}(): no case for op {name!r} in OP_CASES.{hint} "
-            "The ops with a case: [c.op for c in viewlab.OP_CASES]."
+        raise problem(
+            ValueError,
+            f"no case for op {name!r} in OP_CASES.{hint} The ops with a case: [c.op for c in viewlab.OP_CASES].",
         )
     inputs = ", ".join(repr(c.input) for c in matches)
-    raise ValueError(
-        f"{func}(): op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on "
-        f"which; pass one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...)."
+    raise problem(
+        ValueError,
+        f"op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on "
+        f"which; pass one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...).",
     )
 
 
@@ -227,7 +181,7 @@ def observe(case: OpCase | str) -> str:
     'copy'
     """
     if isinstance(case, str):
-        case = _find_case(case, "observe")
+        case = _find_case(case)
     elif not isinstance(case, OpCase):
         raise type_error("case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'", case)
     x = case.make_input()

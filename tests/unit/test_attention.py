@@ -219,7 +219,7 @@ def test_errors_name_the_shape_and_the_dimension():
         padding_mask(torch.tensor([5, 2]), 3)
     with pytest.raises(ValueError, match="do not broadcast"):
         combine_masks(torch.ones(2, 3, dtype=torch.bool), torch.ones(4, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"reduction=16\): channels // reduction = 0.*reduction <= 8"):
+    with pytest.raises(ValueError, match=r"channels=8, reduction=16 give channels // reduction = 0.*reduction <= 8"):
         SqueezeExcitation(8)
     with pytest.raises(ValueError, match=r"expects x of shape \(B, 4, H, W\); got shape \(1, 3, 2, 2\) \(dim 1 is 3\)"):
         SqueezeExcitation(4, reduction=2)(torch.zeros(1, 3, 2, 2))

@@ -60,7 +60,9 @@ def test_lookup_of_unknown_candidate_says_which_exist():
         (dict(cases={"a": int}, reference="b"), ValueError, r"reference='b' is not one of the cases \['a'\]"),
         (dict(cases={"a": int}, bytes_moved={"b": 1}), ValueError, "bytes_moved names 'b'"),
         (dict(cases={"a": int}, bytes_moved={"a": -1}), ValueError, r"bytes_moved\['a'\] must be an int >= 0"),
-        (dict(cases={"a": int}, rounds=0), ValueError, "rounds must be an int >= 1"),
+        (dict(cases={"a": int}, rounds=0), ValueError, r"compare\(\): `rounds` must be an int >= 1; got int 0"),
+        # a count that is not a whole number is the wrong kind of thing: TypeError, as for num_threads
+        (dict(cases={"a": int}, rounds=1.5), TypeError, r"compare\(\): `rounds` must be an int >= 1; got float 1.5"),
         (dict(cases={"a": int}, min_run_time=0), ValueError, "min_run_time must be a number of seconds > 0"),
     ],
 )

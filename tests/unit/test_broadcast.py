@@ -392,7 +392,7 @@ def test_draw_broadcast_errors_name_draw_broadcast_not_its_helper_regression():
     with pytest.raises(ValueError, match=r"^draw_broadcast\(\): got 2 operands but 1 names") as err:
         draw_broadcast(torch.zeros(2), torch.zeros(2), names=["a"])
     assert "explain_broadcast" not in str(err.value)
-    with pytest.raises(TypeError, match=r"^draw_broadcast\(\) needs at least two operands"):
+    with pytest.raises(TypeError, match=r"^draw_broadcast\(\): needs at least two operands"):
         draw_broadcast(torch.zeros(2))
     with pytest.raises(TypeError, match=r"^draw_broadcast\(\): `op` must be a str; got list"):
         draw_broadcast(torch.zeros(2), torch.zeros(2), op=["+"])  # was: unhashable type: 'list'

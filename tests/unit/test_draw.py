@@ -4,6 +4,8 @@ from matplotlib.figure import Figure
 
 from viewlab import draw_layout, show_figure
 
+pytestmark = pytest.mark.colab  # these run in the Colab-stack suite too
+
 
 def _texts(fig: Figure) -> list[str]:
     return [t.get_text() for ax in fig.axes for t in ax.texts]
@@ -90,3 +92,17 @@ def test_show_figure_rejects_an_unknown_dpi_by_name(dpi):
         assert str(err).startswith("show_figure(): `dpi` must be"), str(err)
     else:
         raise AssertionError(f"show_figure(dpi={dpi!r}) returned a picture")
+
+
+def test_cells_primitive_draws_stored_and_virtual_cells_labels_and_limits():
+    from viewlab.draw._cells import Cell, draw_cells
+
+    ax = Figure().subplots()
+    grid = [[Cell("1", "#E69F00", note="@0", above="0", below="x2"), Cell("1", "#E69F00", hatched=True)], []]
+    draw_cells(ax, grid, title="t", title_size=10, row_labels=["a", "b"], xlim=(-1.2, 2.2))
+    assert [t.get_text() for t in ax.texts] == ["1", "@0", "0", "x2", "1", "a", "b"]
+    assert len(ax.patches) == 3  # one stored cell, a virtual copy drawn as hatching plus its border
+    assert ax.patches[1].get_hatch() == "///" and ax.texts[4].get_bbox_patch() is not None
+    assert ax.texts[0].get_position() == (0.5, 1.62)  # raised above its note; row 0 is on top of 2 rows
+    assert tuple(map(float, ax.get_xlim())) == (-1.2, 2.2) and tuple(map(float, ax.get_ylim())) == (-0.1, 2.1)
+    assert ax.get_title() == "t" and ax.title.get_fontsize() == 10

@@ -10,6 +10,8 @@ import yaml
 from tests.conftest import ROOT
 from viewlab.versions import BEHAVIOURS, TORCH_FLOOR, check_torch, torch_at_least
 
+pytestmark = pytest.mark.colab  # these run in the Colab-stack suite too
+
 
 def test_floor_is_the_same_in_pyproject_and_environment():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
@@ -50,5 +52,11 @@ def test_torch_at_least_compares_numerically(want, have, expected):
 def test_torch_at_least_rejects_bad_versions():
     with pytest.raises(ValueError, match="pass a version such as '2.5'"):
         torch_at_least("latest")
-    with pytest.raises(TypeError, match="expects a string"):
+    with pytest.raises(
+        TypeError, match=r"^torch_at_least\(\): `version` must be a string such as '2.5'; got float 2.5"
+    ):
         torch_at_least(2.5)
+    with pytest.raises(TypeError, match=r"^torch_at_least\(\): `installed` must be a version string"):
+        torch_at_least("2.5", installed=2)
+    with pytest.raises(ValueError, match=r"^torch_at_least\(\): installed='cuda': pass a version such as"):
+        torch_at_least("2.5", installed="cuda")

@@ -1,0 +1,123 @@
+"""The palette and the one primitive every picture is made of: a grid of numbered cells.
+
+The layout picture (a view and its storage strip), the broadcast picture (operands, virtual copies,
+result) and the course's exercise failure picture (expected vs yours) are all grids of unit squares,
+each with a number inside. :func:`draw_cells` draws one such grid on a matplotlib ``Axes``; a
+:class:`Cell` says how one square looks.
+
+>>> from matplotlib.figure import Figure
+>>> ax = Figure().subplots()
+>>> draw_cells(ax, [[Cell("1", PALETTE[0], note="@0"), Cell("2", PALETTE[1], hatched=True)]], title="a row")
+>>> [t.get_text() for t in ax.texts], ax.get_title()
+(['1', '@0', '2'], 'a row')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
+    from matplotlib.axes import Axes
+
+__all__ = ["Cell", "draw_cells", "PALETTE", "UNUSED", "RESULT"]
+
+# Colour-blind-safe palette (Okabe-Ito); every cell also carries its numbers, so colour is never the
+# only cue. UNUSED greys storage the view never reads; RESULT is new memory (the broadcast result).
+PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+UNUSED = "#DDDDDD"
+RESULT = "#CCCCCC"
+_CENTRED = {"ha": "center", "va": "center"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """How one unit square looks.
+
+    Attributes:
+        text: the value, centred (9 pt; raised a little when there is a ``note``).
+        colour: the fill (``hatched``: the colour of the hatching on white instead).
+        note: a small second line inside, under the text (the layout picture's ``@k``), or "".
+        above, below: small labels just above / below the square (a strip's index, ``x3``), or "".
+        hatched: a virtual copy: hatched in ``colour``, the text on a white box so it stays readable.
+        edge, linewidth: the border (the failure picture outlines wrong cells in orange, 2.5 pt).
+        bold: the text in bold.
+    """
+
+    text: str
+    colour: str = "white"
+    note: str = ""
+    above: str = ""
+    below: str = ""
+    hatched: bool = False
+    edge: str = "black"
+    linewidth: float = 1.0
+    bold: bool = False
+
+
+def draw_cells(
+    ax: Axes,
+    grid: Sequence[Sequence[Cell]],
+    *,
+    title: str | None = None,
+    title_size: float = 9,
+    row_labels: Sequence[str] | None = None,
+    xlim: tuple[float, float] | None = None,
+    ylim: tuple[float, float] | None = None,
+) -> None:
+    """Draw ``grid`` (rows top to bottom, each a sequence of :class:`Cell`) on ``ax``, one unit square each.
+
+    Cell ``grid[r][c]`` covers ``x in [c, c + 1]``, ``y in [rows - 1 - r, rows - r]``, so row 0 is on top.
+    ``row_labels`` (one str per row) are written right-aligned left of the grid (8 pt); ``title`` above it
+    (``title_size`` pt). The axes get a white face, equal aspect and no frame; the limits default to the
+    grid plus 0.1 on each side (at least one cell wide and high, so an empty grid still draws) and can be
+    widened with ``xlim``/``ylim`` (e.g. to make room for the row labels). Pure drawing: it reads nothing
+    but its arguments and returns nothing; call it once per panel of a ``Figure``. The failure picture's
+    cells, for instance, are ``Cell(text, "#DCEBF7", linewidth=0.8)``, and for a wrong one
+    ``Cell(text + "!", "#F5C08A", edge="#D55E00", linewidth=2.5, bold=True)``.
+
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().subplots()
+    >>> draw_cells(ax, [[Cell("T")], [Cell("F", edge="#D55E00", linewidth=2.5, bold=True)]], row_labels=["0", "1"])
+    >>> [t.get_text() for t in ax.texts], [float(x) for x in ax.get_xlim()]
+    (['T', 'F', '0', '1'], [-0.1, 1.1])
+    """
+    from matplotlib.patches import Rectangle
+
+    rows = len(grid)
+    cols = max((len(row) for row in grid), default=0)
+    ax.set_facecolor("white")
+    ax.set_aspect("equal")
+    ax.axis("off")
+    for r, row in enumerate(grid):
+        y = rows - 1 - r
+        for c, cell in enumerate(row):
+            border = {"edgecolor": cell.edge, "linewidth": cell.linewidth}
+            if cell.hatched:  # hatch drawn in the operand's colour, then the border on top
+                ax.add_patch(
+                    Rectangle((c, y), 1, 1, facecolor="white", edgecolor=cell.colour, hatch="///", linewidth=0)
+                )
+                ax.add_patch(Rectangle((c, y), 1, 1, fill=False, **border))
+            else:
+                ax.add_patch(Rectangle((c, y), 1, 1, facecolor=cell.colour, **border))
+            box = {"facecolor": "white", "edgecolor": "none", "pad": 1.5} if cell.hatched else None
+            weight = "bold" if cell.bold else "normal"
+            ax.text(
+                c + 0.5,
+                y + (0.62 if cell.note else 0.5),
+                cell.text,
+                **_CENTRED,
+                fontsize=9,
+                bbox=box,
+                fontweight=weight,
+            )
+            for label, dy in ((cell.note, 0.25), (cell.above, 1.18), (cell.below, -0.25)):
+                if label:
+                    ax.text(c + 0.5, y + dy, label, **_CENTRED, fontsize=7)
+    for r, label in enumerate(row_labels or ()):
+        ax.text(-0.15, rows - 1 - r + 0.5, label, ha="right", va="center", fontsize=8)
+    ax.set_xlim(*(xlim or (-0.1, max(cols, 1) + 0.1)))
+    ax.set_ylim(*(ylim or (-0.1, max(rows, 1) + 0.1)))
+    if title is not None:
+        ax.set_title(title, fontsize=title_size)

@@ -1,0 +1,131 @@
+"""The broadcast picture: each operand with its virtual copies, and the result.
+
+>>> fig = draw_broadcast(torch.tensor([[1], [2]]), torch.tensor([10, 20]))
+>>> [t.get_text() for t in fig.axes[-1].texts]
+['11', '21', '12', '22']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from .._checks import entry, problem, require_choice, require_str, require_tensor
+from .._format import cell_value
+from ..broadcast import explain_broadcast
+from ._cells import PALETTE, RESULT, Cell, draw_cells
+
+if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
+    from matplotlib.figure import Figure
+
+__all__ = ["draw_broadcast", "BROADCAST_OPS", "MAX_DRAWN_CELLS"]
+
+MAX_DRAWN_CELLS = 48
+
+# The elementwise operations the figure can show; each is PyTorch's own function.
+BROADCAST_OPS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "+": torch.add,
+    "-": torch.sub,
+    "*": torch.mul,
+    "/": torch.div,
+    "==": torch.eq,
+    "<": torch.lt,
+    ">": torch.gt,
+}
+
+
+def _as_grid(shape: Sequence[int]) -> tuple[int, int]:
+    """(rows, cols) of a shape of rank 0, 1 or 2 drawn as a 2-D grid."""
+    shape = tuple(shape)
+    return (1, 1) if not shape else (1, shape[0]) if len(shape) == 1 else (shape[0], shape[1])
+
+
+@entry("draw_broadcast")
+def draw_broadcast(
+    *tensors: torch.Tensor, names: Sequence[str] | None = None, op: str = "+", title: str | None = None
+) -> Figure:
+    """Draw ``tensors[0] op tensors[1] op ...`` as broadcasting computes it; return the ``Figure``.
+
+    One panel per operand, drawn at the result's shape: cells the operand really stores are solid and
+    carry their value; its **virtual copies** (read again through stride 0, no memory) are hatched and
+    carry the value they repeat. The last panel is the result, computed by PyTorch. Works for results of
+    rank 0, 1 or 2 with at most :data:`MAX_DRAWN_CELLS` elements (so every number stays readable).
+
+    Built without pyplot; display it with ``viewlab.show_figure(fig, alt=...)``.
+
+    >>> fig = draw_broadcast(torch.arange(3).view(3, 1), torch.arange(4), names=["col", "row"])
+    >>> [ax.get_title().split(":")[0] for ax in fig.axes]
+    ['col', 'row', 'col + row']
+    """
+    require_str(op, "op")
+    require_choice(op, "op", tuple(sorted(BROADCAST_OPS)))
+    require_str(title, "title", allow_none=True)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            raise problem(
+                TypeError,
+                f"draws values, so operand {i} must be a torch.Tensor, got {type(t).__name__}. "
+                "For shapes alone use viewlab.explain_broadcast.",
+            )
+        require_tensor(t, f"tensors[{i}]")
+        if t.device.type == "meta":
+            raise problem(ValueError, f"operand {i} is a meta tensor, which has no values to draw.")
+    if op in ("<", ">") and any(t.is_complex() for t in tensors):
+        raise problem(
+            TypeError,
+            f"op={op!r} orders values, and complex numbers have no order; pass real tensors (e.g. x.real) or op='=='.",
+        )
+    if op == "-" and any(t.dtype == torch.bool for t in tensors):
+        raise problem(
+            TypeError, "op='-' is not defined for bool tensors; pass x.int() to subtract, or op='==' to compare."
+        )
+    expl = explain_broadcast(*tensors, names=names)  # validates count, names; raises BroadcastError
+    shape = tuple(expl.shape)
+    if len(shape) > 2:
+        raise problem(
+            ValueError,
+            f"draws results of rank 0, 1 or 2; these operands broadcast to {shape} (rank {len(shape)}). "
+            "Draw a 2-D slice, e.g. x[0] for each operand, or use explain_broadcast.",
+        )
+    rows, cols = _as_grid(shape)
+    numel = rows * cols
+    if numel == 0 or numel > MAX_DRAWN_CELLS:
+        raise problem(
+            ValueError,
+            f"draws between 1 and {MAX_DRAWN_CELLS} result cells so the numbers stay readable; "
+            f"the result has shape {shape} = {numel} cells. Draw smaller operands, e.g. x[:4].",
+        )
+    result = tensors[0].detach().cpu()
+    for t in tensors[1:]:
+        result = BROADCAST_OPS[op](result, t.detach().cpu())
+
+    from matplotlib.figure import Figure
+
+    panels = len(tensors) + 1
+    width = panels * (cols * 0.55 + 0.9) + 0.4
+    fig = Figure(figsize=(max(width, 4.0), rows * 0.6 + 2.2), facecolor="white")
+    axes = fig.subplots(1, panels)
+    for k, (t, info) in enumerate(zip(tensors, expl.operands)):
+        values = t.detach().cpu().expand(shape).reshape(rows, cols).tolist()
+        own_rows, own_cols = _as_grid(info.padded)  # the operand's own sizes, right-aligned to the result
+        colour = PALETTE[k % len(PALETTE)]
+        # A virtual copy: a row (column) beyond the first of an operand that has one row (column) itself.
+        grid = [
+            [
+                Cell(cell_value(v), colour, hatched=(own_rows == 1 and r > 0) or (own_cols == 1 and c > 0))
+                for c, v in enumerate(row)
+            ]
+            for r, row in enumerate(values)
+        ]
+        copies = sum(cell.hatched for row in grid for cell in row)
+        label = f"{info.name}: shape {tuple(info.shape)}\nstride after expand {info.expanded_stride}"
+        draw_cells(axes[k], grid, title=f"{label}\n{copies} virtual cop{'y' if copies == 1 else 'ies'}")
+    joined = f" {op} ".join(o.name for o in expl.operands)
+    grid = [[Cell(cell_value(v), RESULT) for v in row] for row in result.reshape(rows, cols).tolist()]
+    draw_cells(axes[-1], grid, title=f"{joined}: shape {shape}\n(new memory, {numel} elements)")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.98))
+    caption = title or "solid = stored in memory; hatched = virtual copy (stride 0, no memory)"
+    fig.text(0.5, 0.03, caption, ha="center", va="bottom", fontsize=9)
+    return fig
