@@ -19,10 +19,7 @@ False
 [[True, False], [True, True]]
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
 
 from .broadcast import BroadcastExplanation, explain_broadcast
 from .draw import draw_broadcast, draw_layout, show_figure
@@ -74,9 +71,9 @@ __version__ = "0.1.0"
 _SUBMODULES = ("attention", "bench", "versions")
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str):  # noqa: ANN202 - a module attribute hook
     if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'viewlab' has no attribute {name!r}")
 
 

@@ -204,7 +204,7 @@ def test_in_a_kernel_the_error_names_the_line_of_the_cell():
 
 
 def test_viewlabs_own_helpers_are_not_reported_but_the_same_code_in_yours_is():
-    from viewlab import padding_mask
+    from viewlab.attention import padding_mask
 
     lengths = torch.tensor([3, 1])
     with watch_broadcasts(action="raise"):
@@ -219,7 +219,8 @@ def test_viewlabs_own_helpers_are_not_reported_but_the_same_code_in_yours_is():
 def test_an_operator_run_inside_measure_is_still_yours(watch_outside):
     """measure's dispatch mode passes the learner's operator on from viewlab code; that must not make it
     'viewlab's own' (it did: a mutual broadcast inside `with measure():` went unreported)."""
-    from viewlab import measure, padding_mask
+    from viewlab import measure
+    from viewlab.attention import padding_mask
 
     def run():
         if watch_outside:
