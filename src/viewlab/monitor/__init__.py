@@ -1,0 +1,481 @@
+"""A live memory plot for notebooks: ``with viewlab.MemoryMonitor(): ...`` or ``%load_ext viewlab``.
+
+A background thread samples a memory backend (see :mod:`viewlab.memory.backends`) at most 4 times a
+second. In a Jupyter kernel each sample is drawn as a matplotlib frame into a live widget
+(:mod:`.widget`) with start / stop / reset buttons. On stop the monitor displays the last frame as a
+plain PNG (with alt text) and an HTML summary (:mod:`.plot`), which stay in the saved notebook and the
+static book. In a script it only samples: read ``mon.samples``.
+
+Backends: ``"storages"`` (exact bytes of tensor storages made since start, any device; needs a
+``TorchDispatchMode`` on the thread that started the monitor), ``"cuda"`` (the caching allocator's
+counters: allocated, reserved, peak), ``"rss"`` (process resident memory, approximate, sampling
+only). ``"auto"`` picks ``"cuda"`` when CUDA is available, else ``"storages"``.
+
+Where live frames come from (``frames=``): ``"thread"`` -- the sampling thread draws and sends each
+frame; ``"cell"`` -- the thread running the cell sends them, between two operators (a dispatch-mode
+hook whose cost between frames is one clock read) and at every ``mark()``, at most 4 a second, while
+the sampling thread only samples. Colab's front end does not show widget updates sent from a
+background thread (googlecolab/colabtools#3373), so ``"auto"`` picks ``"cell"`` on Colab
+and ``"thread"`` elsewhere. In ``"cell"`` mode a single operator that runs for seconds shows no new
+frame until it returns. The monitor never holds a tensor: it keeps numbers only.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .._checks import entry, problem, require_bool, require_choice, require_str, type_error, value_error
+from .._format import fmt_bytes
+from ..ipython import in_kernel, on_colab
+from ..memory import resolve_device
+from ..memory.backends import Backend, label_for, open_backend, rss_bytes
+from . import plot
+from .extension import cell_monitor as cell_monitor  # the extension's hooks stay reachable here
+from .extension import load_ipython_extension as load_ipython_extension
+from .extension import unload_ipython_extension as unload_ipython_extension
+from .widget import MIN_INTERVAL, LiveView
+
+__all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
+
+MAX_INTERVAL = 60.0  # seconds: a monitor that samples less often than this shows nothing live
+_BACKENDS = ("auto", "storages", "cuda", "rss")
+_FRAME_SOURCES = ("auto", "thread", "cell")
+_THREAD_NAME = "viewlab-memory-monitor"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading: seconds since start, then bytes (``reserved``/``rss`` are None when not measured)."""
+
+    t: float
+    allocated: int
+    peak: int
+    reserved: int | None = None
+    rss: int | None = None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A label put on the plot with :meth:`MemoryMonitor.mark` (``allocated`` read at that moment)."""
+
+    t: float
+    label: str
+    allocated: int
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """Bytes attributed to one notebook cell in cell mode (``%load_ext viewlab``).
+
+    ``allocated_bytes``: change in allocated memory from the cell's start to its end (what it still
+    holds); ``peak_bytes``: highest point above the cell's start while it ran.
+    """
+
+    label: str
+    start: float
+    end: float
+    allocated_bytes: int
+    peak_bytes: int
+
+
+def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, interval: float) -> None:
+    """Thread body. Holds only a weak reference, so a forgotten monitor does not keep it alive."""
+    while not stop.wait(interval):
+        mon = ref()
+        if mon is None:
+            return
+        try:
+            mon._take_sample()
+            view = mon._view
+            if mon.frames_from == "thread" and view is not None:
+                if time.perf_counter() - view.time >= view.gap(mon.interval):
+                    view.push()
+        except Exception as exc:  # noqa: BLE001 - never let the thread die silently
+            mon.errors.append(f"{type(exc).__name__}: {exc}")
+        del mon
+
+
+class MemoryMonitor:
+    """Sample memory in the background and (in a notebook) plot it live.
+
+    Use it as ``with MemoryMonitor() as mon: ...``, or ``mon.start()`` ... ``mon.stop()``, or
+    always-on per cell with ``%load_ext viewlab``. ``mon.mark("label")`` annotates the plot.
+
+    Args:
+        device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
+        interval: seconds between samples, at least 0.25 (at most 4 frames a second).
+        backend: ``"auto"``, ``"storages"``, ``"cuda"`` or ``"rss"`` (see the module docstring).
+        rss: also record the process RSS (approximate) as an extra line.
+        display: None shows the live widget only inside a Jupyter kernel; False never displays.
+        title: title for the plot.
+        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the
+            thread running the cell, between operators and at each mark; needed on Colab) or
+            ``"auto"`` (``"cell"`` on Colab, else ``"thread"``). ``mon.frames_from`` says which was
+            picked; ``mon.frames`` counts the frames sent.
+
+    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot
+    still updates: frames are sent as ``frames`` says). In a script nothing is displayed; the
+    data is in ``mon.samples``, ``mon.marks``, ``mon.cells``:
+
+    >>> mon = MemoryMonitor(device="cpu", display=False)
+    >>> with mon:
+    ...     a = torch.zeros(1000)
+    ...     _ = mon.mark("a made")
+    ...     b = a.repeat(3)
+    >>> mon.samples[-1].allocated, mon.samples[-1].peak    # 4,000 + 12,000 bytes
+    (16000, 16000)
+    >>> [(m.label, m.allocated) for m in mon.marks]
+    [('a made', 4000)]
+    >>> mon.backend
+    'tensor storages (cpu)'
+    """
+
+    @entry("MemoryMonitor")
+    def __init__(
+        self,
+        device: Any = None,
+        interval: float = MIN_INTERVAL,
+        backend: str = "auto",
+        rss: bool = False,
+        display: bool | None = None,
+        title: str | None = None,
+        frames: str = "auto",
+    ) -> None:
+        require_choice(backend, "backend", _BACKENDS)
+        if not isinstance(frames, str) or frames not in _FRAME_SOURCES:
+            why = "'cell' sends live frames from the cell's own thread, as Colab needs."
+            raise value_error("frames", f"one of {', '.join(map(repr, _FRAME_SOURCES))}", frames, why)
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)):
+            raise type_error("interval", "seconds as a number", interval)
+        if not math.isfinite(interval) or not MIN_INTERVAL <= interval <= MAX_INTERVAL:
+            why = "The monitor samples at most 4 times a second and at least once a minute."
+            raise value_error("interval", f"{MIN_INTERVAL} <= interval <= {MAX_INTERVAL} seconds", interval, why)
+        self.title = require_str(title, "title", allow_none=True)
+        if display is not None and not isinstance(display, bool):
+            raise type_error("display", "None, True or False", display)
+        self.rss = require_bool(rss, "rss")
+        self.device = resolve_device(device) if backend != "rss" else torch.device("cpu")
+        if backend == "auto":
+            backend = "cuda" if self.device.type == "cuda" else "storages"
+        if backend == "cuda" and self.device.type != "cuda":
+            raise problem(
+                ValueError,
+                f"backend='cuda' needs a CUDA device, got device={str(self.device)!r}; "
+                "pass device='cuda' or use backend='storages'.",
+            )
+        self.backend_kind = backend
+        self.interval = float(interval)
+        self.display = in_kernel() if display is None else display
+        self.samples: list[Sample] = []
+        self.marks: list[Mark] = []
+        self.cells: list[CellRecord] = []
+        self.errors: list[str] = []
+        self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
+        self._source: Backend | None = None
+        self._line = "allocated"
+        self._backend_label = label_for(backend, self.device)
+        self._lock = threading.RLock()
+        self._thread: threading.Thread | None = None
+        self._stop_event: threading.Event | None = None
+        self._t0 = 0.0
+        self._offset = 0.0  # time already recorded before a restart
+        self._view: LiveView | None = None
+        self._cell_open: tuple[str, float, int] | None = None
+        self._cell_mode = False  # set by %load_ext viewlab: track ops per cell, print a line per cell
+        self._cell_number = 0
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def backend(self) -> str:
+        """Human name of what is measured, e.g. ``"tensor storages (cpu)"`` (also in the legend)."""
+        return self._source.label if self._source is not None else self._backend_label
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    @property
+    def frames(self) -> int:
+        """Live frames sent to the widget so far."""
+        return self._view.frames if self._view is not None else 0
+
+    def _now(self) -> float:
+        return self._offset + (time.perf_counter() - self._t0)
+
+    def _take_sample(self) -> Sample:
+        with self._lock:
+            if self._source is None:
+                raise RuntimeError("monitor is not running")
+            r = self._source.read()
+            sample = Sample(self._now(), r.allocated, r.peak, r.reserved, rss_bytes() if self.rss else None)
+            self.samples.append(sample)
+            if len(self.samples) > 20_000:  # keep long always-on sessions small: drop every other sample
+                self.samples = self.samples[::2]
+            return sample
+
+    # ------------------------------------------------------------------ control
+
+    @entry("mon.start")
+    def start(self) -> MemoryMonitor:
+        """Start sampling (and, in a notebook, show the live widget). Starting twice is an error.
+
+        >>> mon = MemoryMonitor(device="cpu", display=False).start()
+        >>> mon.running
+        True
+        >>> mon.stop().running
+        False
+        """
+        if self._thread is not None:
+            raise problem(RuntimeError, "this MemoryMonitor is already running; call mon.stop() first.")
+        made_source = entered = False
+        try:
+            with self._lock:
+                if self._source is None:
+                    self._source = open_backend(self.backend_kind, self.device, warm=True)
+                    self._line, self._backend_label = self._source.line, self._source.label
+                    made_source = True
+                if not self._cell_mode:
+                    self._source.enter_thread()
+                    entered = True
+                self._t0 = time.perf_counter()
+                self._stop_event = threading.Event()
+                self._take_sample()
+                args = (weakref.ref(self), self._stop_event, self.interval)
+                thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
+                thread.start()
+                self._thread = thread
+            if self.display:
+                self._show_widget()
+                if self.frames_from == "cell" and not self._cell_mode:
+                    self._view.enter_hook(self.interval)  # type: ignore[union-attr]
+        except BaseException:
+            self._undo_start(made_source, entered)  # a failed start leaves no thread, mode or backend behind
+            raise
+        return self
+
+    def _show_widget(self) -> None:
+        if self._view is None:
+            self._view = LiveView(self)
+        self._view.show()
+
+    def _exit_hook(self) -> None:
+        view = getattr(self, "_view", None)
+        if view is not None:
+            view.exit_hook()
+
+    def _undo_start(self, made_source: bool, entered: bool) -> None:
+        event, thread = self._stop_event, self._thread
+        if event is not None:
+            event.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+        self._thread = self._stop_event = None
+        self._exit_hook()
+        if self._source is not None:
+            if entered:
+                self._source.exit_thread()
+            if made_source:
+                self._source.close()
+                self._source = None
+
+    def stop(self, show: bool | None = None) -> MemoryMonitor:
+        """Stop the thread, take a last sample, and (in a notebook) show the final PNG + summary.
+
+        Safe to call when not running. ``show=False`` skips the final output.
+
+        >>> MemoryMonitor(device="cpu", display=False).stop().samples
+        []
+        """
+        thread, event = self._thread, self._stop_event
+        if thread is None or event is None:
+            return self
+        event.set()
+        if thread is not threading.current_thread():
+            thread.join(timeout=10)
+        self._exit_hook()
+        with self._lock:
+            self._take_sample()
+            self._offset = self._now()
+            self._thread = None
+            self._stop_event = None
+            if self._source is not None and not self._cell_mode:
+                self._source.exit_thread()
+        final = show if show is not None else self.display
+        if self._view is not None:
+            self._view.stopped(final)
+        if final:
+            from IPython.display import HTML, display
+
+            from ..draw import PNGFigure
+
+            display(PNGFigure(self.png(), alt=self.alt_text()), HTML(self.summary_html()))
+        return self
+
+    def reset(self) -> MemoryMonitor:
+        """Forget samples, marks and cells, and restart the peak from the current value.
+
+        >>> MemoryMonitor(device="cpu", display=False).reset().samples
+        []
+        """
+        with self._lock:
+            self.samples.clear()
+            self.marks.clear()
+            self.cells.clear()
+            self._cell_number = 0
+            self._offset = 0.0
+            self._t0 = time.perf_counter()
+            if self._source is not None:
+                self._source.reset_peak()
+                if self.running:
+                    self._take_sample()
+        if self._view is not None:
+            self._view.push()
+        return self
+
+    def close(self) -> None:
+        """Stop, and release the backend (after this, start() begins a fresh measurement)."""
+        self.stop(show=False)
+        with self._lock:
+            if self._source is not None:
+                self._source.close()
+                self._source = None
+
+    @entry("mon.mark")
+    def mark(self, label: str) -> Mark:
+        """Put ``label`` on the plot at this moment (and record the bytes allocated right now).
+
+        >>> with MemoryMonitor(device="cpu", display=False) as mon:
+        ...     mon.mark("here").allocated
+        0
+        """
+        if not isinstance(label, str):
+            raise type_error("label", "a short non-empty string", label, "For example mon.mark('after repeat').")
+        if not label.strip():
+            raise value_error("label", "a short non-empty string", label, "For example mon.mark('after repeat').")
+        if self._source is None or not self.running:
+            raise problem(RuntimeError, "works while the monitor runs; call mon.start() (or use `with`) first.")
+        with self._lock:
+            sample = self._take_sample()  # so the plot's lines step exactly at the mark
+            mark = Mark(sample.t, label.strip(), sample.allocated)
+            self.marks.append(mark)
+        if self._view is not None:
+            self._view.after_mark()
+        return mark
+
+    def __enter__(self) -> MemoryMonitor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        # Runs on normal exit, on exceptions and on KeyboardInterrupt alike. After an error the final
+        # plot is still shown (it is what memory looked like just before the failure, e.g. an OOM),
+        # but a failure to draw it must never hide the original exception.
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001
+            if exc[0] is None:
+                raise
+        finally:
+            self.close()
+
+    def __del__(self) -> None:
+        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its
+        # dispatch modes behind, or every later operator stays slow. Mode stacks are per thread: this
+        # removes them when the last reference goes on the thread that started it (the usual case).
+        try:
+            event = getattr(self, "_stop_event", None)
+            if event is not None:
+                event.set()
+            self._exit_hook()
+            source = getattr(self, "_source", None)
+            if source is not None:
+                source.close()
+        except Exception:  # noqa: BLE001 - never raise from a finaliser (e.g. at interpreter exit)
+            pass
+
+    # ------------------------------------------------------------------ cells (IPython events)
+
+    def pre_run_cell(self, info: Any = None) -> None:
+        """IPython ``pre_run_cell`` hook: open a cell record (and track ops while the cell runs)."""
+        if not self.running or self._cell_open is not None:
+            return
+        # Cells are numbered by the monitor (#1, #2, ...), not by IPython's execution count: that count is
+        # not advanced by every front end (nbval runs cells without history), so it would not be stable.
+        self._cell_number += 1
+        with self._lock:
+            assert self._source is not None
+            if self._cell_mode:
+                self._source.enter_thread()  # the storage backend sees this cell's operators
+                if self.frames_from == "cell" and self._view is not None:
+                    self._view.enter_hook(self.interval)
+            self._source.begin_window()
+            self._cell_open = (f"#{self._cell_number}", self._now(), self._source.read().allocated)
+            self._take_sample()
+
+    def post_run_cell(self, result: Any = None) -> None:
+        """IPython ``post_run_cell`` hook: close the cell record and print one line about it."""
+        if self._cell_open is None:
+            return
+        if self._source is None:  # closed during the cell
+            self._cell_open = None
+            return
+        with self._lock:
+            label, start, allocated0 = self._cell_open
+            sample = self._take_sample() if self.running else self.samples[-1]
+            window_peak = self._source.window_peak()
+            if self._cell_mode:
+                self._exit_hook()
+                self._source.exit_thread()
+            record = CellRecord(label, start, sample.t, sample.allocated - allocated0, max(0, window_peak - allocated0))
+            self.cells.append(record)
+            self._cell_open = None
+        if self._cell_mode:
+            print(
+                f"[viewlab] cell {record.label}: {record.allocated_bytes:+,} B still held, "
+                f"peak +{record.peak_bytes:,} B ({self.backend})"
+            )
+
+    # ------------------------------------------------------------------ pictures (viewlab.monitor.plot)
+
+    def _data(self) -> tuple[list[Sample], list[Mark], list[CellRecord]]:
+        with self._lock:
+            return list(self.samples), list(self.marks), list(self.cells)
+
+    def _labels(self) -> dict[str, Any]:
+        kind, running = self.backend_kind, self.running
+        return {
+            "backend": self.backend,
+            "line": self._line,
+            "peak_line": kind != "rss",
+            "running": running,
+            "title": self.title,
+        }
+
+    def figure(self) -> Any:
+        """The current plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched).
+
+        >>> with MemoryMonitor(device="cpu", display=False) as mon:
+        ...     x = torch.zeros(10)
+        >>> len(mon.figure().axes)
+        1
+        """
+        return plot.figure(*self._data(), **self._labels())
+
+    def png(self) -> bytes:
+        """The current plot as PNG bytes."""
+        return plot.png(*self._data(), **self._labels())
+
+    def alt_text(self) -> str:
+        """A sentence describing the plot for screen readers (used as the PNG's alt text)."""
+        return plot.alt_text(*self._data(), backend=self.backend)
+
+    def summary_html(self) -> str:
+        """An HTML table of the result: backend, duration, final and peak bytes, marks, cells."""
+        return plot.summary_html(*self._data(), backend=self.backend)
