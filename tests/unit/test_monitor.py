@@ -200,6 +200,11 @@ def test_reset_forgets_samples_and_restarts_the_peak():
         mon.stop()
 
 
+def test_stop_and_reset_before_start_are_harmless():
+    mon = MemoryMonitor(device="cpu", display=False)
+    assert mon.stop() is mon and mon.reset() is mon and mon.samples == [] and not mon.running
+
+
 def test_restart_continues_the_timeline():
     mon = MemoryMonitor(device="cpu", display=False)
     mon.start()
@@ -247,7 +252,7 @@ def test_figure_png_alt_text_and_summary():
         x = torch.zeros(256)
         mon.mark("x")
     fig = mon.figure()
-    assert isinstance(fig, Figure)
+    assert isinstance(fig, Figure) and len(fig.axes) == 1, "no cells: the timeline alone"
     legend = fig.axes[0].get_legend()
     labels = [t.get_text() for t in legend.get_texts()]
     assert legend.get_title().get_text() == "tensor storages (cpu)"

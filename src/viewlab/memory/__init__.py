@@ -1,34 +1,24 @@
 """Measure the memory a block of code allocates: ``with viewlab.measure() as m: ...``.
 
-Two backends, chosen from ``device`` and always named in ``m.backend``:
+Two backends (:mod:`.backends`), chosen from ``device`` and always named in ``m.backend``:
 
-* **tensor storages** (the default, ``device=None``: storages on every device; ``device="cpu"`` or
-  another device: only that one): every PyTorch operator run inside the
-  block is intercepted with a ``TorchDispatchMode``. Each output whose storage is new is counted
-  with its exact ``nbytes``, and a weakref callback on that storage subtracts it again when the
-  last tensor using it dies. So ``expand`` counts 0 bytes, ``repeat`` counts ``numel * itemsize``,
-  and a temporary freed inside the block shows up in the peak but not in what is still allocated.
-  It sees what operators *return*: scratch buffers a kernel uses internally, storages created before
-  the block, and work done in other threads are outside it. (``tracemalloc`` is no substitute: it
-  sees only Python's own allocator, never torch's.)
-* **cuda allocator** (``device="cuda"``, opt-in): PyTorch's caching allocator counters from
-  ``torch.cuda.memory_stats``. One definition of *allocated* throughout: what
-  ``torch.cuda.memory_allocated()`` counts, i.e. whole allocator blocks (sizes rounded up to
-  multiples of 512 bytes). ``requested_bytes`` is the exact size the tensors asked for, printed beside
-  it where the two differ, so the rounding is visible. ``reserved_bytes`` is what the allocator holds
-  from the driver. The peak is read from the allocator's own peak counter, so no short-lived peak is
-  missed -- but that counter is **process-global**: ``measure`` resets it on entry
-  (``torch.cuda.reset_peak_memory_stats``), so afterwards ``torch.cuda.max_memory_allocated()`` is the
-  peak since that reset. ``m.cuda_counters_before`` keeps what your own counters read before
-  ``measure`` touched them, and nested windows compose: before any viewlab reset, the current peak is
-  folded into every viewlab window still open on that device (an outer ``measure``, a
-  ``MemoryMonitor``), so an inner ``measure`` never loses an outer peak.
+* **tensor storages** (the default, ``device=None``: storages on every device; ``device="cpu"`` or another
+  device: only that one): every operator run inside the block passes a ``TorchDispatchMode`` (:mod:`._tracker`);
+  each output whose storage is new is counted with its exact ``nbytes``, and subtracted again when its last
+  tensor dies. So ``expand`` counts 0 bytes, ``repeat`` counts ``numel * itemsize``, and a temporary freed
+  inside the block shows up in the peak but not in what is still allocated. It sees what operators *return*:
+  kernels' scratch buffers, storages made before the block and other threads are outside it.
+  (``tracemalloc`` is no substitute: it sees only Python's own allocator, never torch's.)
+* **cuda allocator** (``device="cuda"``, opt-in): the caching allocator's counters. *Allocated* is what
+  ``torch.cuda.memory_allocated()`` counts: whole blocks, multiples of 512 bytes; ``requested_bytes`` is the
+  exact size asked for, printed beside it where the two differ; ``reserved_bytes`` is what the allocator holds
+  from the driver. The peak is the allocator's own counter, so no short-lived peak is missed -- but that
+  counter is **process-global**: ``measure`` resets it on entry (``torch.cuda.reset_peak_memory_stats``), and
+  ``m.cuda_counters_before`` keeps what your counters read before. Nested windows compose (:mod:`._cuda`): an
+  inner ``measure`` never loses the peak of an outer one or of a ``MemoryMonitor``.
 
-The default is device-agnostic on purpose: the same notebook cell, run on a laptop or on a Colab GPU
-runtime, must report the same exact bytes for the tensors it creates. The allocator view is asked for
-explicitly, where the lesson is about the allocator itself.
-
-Nothing here initialises CUDA at import time.
+The default is device-agnostic on purpose: the same cell, run on a laptop or on a Colab GPU runtime, reports
+the same exact bytes. Nothing here initialises CUDA at import time.
 """
 
 from __future__ import annotations
@@ -136,25 +126,11 @@ class Measurement:
     def _reading(self) -> Reading:
         return self._live.since_start() if self._live is not None else self._final
 
-    @property
-    def allocated_bytes(self) -> int:
-        return self._reading().allocated
-
-    @property
-    def peak_bytes(self) -> int:
-        return self._reading().peak
-
-    @property
-    def requested_bytes(self) -> int:
-        return self._reading().requested
-
-    @property
-    def requested_peak_bytes(self) -> int:
-        return self._reading().requested_peak
-
-    @property
-    def reserved_bytes(self) -> int | None:
-        return self._reading().reserved
+    allocated_bytes = property(lambda self: self._reading().allocated)
+    peak_bytes = property(lambda self: self._reading().peak)
+    requested_bytes = property(lambda self: self._reading().requested)
+    requested_peak_bytes = property(lambda self: self._reading().requested_peak)
+    reserved_bytes = property(lambda self: self._reading().reserved)
 
     def summary(self) -> str:
         """One line: backend, allocated, peak (and reserved on CUDA).
@@ -175,8 +151,7 @@ class Measurement:
             text += f", reserved {r.reserved:+,} B"
         return text
 
-    def __str__(self) -> str:
-        return self.summary()
+    __str__ = summary
 
     def __repr__(self) -> str:
         r = self._reading()
@@ -217,9 +192,9 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
     @entry("measure")
     def __enter__(self) -> Measurement:
         if self._backend is not None:
-            raise problem(RuntimeError, "this block is already measured; create a new one for each `with` block.")
-        kind = "cuda" if self._device is not None and self._device.type == "cuda" else "storages"
-        backend = self._backend = open_backend(kind, self._device, self._log_ops)
+            raise problem(RuntimeError, "this one is already in use; create a new one for each `with` block.")
+        cuda = self._device is not None and self._device.type == "cuda"
+        backend = self._backend = open_backend("cuda" if cuda else "storages", self._device, self._log_ops)
         backend.enter_thread()
         ops = backend.tracker.ops if backend.tracker is not None and self._log_ops else []
         self.result = Measurement(

@@ -1,11 +1,10 @@
 """CUDA peak windows: viewlab's ledger over torch.cuda's one process-global peak counter per device.
 
-Every viewlab window (a ``measure(device="cuda")`` block, a ``MemoryMonitor`` on CUDA, one cell under
-``%load_ext viewlab``) needs that counter reset when it opens, which would erase the peak of every window
-already open. So every reset goes through :meth:`_CudaLedger.open`, which first folds the current peak
-into each open window on that device, and into ``process_peaks`` (the peak of the process as if viewlab
-had never reset anything). The counters are reached through one small object (``stats``,
-``reset_peaks``), so the arithmetic is tested without a GPU (tests/unit/test_cuda_windows.py).
+Every viewlab window (a ``measure(device="cuda")`` block, a monitor, one cell under ``%load_ext viewlab``) resets
+that counter when it opens, which would erase the peak of every window already open. So every reset goes through
+:meth:`_CudaLedger.open`, which first folds the current peak into each open window on that device and into
+``process_peaks`` (the process's peak as if viewlab had never reset anything). The counters are one small object
+(``stats``, ``reset_peaks``), so this arithmetic is tested without a GPU (tests/unit/test_cuda_windows.py).
 
 >>> class Counters:  # a stand-in allocator with one peak counter
 ...     peak = 0
@@ -27,6 +26,13 @@ from typing import Any
 import torch
 
 _PEAK_KEYS = ("allocated_bytes.all.peak", "requested_bytes.all.peak", "reserved_bytes.all.peak")
+# the learner's own torch.cuda counters (m.cuda_counters_before), by their memory_stats keys
+LEARNER_COUNTERS = {
+    "memory_allocated": "allocated_bytes.all.current",
+    "max_memory_allocated": "allocated_bytes.all.peak",
+    "memory_reserved": "reserved_bytes.all.current",
+    "max_memory_reserved": "reserved_bytes.all.peak",
+}
 
 
 class _TorchCudaCounters:
@@ -91,17 +97,3 @@ class _CudaLedger:
 
 
 _CUDA_LEDGER = _CudaLedger()
-
-
-def learner_counters(stats: dict[str, int]) -> dict[str, int]:
-    """The learner's own ``torch.cuda`` counters, read from one ``memory_stats`` dict.
-
-    >>> learner_counters({"allocated_bytes.all.current": 512})["memory_allocated"]
-    512
-    """
-    return {
-        "memory_allocated": stats.get("allocated_bytes.all.current", 0),
-        "max_memory_allocated": stats.get("allocated_bytes.all.peak", 0),
-        "memory_reserved": stats.get("reserved_bytes.all.current", 0),
-        "max_memory_reserved": stats.get("reserved_bytes.all.peak", 0),
-    }

@@ -1,12 +1,12 @@
-"""The counting dispatch mode behind the tensor-storage backend of ``measure`` and ``MemoryMonitor``.
+"""The counting dispatch mode behind the tensor-storage backend (pushed with ``_dispatch.enter_mode``).
 
-Every operator run on a thread where the tracker is entered passes through :meth:`_StorageTracker.__torch_dispatch__`.
-Each output whose storage is new is counted with its exact ``nbytes``, and a weakref callback on that storage
-subtracts it again when the last tensor using it dies. Views (a storage that an input already had) count 0;
-growth of a storage by ``resize_`` or ``out=`` counts the growth; memory borrowed from NumPy or DLPack counts 0.
+Each operator's output whose storage is new is counted with its exact ``nbytes``, and a weakref callback on that
+storage subtracts it again when the last tensor using it dies. Views (an input's storage) count 0, growth by
+``resize_`` or ``out=`` counts the growth, memory borrowed from NumPy or DLPack counts 0.
 
+>>> from viewlab._dispatch import enter_mode, remove_mode
 >>> tracker = _StorageTracker(torch.device("cpu"))
->>> tracker.enter(); kept = torch.ones(1, 3).repeat(4, 1); tracker.exit()
+>>> enter_mode(tracker); kept = torch.ones(1, 3).repeat(4, 1); remove_mode(tracker)
 True
 >>> tracker.current, tracker.peak  # ones (12 B) was a temporary: in the peak, not in what is held
 (48, 60)
@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .._dispatch import enter_mode, remove_mode, storage_of
+from .._dispatch import storage_of
 
 _LIFT_FRESH = torch.ops.aten.lift_fresh.default
 
@@ -59,17 +59,13 @@ class _StorageTracker(TorchDispatchMode):
         self.current = 0
         self.peak = 0
         self.window_peak = 0  # like peak, but restartable (the monitor's per-cell peak)
-        self.total_allocated = 0
-        self.n_ops = 0
         self.closed = False
 
     def _matches(self, t: torch.Tensor) -> bool:
-        dev = t.device
-        if self.device is None:
+        dev, mine = t.device, self.device
+        if mine is None:
             return dev.type != "meta"
-        if dev.type != self.device.type:
-            return False
-        return self.device.index is None or dev.index == self.device.index
+        return dev.type == mine.type and (mine.index is None or dev.index == mine.index)
 
     def _freed(self, key: int, _ref: object = None) -> None:
         with self._lock:
@@ -140,12 +136,8 @@ class _StorageTracker(TorchDispatchMode):
                 new_bytes += nbytes
             if new_bytes:
                 self.current += new_bytes
-                self.total_allocated += new_bytes
-                if self.current > self.peak:
-                    self.peak = self.current
-                if self.current > self.window_peak:
-                    self.window_peak = self.current
-            self.n_ops += 1
+                self.peak = max(self.peak, self.current)
+                self.window_peak = max(self.window_peak, self.current)
             if self.log_ops:
                 shapes = tuple(tuple(t.shape) for t in outs if isinstance(t, torch.Tensor))
                 self.ops.append(OpRecord(str(func), new_bytes, shapes))
@@ -156,14 +148,6 @@ class _StorageTracker(TorchDispatchMode):
         self._seen_nbytes[key] = nbytes
         # A plain weakref with a callback is the cheapest way to hear about the free.
         self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))
-
-    def enter(self) -> None:
-        """Start counting operators run on this thread."""
-        enter_mode(self)
-
-    def exit(self) -> bool:
-        """Stop counting on this thread: this mode leaves the stack by identity (see _dispatch.remove_mode)."""
-        return remove_mode(self)
 
     def close(self) -> None:
         """Stop following frees (drop every weakref) so nothing keeps this tracker alive."""

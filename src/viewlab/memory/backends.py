@@ -1,13 +1,10 @@
 """What can be measured, once: one :class:`Backend` per source, used by ``measure`` and ``MemoryMonitor`` alike.
 
-* :class:`StorageBackend` -- exact bytes of tensor storages made by operators on the threads it has entered
-  (the :class:`~viewlab.memory._tracker._StorageTracker` dispatch mode);
-* :class:`CudaBackend` -- the CUDA caching allocator's counters, through a window in viewlab's ledger
-  (:mod:`viewlab.memory._cuda`), so nested windows never lose each other's peaks;
-* :class:`RssBackend` -- the process's resident memory, polled (approximate; the monitor only).
-
-A backend starts measuring when it is made and stops at :meth:`Backend.close`. :meth:`Backend.read` gives
-absolute bytes (what the monitor plots), :meth:`Backend.since_start` the change since it was made (what
+:class:`StorageBackend` counts exact bytes of tensor storages made by operators on the threads it entered (the
+dispatch mode of :mod:`._tracker`); :class:`CudaBackend` reads the CUDA caching allocator's counters through a
+window in viewlab's ledger (:mod:`._cuda`); :class:`RssBackend` polls the process's resident memory (approximate;
+the monitor only). A backend measures from when it is made until :meth:`Backend.close`. :meth:`Backend.read`
+gives absolute bytes (what the monitor plots), :meth:`Backend.since_start` the change since it was made (what
 ``measure`` reports). A *window* is a restartable peak (one notebook cell): ``begin_window``, ``window_peak``.
 
 >>> backend = open_backend("storages", torch.device("cpu"))
@@ -23,10 +20,9 @@ from typing import NamedTuple
 
 import torch
 
-from ._cuda import _CUDA_LEDGER, _CudaLedger, _CudaWindow, learner_counters
+from .._dispatch import enter_mode, remove_mode
+from ._cuda import _CUDA_LEDGER, LEARNER_COUNTERS, _CudaLedger, _CudaWindow
 from ._tracker import _StorageTracker
-
-__all__ = ["Reading", "Backend", "StorageBackend", "CudaBackend", "RssBackend", "open_backend", "rss_bytes"]
 
 
 def rss_bytes() -> int | None:
@@ -50,7 +46,7 @@ def rss_bytes() -> int | None:
 
 
 class Reading(NamedTuple):
-    """Bytes at one moment: allocated and its peak, the same in requested (exact) sizes, and reserved (CUDA)."""
+    """Bytes at one moment: allocated and its peak, the same in requested (exact) sizes, reserved (CUDA only)."""
 
     allocated: int
     peak: int
@@ -60,57 +56,52 @@ class Reading(NamedTuple):
 
 
 class Backend:
-    """One source of memory numbers. Subclasses set the labels and implement ``read`` and the peaks."""
+    """One source of memory numbers: labels, the thread bookkeeping, and the readings subclasses provide."""
 
-    label = ""  # what is measured, e.g. "tensor storages (cpu)" (m.backend, the monitor's legend)
+    label = ""  # what is measured, e.g. "tensor storages (cpu)": m.backend, the monitor's legend
     line = "allocated"  # the monitor's name for its allocated line
     note = ""  # the caveats measure() reports in m.note
     counters_before: dict[str, int] | None = None  # CUDA: the learner's own counters before viewlab's reset
     tracker: _StorageTracker | None = None  # the dispatch mode, where operators are followed
-    start = Reading(0, 0, 0, 0)  # the reading since_start() subtracts
-    _entered = 0
+    start = Reading(0, 0, 0, 0)  # what since_start() subtracts
+    _entered = 0  # threads (or cells) entered and not yet left
+
+    def read(self) -> Reading: ...
+    def reset_peak(self) -> None: ...
+    def begin_window(self) -> None: ...
+    def window_peak(self) -> int: ...
 
     def enter_thread(self) -> None:
-        """Follow the operators run on this thread (a no-op where the backend follows none)."""
+        """Follow the operators run on this thread (nothing to do where the backend follows none)."""
         if self.tracker is not None:
-            self.tracker.enter()
+            enter_mode(self.tracker)
             self._entered += 1
 
     def exit_thread(self) -> None:
-        if self._entered:
+        """Stop following this thread: the mode leaves the stack by identity (see ``_dispatch.remove_mode``)."""
+        if self._entered and self.tracker is not None:
             self._entered -= 1
-            self.tracker.exit()  # type: ignore[union-attr]
+            remove_mode(self.tracker)
 
     def close(self) -> None:
-        """Stop measuring: leave every thread entered from here, drop every weakref, close CUDA windows."""
+        """Stop measuring: leave what was entered from this thread, stop following frees, close CUDA windows."""
         while self._entered:
             self.exit_thread()
         if self.tracker is not None:
             self.tracker.close()
 
-    def read(self) -> Reading:
-        raise NotImplementedError
-
     def since_start(self) -> Reading:
         """The change since the backend was made (peaks: the highest point above the start)."""
         now, base = self.read(), self.start
         reserved = None if now.reserved is None else now.reserved - (base.reserved or 0)
+        allocated, requested = now.allocated - base.allocated, now.requested - base.requested
         return Reading(
-            now.allocated - base.allocated,
+            allocated,
             max(0, now.peak - base.allocated),
-            now.requested - base.requested,
+            requested,
             max(0, now.requested_peak - base.requested),
             reserved,
         )
-
-    def reset_peak(self) -> None:
-        raise NotImplementedError
-
-    def begin_window(self) -> None:
-        raise NotImplementedError
-
-    def window_peak(self) -> int:
-        raise NotImplementedError
 
 
 class StorageBackend(Backend):
@@ -128,11 +119,11 @@ class StorageBackend(Backend):
             # The first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per
             # process). The monitor pays that here, before its timeline starts, not inside the learner's plot.
             first = _StorageTracker(device)
-            first.enter()
+            enter_mode(first)
             try:
                 torch.empty(0)
             finally:
-                first.exit()
+                remove_mode(first)
                 first.close()
         self.tracker = _StorageTracker(device, log_ops)
         self.label = label_for("storages", device)
@@ -151,12 +142,17 @@ class StorageBackend(Backend):
         return self.tracker.window_peak
 
 
+def _current(stats: dict[str, int]) -> tuple[int, int, int]:
+    return tuple(stats.get(f"{kind}_bytes.all.current", 0) for kind in ("allocated", "requested", "reserved"))
+
+
 class CudaBackend(Backend):
     """The caching allocator's counters (allocated = whole blocks, as ``torch.cuda.memory_allocated``).
 
-    The peak counter is process-global. The backend opens a window in viewlab's CUDA ledger when made (and
-    one per cell window); each window's reset first folds the current peak into every window still open,
-    so a ``measure`` inside the monitor, or a cell window, never loses its peak.
+    The peak counter is process-global: the backend opens a window in viewlab's ledger when made (and one per
+    cell window), and each window's reset first folds the current peak into every window still open, so a
+    ``measure`` inside the monitor, or a cell window, never loses its peak. ``log_ops``: also a tracker, for
+    ``m.ops``.
     """
 
     line = "allocated (cuda allocator)"
@@ -177,7 +173,7 @@ class CudaBackend(Backend):
         if not stats and real:  # the allocator has not been used yet
             torch.cuda.init()
             stats = self.ledger.counters.stats(self.device)
-        self.counters_before = learner_counters(stats)
+        self.counters_before = {name: stats.get(key, 0) for name, key in LEARNER_COUNTERS.items()}
         self.window: _CudaWindow = self.ledger.open(self.device)
         self._cell: _CudaWindow | None = None
 
@@ -207,14 +203,10 @@ class CudaBackend(Backend):
 
     def close(self) -> None:
         super().close()
-        self.window.close()
-        if self._cell is not None:
-            self._cell.close()
-            self._cell = None
-
-
-def _current(stats: dict[str, int]) -> tuple[int, int, int]:
-    return tuple(stats.get(f"{kind}_bytes.all.current", 0) for kind in ("allocated", "requested", "reserved"))
+        for window in (self.window, self._cell):
+            if window is not None:
+                window.close()
+        self._cell = None
 
 
 class RssBackend(Backend):
@@ -223,13 +215,11 @@ class RssBackend(Backend):
     label = line = "process RSS (approximate)"
 
     def __init__(self) -> None:
-        self._peak = 0
-        self._window = 0
+        self._peak = self._window = 0
 
     def read(self) -> Reading:
         value = rss_bytes() or 0
-        self._peak = max(self._peak, value)
-        self._window = max(self._window, value)
+        self._peak, self._window = max(self._peak, value), max(self._window, value)
         return Reading(value, self._peak, value, self._peak)
 
     def reset_peak(self) -> None:
@@ -243,22 +233,17 @@ class RssBackend(Backend):
 
 
 def label_for(kind: str, device: torch.device | None) -> str:
-    """How a backend of ``kind`` on ``device`` is named (before it exists, too: the monitor's first title).
+    """How a backend of ``kind`` on ``device`` is named (also before it exists: a monitor not yet started).
 
     >>> label_for("storages", None), label_for("cuda", torch.device("cuda", 0))
     ('tensor storages (all devices)', 'cuda allocator (cuda:0)')
     """
-    if kind == "rss":
-        return RssBackend.label
     where = "all devices" if device is None else device
-    return f"{'cuda allocator' if kind == 'cuda' else 'tensor storages'} ({where})"
+    return {"rss": RssBackend.label, "cuda": f"cuda allocator ({where})"}.get(kind, f"tensor storages ({where})")
 
 
 def open_backend(kind: str, device: torch.device | None, log_ops: bool = False, warm: bool = False) -> Backend:
     """Start measuring with the backend of ``kind`` (``"storages"``, ``"cuda"`` or ``"rss"``) on ``device``."""
-    if kind == "cuda":
-        assert device is not None
-        return CudaBackend(device, log_ops)
     if kind == "rss":
         return RssBackend()
-    return StorageBackend(device, log_ops, warm)
+    return CudaBackend(device, log_ops) if kind == "cuda" else StorageBackend(device, log_ops, warm)  # type: ignore[arg-type]

@@ -1,27 +1,20 @@
 """A live memory plot for notebooks: ``with viewlab.MemoryMonitor(): ...`` or ``%load_ext viewlab``.
 
-A background thread samples a memory backend (see :mod:`viewlab.memory.backends`) at most 4 times a
-second. In a Jupyter kernel each sample is drawn as a matplotlib frame into a live widget
-(:mod:`.widget`) with start / stop / reset buttons. On stop the monitor displays the last frame as a
-plain PNG (with alt text) and an HTML summary (:mod:`.plot`), which stay in the saved notebook and the
-static book. In a script it only samples: read ``mon.samples``.
+A background thread samples one backend of :mod:`viewlab.memory.backends` at most 4 times a second: the
+monitor keeps numbers only, never a tensor. In a Jupyter kernel the samples are drawn live (:mod:`.widget`);
+on stop the last frame is displayed as a plain PNG with alt text and an HTML summary (:mod:`.plot`), which stay
+in the saved notebook and the static book. In a script it only samples: read ``mon.samples``.
+``%load_ext viewlab`` (:mod:`.extension`) runs one monitor that attributes bytes to cells.
 
-Backends: ``"storages"`` (exact bytes of tensor storages made since start, any device; needs a
-``TorchDispatchMode`` on the thread that started the monitor), ``"cuda"`` (the caching allocator's
-counters: allocated, reserved, peak), ``"rss"`` (process resident memory, approximate, sampling
-only). ``"auto"`` picks ``"cuda"`` when CUDA is available, else ``"storages"``.
-
-Where live frames come from (``frames=``): ``"thread"`` -- the sampling thread draws and sends each
-frame; ``"cell"`` -- the thread running the cell sends them, between two operators (a dispatch-mode
-hook whose cost between frames is one clock read) and at every ``mark()``, at most 4 a second, while
-the sampling thread only samples. Colab's front end does not show widget updates sent from a
-background thread (googlecolab/colabtools#3373), so ``"auto"`` picks ``"cell"`` on Colab
-and ``"thread"`` elsewhere. In ``"cell"`` mode a single operator that runs for seconds shows no new
-frame until it returns. The monitor never holds a tensor: it keeps numbers only.
+>>> with MemoryMonitor(device="cpu", display=False) as mon:
+...     kept = torch.zeros(1000)
+>>> mon.samples[-1].allocated, mon.backend
+(4000, 'tensor storages (cpu)')
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -37,13 +30,12 @@ from ..ipython import in_kernel, on_colab
 from ..memory import resolve_device
 from ..memory.backends import Backend, label_for, open_backend, rss_bytes
 from . import plot
-from .extension import cell_monitor as cell_monitor  # the extension's hooks stay reachable here
+from .extension import cell_monitor as cell_monitor  # the extension's hooks are reachable here too
 from .extension import load_ipython_extension as load_ipython_extension
 from .extension import unload_ipython_extension as unload_ipython_extension
 from .widget import MIN_INTERVAL, LiveView
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
-
 MAX_INTERVAL = 60.0  # seconds: a monitor that samples less often than this shows nothing live
 _BACKENDS = ("auto", "storages", "cuda", "rss")
 _FRAME_SOURCES = ("auto", "thread", "cell")
@@ -72,11 +64,8 @@ class Mark:
 
 @dataclass(frozen=True)
 class CellRecord:
-    """Bytes attributed to one notebook cell in cell mode (``%load_ext viewlab``).
-
-    ``allocated_bytes``: change in allocated memory from the cell's start to its end (what it still
-    holds); ``peak_bytes``: highest point above the cell's start while it ran.
-    """
+    """Bytes attributed to one notebook cell under ``%load_ext viewlab``: ``allocated_bytes``, the change from the
+    cell's start to its end (what it still holds); ``peak_bytes``, the highest point above its start while it ran."""
 
     label: str
     start: float
@@ -94,9 +83,8 @@ def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, i
         try:
             mon._take_sample()
             view = mon._view
-            if mon.frames_from == "thread" and view is not None:
-                if time.perf_counter() - view.time >= view.gap(mon.interval):
-                    view.push()
+            if mon.frames_from == "thread" and view is not None and time.perf_counter() - view.time >= view.gap():
+                view.send()
         except Exception as exc:  # noqa: BLE001 - never let the thread die silently
             mon.errors.append(f"{type(exc).__name__}: {exc}")
         del mon
@@ -111,14 +99,18 @@ class MemoryMonitor:
     Args:
         device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
         interval: seconds between samples, at least 0.25 (at most 4 frames a second).
-        backend: ``"auto"``, ``"storages"``, ``"cuda"`` or ``"rss"`` (see the module docstring).
+        backend: ``"storages"`` (exact bytes of tensor storages made since start, on any device, by the thread
+            that started the monitor), ``"cuda"`` (the caching allocator's counters: allocated, reserved,
+            peak), ``"rss"`` (process resident memory, approximate) or ``"auto"`` (``"cuda"`` when CUDA is
+            available, else ``"storages"``).
         rss: also record the process RSS (approximate) as an extra line.
         display: None shows the live widget only inside a Jupyter kernel; False never displays.
         title: title for the plot.
-        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the
-            thread running the cell, between operators and at each mark; needed on Colab) or
-            ``"auto"`` (``"cell"`` on Colab, else ``"thread"``). ``mon.frames_from`` says which was
-            picked; ``mon.frames`` counts the frames sent.
+        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the thread
+            running the cell, between two operators and at each mark: Colab's front end does not show widget
+            updates sent from a background thread, googlecolab/colabtools#3373) or ``"auto"`` (``"cell"`` on
+            Colab, else ``"thread"``). ``mon.frames_from`` says which was picked; ``mon.frames`` counts the
+            frames sent. In ``"cell"`` mode an operator that runs for seconds shows no frame until it returns.
 
     The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot
     still updates: frames are sent as ``frames`` says). In a script nothing is displayed; the
@@ -133,8 +125,6 @@ class MemoryMonitor:
     (16000, 16000)
     >>> [(m.label, m.allocated) for m in mon.marks]
     [('a made', 4000)]
-    >>> mon.backend
-    'tensor storages (cpu)'
     """
 
     @entry("MemoryMonitor")
@@ -173,19 +163,17 @@ class MemoryMonitor:
         self.backend_kind = backend
         self.interval = float(interval)
         self.display = in_kernel() if display is None else display
+        self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
         self.samples: list[Sample] = []
         self.marks: list[Mark] = []
         self.cells: list[CellRecord] = []
         self.errors: list[str] = []
-        self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
         self._source: Backend | None = None
-        self._line = "allocated"
-        self._backend_label = label_for(backend, self.device)
+        self._line, self._backend_label = "allocated", label_for(backend, self.device)
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop_event: threading.Event | None = None
-        self._t0 = 0.0
-        self._offset = 0.0  # time already recorded before a restart
+        self._t0 = self._offset = 0.0  # _offset: time already recorded before a restart
         self._view: LiveView | None = None
         self._cell_open: tuple[str, float, int] | None = None
         self._cell_mode = False  # set by %load_ext viewlab: track ops per cell, print a line per cell
@@ -228,10 +216,8 @@ class MemoryMonitor:
         """Start sampling (and, in a notebook, show the live widget). Starting twice is an error.
 
         >>> mon = MemoryMonitor(device="cpu", display=False).start()
-        >>> mon.running
-        True
-        >>> mon.stop().running
-        False
+        >>> mon.running, mon.stop().running
+        (True, False)
         """
         if self._thread is not None:
             raise problem(RuntimeError, "this MemoryMonitor is already running; call mon.stop() first.")
@@ -249,50 +235,40 @@ class MemoryMonitor:
                 self._stop_event = threading.Event()
                 self._take_sample()
                 args = (weakref.ref(self), self._stop_event, self.interval)
-                thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
-                thread.start()
-                self._thread = thread
+                self._thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
+                self._thread.start()
             if self.display:
                 self._show_widget()
                 if self.frames_from == "cell" and not self._cell_mode:
-                    self._view.enter_hook(self.interval)  # type: ignore[union-attr]
-        except BaseException:
-            self._undo_start(made_source, entered)  # a failed start leaves no thread, mode or backend behind
+                    self._view.enter_hook()  # type: ignore[union-attr]
+        except BaseException:  # a failed start leaves no thread, mode or backend behind
+            event, thread = self._stop_event, self._thread
+            if event is not None:
+                event.set()
+            if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+                thread.join(timeout=10)
+            self._thread = self._stop_event = None
+            self._exit_hook()
+            if entered:
+                self._source.exit_thread()  # type: ignore[union-attr]
+            if made_source:
+                self._source.close()  # type: ignore[union-attr]
+                self._source = None
             raise
         return self
 
     def _show_widget(self) -> None:
-        if self._view is None:
-            self._view = LiveView(self)
+        self._view = self._view or LiveView(self)
         self._view.show()
 
     def _exit_hook(self) -> None:
-        view = getattr(self, "_view", None)
-        if view is not None:
-            view.exit_hook()
-
-    def _undo_start(self, made_source: bool, entered: bool) -> None:
-        event, thread = self._stop_event, self._thread
-        if event is not None:
-            event.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=10)
-        self._thread = self._stop_event = None
-        self._exit_hook()
-        if self._source is not None:
-            if entered:
-                self._source.exit_thread()
-            if made_source:
-                self._source.close()
-                self._source = None
+        if getattr(self, "_view", None) is not None:
+            self._view.exit_hook()
 
     def stop(self, show: bool | None = None) -> MemoryMonitor:
         """Stop the thread, take a last sample, and (in a notebook) show the final PNG + summary.
 
         Safe to call when not running. ``show=False`` skips the final output.
-
-        >>> MemoryMonitor(device="cpu", display=False).stop().samples
-        []
         """
         thread, event = self._thread, self._stop_event
         if thread is None or event is None:
@@ -304,8 +280,7 @@ class MemoryMonitor:
         with self._lock:
             self._take_sample()
             self._offset = self._now()
-            self._thread = None
-            self._stop_event = None
+            self._thread = self._stop_event = None
             if self._source is not None and not self._cell_mode:
                 self._source.exit_thread()
         final = show if show is not None else self.display
@@ -320,24 +295,18 @@ class MemoryMonitor:
         return self
 
     def reset(self) -> MemoryMonitor:
-        """Forget samples, marks and cells, and restart the peak from the current value.
-
-        >>> MemoryMonitor(device="cpu", display=False).reset().samples
-        []
-        """
+        """Forget samples, marks and cells, and restart the peak from the current value."""
         with self._lock:
             self.samples.clear()
             self.marks.clear()
             self.cells.clear()
-            self._cell_number = 0
-            self._offset = 0.0
-            self._t0 = time.perf_counter()
+            self._cell_number, self._offset, self._t0 = 0, 0.0, time.perf_counter()
             if self._source is not None:
                 self._source.reset_peak()
                 if self.running:
                     self._take_sample()
         if self._view is not None:
-            self._view.push()
+            self._view.send()
         return self
 
     def close(self) -> None:
@@ -350,16 +319,10 @@ class MemoryMonitor:
 
     @entry("mon.mark")
     def mark(self, label: str) -> Mark:
-        """Put ``label`` on the plot at this moment (and record the bytes allocated right now).
-
-        >>> with MemoryMonitor(device="cpu", display=False) as mon:
-        ...     mon.mark("here").allocated
-        0
-        """
-        if not isinstance(label, str):
-            raise type_error("label", "a short non-empty string", label, "For example mon.mark('after repeat').")
-        if not label.strip():
-            raise value_error("label", "a short non-empty string", label, "For example mon.mark('after repeat').")
+        """Put ``label`` on the plot at this moment (and record the bytes allocated right now)."""
+        if not isinstance(label, str) or not label.strip():
+            error = type_error if not isinstance(label, str) else value_error
+            raise error("label", "a short non-empty string", label, "For example mon.mark('after repeat').")
         if self._source is None or not self.running:
             raise problem(RuntimeError, "works while the monitor runs; call mon.start() (or use `with`) first.")
         with self._lock:
@@ -389,16 +352,12 @@ class MemoryMonitor:
         # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its
         # dispatch modes behind, or every later operator stays slow. Mode stacks are per thread: this
         # removes them when the last reference goes on the thread that started it (the usual case).
-        try:
-            event = getattr(self, "_stop_event", None)
-            if event is not None:
-                event.set()
+        with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
+            if getattr(self, "_stop_event", None) is not None:
+                self._stop_event.set()
             self._exit_hook()
-            source = getattr(self, "_source", None)
-            if source is not None:
-                source.close()
-        except Exception:  # noqa: BLE001 - never raise from a finaliser (e.g. at interpreter exit)
-            pass
+            if getattr(self, "_source", None) is not None:
+                self._source.close()
 
     # ------------------------------------------------------------------ cells (IPython events)
 
@@ -414,7 +373,7 @@ class MemoryMonitor:
             if self._cell_mode:
                 self._source.enter_thread()  # the storage backend sees this cell's operators
                 if self.frames_from == "cell" and self._view is not None:
-                    self._view.enter_hook(self.interval)
+                    self._view.enter_hook()
             self._source.begin_window()
             self._cell_open = (f"#{self._cell_number}", self._now(), self._source.read().allocated)
             self._take_sample()
@@ -429,11 +388,11 @@ class MemoryMonitor:
         with self._lock:
             label, start, allocated0 = self._cell_open
             sample = self._take_sample() if self.running else self.samples[-1]
-            window_peak = self._source.window_peak()
+            peak = max(0, self._source.window_peak() - allocated0)
             if self._cell_mode:
                 self._exit_hook()
                 self._source.exit_thread()
-            record = CellRecord(label, start, sample.t, sample.allocated - allocated0, max(0, window_peak - allocated0))
+            record = CellRecord(label, start, sample.t, sample.allocated - allocated0, peak)
             self.cells.append(record)
             self._cell_open = None
         if self._cell_mode:
@@ -442,35 +401,22 @@ class MemoryMonitor:
                 f"peak +{record.peak_bytes:,} B ({self.backend})"
             )
 
-    # ------------------------------------------------------------------ pictures (viewlab.monitor.plot)
+    # ------------------------------------------------------------------ pictures: viewlab.monitor.plot
 
     def _data(self) -> tuple[list[Sample], list[Mark], list[CellRecord]]:
         with self._lock:
             return list(self.samples), list(self.marks), list(self.cells)
 
     def _labels(self) -> dict[str, Any]:
-        kind, running = self.backend_kind, self.running
-        return {
-            "backend": self.backend,
-            "line": self._line,
-            "peak_line": kind != "rss",
-            "running": running,
-            "title": self.title,
-        }
+        return {"backend": self.backend, "line": self._line, "running": self.running, "title": self.title}
 
     def figure(self) -> Any:
-        """The current plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched).
-
-        >>> with MemoryMonitor(device="cpu", display=False) as mon:
-        ...     x = torch.zeros(10)
-        >>> len(mon.figure().axes)
-        1
-        """
-        return plot.figure(*self._data(), **self._labels())
+        """The current plot as a matplotlib ``Figure`` (:func:`.plot.figure`)."""
+        return plot.figure(*self._data(), peak_line=self.backend_kind != "rss", **self._labels())
 
     def png(self) -> bytes:
         """The current plot as PNG bytes."""
-        return plot.png(*self._data(), **self._labels())
+        return plot.png(*self._data(), peak_line=self.backend_kind != "rss", **self._labels())
 
     def alt_text(self) -> str:
         """A sentence describing the plot for screen readers (used as the PNG's alt text)."""

@@ -1,8 +1,5 @@
-"""``%load_ext viewlab``: one always-on monitor that marks cell boundaries and attributes bytes to cells.
-
-The monitor's ``pre_run_cell`` / ``post_run_cell`` hooks are registered with IPython's events; each cell
-gets a :class:`~viewlab.monitor.CellRecord` and one printed line. ``%unload_ext viewlab`` shows the final
-plot and the per-cell table.
+"""``%load_ext viewlab``: one always-on monitor whose ``pre_run_cell`` / ``post_run_cell`` hooks give each cell a
+:class:`~viewlab.monitor.CellRecord` and one printed line; ``%unload_ext viewlab`` shows the final plot and table.
 
 >>> cell_monitor() is None
 True
@@ -31,8 +28,7 @@ def _hooks(mon: MemoryMonitor) -> tuple[tuple[str, Any], ...]:
 
 @entry("load_ipython_extension")
 def load_ipython_extension(ip: Any, **kwargs: Any) -> MemoryMonitor:
-    """``%load_ext viewlab``: start the cell monitor (``kwargs`` go to ``MemoryMonitor``); loading twice
-    returns the running one."""
+    """Start the cell monitor (``kwargs`` go to ``MemoryMonitor``); loading it twice returns the running one."""
     from . import MemoryMonitor
 
     global _CELL_MONITOR
@@ -59,7 +55,7 @@ def load_ipython_extension(ip: Any, **kwargs: Any) -> MemoryMonitor:
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    """``%unload_ext viewlab``: stop the cell monitor and show its final plot and per-cell table."""
+    """Stop the cell monitor and show its final plot and per-cell table."""
     global _CELL_MONITOR
     mon, _CELL_MONITOR = _CELL_MONITOR, None
     if mon is None:

@@ -1,10 +1,10 @@
 """The monitor's live view in a notebook: a core ``ipywidgets.Image`` with start / stop / reset buttons.
 
-No ipympl: each frame is a PNG drawn with Agg and sent as the image's new value, so it also works on
-Colab. Frames come from the sampling thread (``frames="thread"``) or, through :class:`_FrameHook`, from
-the thread running the cell, between two operators (``frames="cell"``). Never two frames within
-:data:`MIN_INTERVAL` seconds. The view and its buttons hold the monitor only weakly: ipywidgets keeps
-every widget alive, and a dropped monitor must still be collectable.
+No ipympl: each frame is a PNG drawn with Agg and sent as the image's new value, so it also works on Colab.
+Frames come from the sampling thread (``frames="thread"``) or from the thread running the cell
+(``frames="cell"``): then the view is also a dispatch mode on that thread, whose cost between two frames is
+one clock read per operator. Never two frames within :data:`MIN_INTERVAL` seconds. The view and its buttons
+hold the monitor only weakly: ipywidgets keeps every widget alive, and a dropped monitor must be collectable.
 
 >>> MIN_INTERVAL
 0.25
@@ -28,49 +28,26 @@ if TYPE_CHECKING:
 MIN_INTERVAL = 0.25  # seconds: at most 4 frames (and samples) a second
 
 
-class _FrameHook(TorchDispatchMode):
-    """``frames="cell"``: after each operator on the cell's thread, one clock read; when a frame is
-    due, the view samples and sends it from this thread."""
-
-    def __init__(self, view: LiveView) -> None:
-        super().__init__()
-        self._view = weakref.ref(view)
-        self.due = 0.0  # perf_counter() time from which the next frame may be sent
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        out = func(*args, **(kwargs or {}))
-        if time.perf_counter() >= self.due:
-            view = self._view()
-            if view is not None:
-                view.from_cell()
-        return out
-
-
 def _click(ref: weakref.ReferenceType[MemoryMonitor], action: str, _button: Any = None) -> None:
     mon = ref()
-    if mon is None:
-        return
-    if action == "start":
-        if not mon.running:
-            mon.start()
-    elif action == "stop":
-        mon.stop(show=False)
-    else:
-        mon.reset()
+    if mon is not None and not (action == "start" and mon.running):
+        {"start": mon.start, "stop": functools.partial(mon.stop, show=False), "reset": mon.reset}[action]()
 
 
-class LiveView:
-    """The widget of one monitor, displayed once; :meth:`push` sends a frame."""
+class LiveView(TorchDispatchMode):
+    """The widget of one monitor, displayed once; :meth:`send` sends a frame. As a dispatch mode (entered with
+    :meth:`enter_hook`), it samples and sends a frame from the cell's thread after an operator when one is due."""
 
     def __init__(self, monitor: MemoryMonitor) -> None:
         import ipywidgets as w
         from IPython.display import display
 
+        super().__init__()
         self._monitor = weakref.ref(monitor)
         self.frames = 0  # live frames sent
         self.time = 0.0  # perf_counter() of the last frame sent
         self.cost = 0.0  # seconds the last frame took to draw
-        self.hook: _FrameHook | None = None  # frames="cell": the mode on the cell's thread
+        self.due = 0.0  # frames="cell": perf_counter() time from which the next frame may be sent
         self._lock = threading.Lock()  # not the monitor's lock: the cell's own thread must never wait for a frame
         self.image = w.Image(format="png", layout=w.Layout(width="560px"))
         buttons = [w.Button(description=name, layout=w.Layout(width="70px")) for name in ("start", "stop", "reset")]
@@ -91,16 +68,16 @@ class LiveView:
             handle()
 
     def show(self) -> None:
-        """Show the live image again and send a first frame (this also warms up matplotlib before the thread draws)."""
+        """Show the live image (again) and send a first frame (which also warms matplotlib up before the thread draws)."""
         self.image.layout.display = None
-        self.push()
+        self.send()
         self.set_status("running")
 
     def stopped(self, final: bool) -> None:
         if final:  # the static PNG shown below replaces the live image
             self.image.layout.display = "none"
         else:
-            self.push()
+            self.send()
         self.set_status("stopped")
 
     def set_status(self, text: str) -> None:
@@ -108,7 +85,7 @@ class LiveView:
         if mon is not None:
             self.status.value = f"{text} - {mon.backend}"
 
-    def push(self, wait: bool = True) -> bool:
+    def send(self, wait: bool = True) -> bool:
         """Draw and send one frame; never two within 0.25 s (``wait=False``: skip instead of sleeping)."""
         mon = self._monitor()
         if mon is None or (not wait and time.perf_counter() - self.time < MIN_INTERVAL):
@@ -126,41 +103,44 @@ class LiveView:
             self.frames += 1
         return True
 
-    def gap(self, interval: float) -> float:
-        """Seconds from one frame to the next: at most 4 a second; on a slow machine drawing takes at most
-        about a quarter of the time (it competes with the cell for the GIL), but a frame comes at least every second."""
-        return min(max(interval, 3 * self.cost), 1.0)
+    def gap(self) -> float:
+        """Seconds between frames: at most 4 a second; on a slow machine drawing takes at most about a quarter of
+        the time (it competes with the cell for the GIL), but a frame still comes at least every second."""
+        mon = self._monitor()
+        return min(max(mon.interval if mon is not None else MIN_INTERVAL, 3 * self.cost), 1.0)
 
     def from_cell(self) -> None:
         """frames="cell": sample and send a frame from the thread running the cell (never sleeps)."""
         mon = self._monitor()
-        if mon is None:
-            return
         try:
-            if mon.running:
+            if mon is not None and mon.running:
                 mon._take_sample()
-                self.push(wait=False)
+                self.send(wait=False)
         except Exception as exc:  # noqa: BLE001 - a frame must never break the learner's cell
-            mon.errors.append(f"{type(exc).__name__}: {exc}")
+            mon.errors.append(f"{type(exc).__name__}: {exc}")  # type: ignore[union-attr]
         finally:
-            if self.hook is not None:
-                self.hook.due = time.perf_counter() + self.gap(mon.interval)
+            self.due = time.perf_counter() + self.gap()
 
     def after_mark(self) -> None:
-        """A mark in cell mode: send its frame now, or at the next operator when one was sent just before."""
-        if self.hook is None:
-            return
-        if time.perf_counter() - self.time >= MIN_INTERVAL:
-            self.from_cell()
-        else:
-            self.hook.due = self.time + MIN_INTERVAL
+        """A mark in cell mode: its frame now, or at the next operator when the last frame was just sent."""
+        if self._hooked:
+            if time.perf_counter() - self.time >= MIN_INTERVAL:
+                self.from_cell()
+            else:
+                self.due = self.time + MIN_INTERVAL
 
-    def enter_hook(self, interval: float) -> None:
-        if self.hook is None:
-            self.hook = _FrameHook(self)
-        self.hook.due = self.time + self.gap(interval)
-        enter_mode(self.hook)
+    _hooked = False  # entered as a dispatch mode at least once (frames="cell")
+
+    def enter_hook(self) -> None:
+        self._hooked = True
+        self.due = self.time + self.gap()
+        enter_mode(self)
 
     def exit_hook(self) -> None:
-        if self.hook is not None:
-            remove_mode(self.hook)
+        remove_mode(self)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        out = func(*args, **(kwargs or {}))
+        if time.perf_counter() >= self.due:
+            self.from_cell()
+        return out
