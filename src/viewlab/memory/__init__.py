@@ -39,10 +39,8 @@ __all__ = ["measure", "Measurement", "OpRecord", "resolve_device", "rss_bytes", 
 
 @entry("resolve_device")
 def resolve_device(device: Any = None) -> torch.device:
-    """Turn ``device`` (None, a string, or a ``torch.device``) into the device :func:`measure` tracks.
-
-    ``None`` picks ``cuda`` when CUDA is available, else ``cpu``. Bad input raises an error that names the
-    function the learner called (``measure()``, ``MemoryMonitor()``...) and says what to pass instead.
+    """Turn ``device`` (None, a string, or a ``torch.device``) into the device :func:`measure` tracks: ``None``
+    picks ``cuda`` when CUDA is available, else ``cpu``. An error names the function the learner called.
 
     >>> resolve_device("cpu")
     device(type='cpu')
@@ -76,10 +74,8 @@ def resolve_device(device: Any = None) -> torch.device:
 
 @entry("cuda_process_peak")
 def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
-    """Peak CUDA bytes of this process so far, as if viewlab had never reset torch's peak counters.
-
-    Keys: ``allocated`` (blocks, like ``torch.cuda.max_memory_allocated``), ``requested`` (exact
-    sizes) and ``reserved`` (like ``torch.cuda.max_memory_reserved``). Needs CUDA.
+    """Peak CUDA bytes of this process so far, as if viewlab had never reset torch's peak counters: ``allocated``
+    (blocks, like ``torch.cuda.max_memory_allocated``), ``requested`` (exact sizes) and ``reserved``.
 
     >>> cuda_process_peak() if torch.cuda.is_available() else "needs CUDA"  # doctest: +SKIP
     """
@@ -108,11 +104,6 @@ class Measurement:
             ``max_memory_reserved``); None for tensor storages.
         ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``.
         note: caveats for this backend (process-global peak reset on CUDA, scope on CPU).
-
-    >>> with measure(device="cpu") as m:
-    ...     y = torch.zeros(4, 3)
-    >>> m.allocated_bytes, m.peak_bytes
-    (48, 48)
     """
 
     backend: str
@@ -162,12 +153,8 @@ class Measurement:
 
 
 class measure:  # noqa: N801 - used like a function: ``with measure() as m``
-    """Context manager: how many bytes the code inside allocates (net) and at its peak.
-
-    ``device=None`` (default) counts exact tensor-storage bytes on every device, so a cell reports the
-    same numbers on a laptop and on a GPU runtime; ``device="cpu"`` counts only CPU storages;
-    ``device="cuda"`` reads the CUDA caching allocator's counters (allocated, reserved, peak).
-    ``log_ops=True`` also records one :class:`OpRecord` per operator in ``m.ops``.
+    """Context manager: how many bytes the code inside allocates (net) and at its peak, on the backend that
+    ``device`` picks (see the module docstring). ``log_ops=True`` also records one :class:`OpRecord` per operator.
 
     >>> x = torch.ones(1, 3)                       # 3 float32 = 12 bytes, made before the block
     >>> with measure(device="cpu", log_ops=True) as m:

@@ -1,18 +1,16 @@
 """CUDA peak windows: viewlab's ledger over torch.cuda's one process-global peak counter per device.
 
-Every viewlab window (a ``measure(device="cuda")`` block, a monitor, one cell under ``%load_ext viewlab``) resets
-that counter when it opens, which would erase the peak of every window already open. So every reset goes through
-:meth:`_CudaLedger.open`, which first folds the current peak into each open window on that device and into
-``process_peaks`` (the process's peak as if viewlab had never reset anything). The counters are one small object
-(``stats``, ``reset_peaks``), so this arithmetic is tested without a GPU (tests/unit/test_cuda_windows.py).
+Each viewlab window (a ``measure(device="cuda")`` block, a monitor, a cell) resets that counter when it opens,
+which would erase the peaks of the windows already open. So every reset goes through :meth:`_CudaLedger.open`,
+which first folds the current peak into each open window on that device and into ``process_peaks``. The
+counters are one small object (``stats``, ``reset_peaks``): tests/unit/test_cuda_windows.py needs no GPU.
 
 >>> class Counters:  # a stand-in allocator with one peak counter
 ...     peak = 0
 ...     def stats(self, device): return {"allocated_bytes.all.peak": self.peak}
 ...     def reset_peaks(self, device): self.peak = 0
 >>> ledger = _CudaLedger(Counters())
->>> outer = ledger.open("cuda:0")  # resets the counter
->>> ledger.counters.peak = 100  # a peak inside the outer window...
+>>> outer = ledger.open("cuda:0"); ledger.counters.peak = 100  # a peak inside the outer window...
 >>> inner = ledger.open("cuda:0")  # ...which this reset erases from the counter, not from the window
 >>> outer.peak("allocated_bytes.all.peak"), ledger.counters.peak, ledger.process_peak("cuda:0")
 (100, 0, 100)

@@ -23,17 +23,15 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .._dispatch import storage_of
+from .._dispatch import storage_of, tensors_in
 
 _LIFT_FRESH = torch.ops.aten.lift_fresh.default
 
 
 @dataclass(frozen=True)
 class OpRecord:
-    """One operator seen inside :func:`measure` with ``log_ops=True``.
-
-    ``bytes`` is what this operator newly allocated (new storages it returned, or growth of a
-    storage it resized); views such as ``expand`` record 0. ``shapes`` are its outputs' shapes.
+    """One operator seen inside :func:`measure` with ``log_ops=True``: ``bytes`` it newly allocated (new storages
+    it returned, or growth of one it resized; views such as ``expand`` record 0) and its outputs' ``shapes``.
 
     >>> OpRecord("aten.repeat.default", 96, ((4, 3),))
     OpRecord(name='aten.repeat.default', bytes=96, shapes=((4, 3),))
@@ -74,15 +72,8 @@ class _StorageTracker(TorchDispatchMode):
             self.current -= self._counted.pop(key, 0)
 
     def _input_storages(self, args: tuple, kwargs: dict, sizes: bool) -> dict[int, int]:
-        found: dict[int, int] = {}
-        for a in (*args, *kwargs.values()):
-            items = a if isinstance(a, (list, tuple)) else (a,)
-            for t in items:
-                if isinstance(t, torch.Tensor):
-                    st = storage_of(t)
-                    if st is not None:
-                        found[st._cdata] = st.nbytes() if sizes else 0
-        return found
+        storages = (storage_of(t) for t in tensors_in((*args, *kwargs.values())))
+        return {st._cdata: st.nbytes() if sizes else 0 for st in storages if st is not None}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
@@ -93,15 +84,13 @@ class _StorageTracker(TorchDispatchMode):
         out = func(*args, **kwargs)
         if self.closed:
             return out
-        outs = out if isinstance(out, (list, tuple)) else (out,)
-        if any(isinstance(o, (list, tuple)) for o in outs):  # e.g. a tuple of lists of tensors
-            outs = tuple(x for o in outs for x in (o if isinstance(o, (list, tuple)) else (o,)))
+        outs = tensors_in(out if isinstance(out, (list, tuple)) else (out,))  # also a tuple of lists of tensors
         new_bytes = 0
         lift = func is _LIFT_FRESH
         done: set[int] = set()
         with self._lock:
             for t in outs:
-                if not isinstance(t, torch.Tensor) or not self._matches(t):
+                if not self._matches(t):
                     continue
                 st = storage_of(t)
                 if st is None:
@@ -139,8 +128,7 @@ class _StorageTracker(TorchDispatchMode):
                 self.peak = max(self.peak, self.current)
                 self.window_peak = max(self.window_peak, self.current)
             if self.log_ops:
-                shapes = tuple(tuple(t.shape) for t in outs if isinstance(t, torch.Tensor))
-                self.ops.append(OpRecord(str(func), new_bytes, shapes))
+                self.ops.append(OpRecord(str(func), new_bytes, tuple(tuple(t.shape) for t in outs)))
         return out
 
     def _register(self, st: Any, key: int, nbytes: int, counted: int) -> None:

@@ -1,11 +1,9 @@
 """What can be measured, once: one :class:`Backend` per source, used by ``measure`` and ``MemoryMonitor`` alike.
 
-:class:`StorageBackend` counts exact bytes of tensor storages made by operators on the threads it entered (the
-dispatch mode of :mod:`._tracker`); :class:`CudaBackend` reads the CUDA caching allocator's counters through a
-window in viewlab's ledger (:mod:`._cuda`); :class:`RssBackend` polls the process's resident memory (approximate;
-the monitor only). A backend measures from when it is made until :meth:`Backend.close`. :meth:`Backend.read`
-gives absolute bytes (what the monitor plots), :meth:`Backend.since_start` the change since it was made (what
-``measure`` reports). A *window* is a restartable peak (one notebook cell): ``begin_window``, ``window_peak``.
+Tensor storages (exact bytes, the dispatch mode of :mod:`._tracker`), the CUDA caching allocator (its counters,
+through a window in the ledger of :mod:`._cuda`) and the process RSS (polled, approximate; the monitor only).
+A backend measures from when it is made until :meth:`Backend.close`; :meth:`Backend.read` gives absolute bytes
+(what the monitor plots), :meth:`Backend.since_start` the change since then (what ``measure`` reports).
 
 >>> backend = open_backend("storages", torch.device("cpu"))
 >>> backend.enter_thread(); kept = torch.zeros(4, 3); backend.close()
@@ -26,8 +24,8 @@ from ._tracker import _StorageTracker
 
 
 def rss_bytes() -> int | None:
-    """Resident set size of this process in bytes, or None where it cannot be read (approximate:
-    it includes the Python interpreter, libraries and memory the allocator keeps for reuse).
+    """Resident set size of this process in bytes (approximate: interpreter, libraries and cached memory
+    included), or None where it cannot be read.
 
     >>> isinstance(rss_bytes(), (int, type(None)))
     True
@@ -56,7 +54,7 @@ class Reading(NamedTuple):
 
 
 class Backend:
-    """One source of memory numbers: labels, the thread bookkeeping, and the readings subclasses provide."""
+    """One source of memory numbers. A *window* is a restartable peak (one notebook cell)."""
 
     label = ""  # what is measured, e.g. "tensor storages (cpu)": m.backend, the monitor's legend
     line = "allocated"  # the monitor's name for its allocated line
@@ -92,16 +90,10 @@ class Backend:
 
     def since_start(self) -> Reading:
         """The change since the backend was made (peaks: the highest point above the start)."""
-        now, base = self.read(), self.start
-        reserved = None if now.reserved is None else now.reserved - (base.reserved or 0)
-        allocated, requested = now.allocated - base.allocated, now.requested - base.requested
-        return Reading(
-            allocated,
-            max(0, now.peak - base.allocated),
-            requested,
-            max(0, now.requested_peak - base.requested),
-            reserved,
-        )
+        now, (a0, _, r0, _, reserved0) = self.read(), self.start
+        reserved = None if now.reserved is None else now.reserved - (reserved0 or 0)
+        peaks = max(0, now.peak - a0), max(0, now.requested_peak - r0)
+        return Reading(now.allocated - a0, peaks[0], now.requested - r0, peaks[1], reserved)
 
 
 class StorageBackend(Backend):
@@ -147,13 +139,8 @@ def _current(stats: dict[str, int]) -> tuple[int, int, int]:
 
 
 class CudaBackend(Backend):
-    """The caching allocator's counters (allocated = whole blocks, as ``torch.cuda.memory_allocated``).
-
-    The peak counter is process-global: the backend opens a window in viewlab's ledger when made (and one per
-    cell window), and each window's reset first folds the current peak into every window still open, so a
-    ``measure`` inside the monitor, or a cell window, never loses its peak. ``log_ops``: also a tracker, for
-    ``m.ops``.
-    """
+    """The caching allocator's counters (allocated = whole blocks, as ``torch.cuda.memory_allocated``), through a
+    ledger window opened when made (and one per cell window). ``log_ops``: a tracker too, for ``m.ops``."""
 
     line = "allocated (cuda allocator)"
     note = (
@@ -185,9 +172,7 @@ class CudaBackend(Backend):
     def read(self) -> Reading:
         allocated, requested, reserved = _current(self.ledger.counters.stats(self.device))
         peak = self.window.peak
-        return Reading(
-            allocated, peak("allocated_bytes.all.peak"), requested, peak("requested_bytes.all.peak"), reserved
-        )
+        return Reading(allocated, peak("allocated_bytes.all.peak"), requested, peak("requested_bytes.all.peak"), reserved)  # fmt: skip
 
     def reset_peak(self) -> None:
         self.window.close()
@@ -233,11 +218,7 @@ class RssBackend(Backend):
 
 
 def label_for(kind: str, device: torch.device | None) -> str:
-    """How a backend of ``kind`` on ``device`` is named (also before it exists: a monitor not yet started).
-
-    >>> label_for("storages", None), label_for("cuda", torch.device("cuda", 0))
-    ('tensor storages (all devices)', 'cuda allocator (cuda:0)')
-    """
+    """How a backend of ``kind`` on ``device`` is named (also before it exists: a monitor not yet started)."""
     where = "all devices" if device is None else device
     return {"rss": RssBackend.label, "cuda": f"cuda allocator ({where})"}.get(kind, f"tensor storages ({where})")
 

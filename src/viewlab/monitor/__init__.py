@@ -1,10 +1,8 @@
-"""A live memory plot for notebooks: ``with viewlab.MemoryMonitor(): ...`` or ``%load_ext viewlab``.
+"""A live memory plot for notebooks: ``with viewlab.MemoryMonitor(): ...`` or ``%load_ext viewlab`` (:mod:`.extension`).
 
-A background thread samples one backend of :mod:`viewlab.memory.backends` at most 4 times a second: the
-monitor keeps numbers only, never a tensor. In a Jupyter kernel the samples are drawn live (:mod:`.widget`);
-on stop the last frame is displayed as a plain PNG with alt text and an HTML summary (:mod:`.plot`), which stay
-in the saved notebook and the static book. In a script it only samples: read ``mon.samples``.
-``%load_ext viewlab`` (:mod:`.extension`) runs one monitor that attributes bytes to cells.
+A background thread samples a backend of :mod:`viewlab.memory.backends` at most 4 times a second, keeping numbers,
+never a tensor. In a kernel they are drawn live (:mod:`.widget`); on stop the last frame is displayed as a PNG with
+alt text and an HTML summary (:mod:`.plot`), which stay in the saved notebook. In a script: read ``mon.samples``.
 
 >>> with MemoryMonitor(device="cpu", display=False) as mon:
 ...     kept = torch.zeros(1000)
@@ -64,8 +62,8 @@ class Mark:
 
 @dataclass(frozen=True)
 class CellRecord:
-    """Bytes attributed to one notebook cell under ``%load_ext viewlab``: ``allocated_bytes``, the change from the
-    cell's start to its end (what it still holds); ``peak_bytes``, the highest point above its start while it ran."""
+    """One cell under ``%load_ext viewlab``: ``allocated_bytes`` is the change from its start to its end (what it
+    still holds), ``peak_bytes`` the highest point above its start while it ran."""
 
     label: str
     start: float
@@ -93,8 +91,8 @@ def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, i
 class MemoryMonitor:
     """Sample memory in the background and (in a notebook) plot it live.
 
-    Use it as ``with MemoryMonitor() as mon: ...``, or ``mon.start()`` ... ``mon.stop()``, or
-    always-on per cell with ``%load_ext viewlab``. ``mon.mark("label")`` annotates the plot.
+    Use it as ``with MemoryMonitor() as mon: ...`` or ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")``
+    annotates the plot.
 
     Args:
         device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
@@ -112,12 +110,10 @@ class MemoryMonitor:
             Colab, else ``"thread"``). ``mon.frames_from`` says which was picked; ``mon.frames`` counts the
             frames sent. In ``"cell"`` mode an operator that runs for seconds shows no frame until it returns.
 
-    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot
-    still updates: frames are sent as ``frames`` says). In a script nothing is displayed; the
-    data is in ``mon.samples``, ``mon.marks``, ``mon.cells``:
+    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot still
+    updates). In a script nothing is displayed; the data is in ``mon.samples``, ``mon.marks``, ``mon.cells``:
 
-    >>> mon = MemoryMonitor(device="cpu", display=False)
-    >>> with mon:
+    >>> with MemoryMonitor(device="cpu", display=False) as mon:
     ...     a = torch.zeros(1000)
     ...     _ = mon.mark("a made")
     ...     b = a.repeat(3)
@@ -127,17 +123,16 @@ class MemoryMonitor:
     [('a made', 4000)]
     """
 
+    samples: list[Sample]
+    marks: list[Mark]
+    cells: list[CellRecord]
+    errors: list[str]  # what went wrong in the sampling thread or a frame (never raised into the cell)
+
     @entry("MemoryMonitor")
     def __init__(
-        self,
-        device: Any = None,
-        interval: float = MIN_INTERVAL,
-        backend: str = "auto",
-        rss: bool = False,
-        display: bool | None = None,
-        title: str | None = None,
-        frames: str = "auto",
-    ) -> None:
+        self, device: Any = None, interval: float = MIN_INTERVAL, backend: str = "auto", rss: bool = False,
+        display: bool | None = None, title: str | None = None, frames: str = "auto",
+    ) -> None:  # fmt: skip
         require_choice(backend, "backend", _BACKENDS)
         if not isinstance(frames, str) or frames not in _FRAME_SOURCES:
             why = "'cell' sends live frames from the cell's own thread, as Colab needs."
@@ -155,19 +150,13 @@ class MemoryMonitor:
         if backend == "auto":
             backend = "cuda" if self.device.type == "cuda" else "storages"
         if backend == "cuda" and self.device.type != "cuda":
-            raise problem(
-                ValueError,
-                f"backend='cuda' needs a CUDA device, got device={str(self.device)!r}; "
-                "pass device='cuda' or use backend='storages'.",
-            )
+            fix = "pass device='cuda' or use backend='storages'."
+            raise problem(ValueError, f"backend='cuda' needs a CUDA device, got device={str(self.device)!r}; {fix}")
         self.backend_kind = backend
         self.interval = float(interval)
         self.display = in_kernel() if display is None else display
         self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
-        self.samples: list[Sample] = []
-        self.marks: list[Mark] = []
-        self.cells: list[CellRecord] = []
-        self.errors: list[str] = []
+        self.samples, self.marks, self.cells, self.errors = [], [], [], []  # see the class annotations
         self._source: Backend | None = None
         self._line, self._backend_label = "allocated", label_for(backend, self.device)
         self._lock = threading.RLock()
@@ -175,9 +164,8 @@ class MemoryMonitor:
         self._stop_event: threading.Event | None = None
         self._t0 = self._offset = 0.0  # _offset: time already recorded before a restart
         self._view: LiveView | None = None
-        self._cell_open: tuple[str, float, int] | None = None
-        self._cell_mode = False  # set by %load_ext viewlab: track ops per cell, print a line per cell
-        self._cell_number = 0
+        self._cell_open: tuple[str, float, int] | None = None  # label, start, allocated at start
+        self._cell_mode, self._cell_number = False, 0  # cell mode: %load_ext viewlab (ops per cell, a line per cell)
 
     # ------------------------------------------------------------------ state
 
@@ -242,13 +230,8 @@ class MemoryMonitor:
                 if self.frames_from == "cell" and not self._cell_mode:
                     self._view.enter_hook()  # type: ignore[union-attr]
         except BaseException:  # a failed start leaves no thread, mode or backend behind
-            event, thread = self._stop_event, self._thread
-            if event is not None:
-                event.set()
-            if thread is not None and thread.is_alive() and thread is not threading.current_thread():
-                thread.join(timeout=10)
+            self._end_thread()
             self._thread = self._stop_event = None
-            self._exit_hook()
             if entered:
                 self._source.exit_thread()  # type: ignore[union-attr]
             if made_source:
@@ -257,9 +240,17 @@ class MemoryMonitor:
             raise
         return self
 
+    def _end_thread(self) -> None:
+        """Stop the sampling thread (and wait for it, unless it is this one) and leave the frame hook."""
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._thread is not None and self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        self._exit_hook()
+
     def _show_widget(self) -> None:
         self._view = self._view or LiveView(self)
-        self._view.show()
+        self._view.show(f"running - {self.backend}")
 
     def _exit_hook(self) -> None:
         if getattr(self, "_view", None) is not None:
@@ -270,13 +261,9 @@ class MemoryMonitor:
 
         Safe to call when not running. ``show=False`` skips the final output.
         """
-        thread, event = self._thread, self._stop_event
-        if thread is None or event is None:
+        if self._thread is None or self._stop_event is None:
             return self
-        event.set()
-        if thread is not threading.current_thread():
-            thread.join(timeout=10)
-        self._exit_hook()
+        self._end_thread()
         with self._lock:
             self._take_sample()
             self._offset = self._now()
@@ -284,8 +271,8 @@ class MemoryMonitor:
             if self._source is not None and not self._cell_mode:
                 self._source.exit_thread()
         final = show if show is not None else self.display
-        if self._view is not None:
-            self._view.stopped(final)
+        if self._view is not None:  # the static PNG below replaces the live image
+            self._view.show(f"stopped - {self.backend}", live=not final)
         if final:
             from IPython.display import HTML, display
 

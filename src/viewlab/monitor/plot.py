@@ -24,27 +24,22 @@ if TYPE_CHECKING:
 
     from . import CellRecord, Mark, Sample
 
+    Samples, Marks, Cells = Sequence[Sample], Sequence[Mark], Sequence[CellRecord]
+
 __all__ = ["figure", "png", "alt_text", "summary_html"]
 DPI = 80  # 7 inches wide: the 560-pixel widget image
 
 
-def _thin(samples: Sequence[Sample]) -> list[Sample]:
+def _thin(samples: Samples) -> list[Sample]:
     """At most ~800 points to draw; the last (exact) sample is always kept."""
     samples = list(samples)
     return samples[:: len(samples) // 400][:-1] + samples[-1:] if len(samples) > 800 else samples
 
 
 def figure(
-    samples: Sequence[Sample],
-    marks: Sequence[Mark] = (),
-    cells: Sequence[CellRecord] = (),
-    *,
-    backend: str = "",
-    line: str = "allocated",
-    peak_line: bool = True,
-    running: bool = False,
-    title: str | None = None,
-) -> Figure:
+    samples: Samples, marks: Marks = (), cells: Cells = (), *, backend: str = "", line: str = "allocated",
+    peak_line: bool = True, running: bool = False, title: str | None = None,
+) -> Figure:  # fmt: skip
     """The plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched): allocated, peak (unless
     ``peak_line`` is False), reserved and RSS where measured, marks as labelled lines, cells as shaded spans
     plus a panel of one labelled bar per cell. ``running``: the axis of a live plot starts 1 s wide."""
@@ -68,21 +63,17 @@ def figure(
             textcoords="offset points", fontsize=7, va="top", color="#444444",
         )  # fmt: skip
     if samples:
-        last, steps = samples[-1], {"drawstyle": "steps-post"}
-        lines = [(line, [s.allocated for s in samples], last.allocated, {"color": "#0072B2", "lw": 2, **steps})]
-        if peak_line:
-            lines.append(
-                ("peak", [s.peak for s in samples], last.peak, {"color": "#D55E00", "lw": 1.5, "ls": "--", **steps})
-            )
-        if any(s.reserved is not None for s in samples):
-            reserved = [s.reserved or 0 for s in samples]
-            lines.append(("reserved", reserved, last.reserved, {"color": "#009E73", "lw": 1.5, "ls": ":", **steps}))
-        if any(s.rss is not None for s in samples):
-            lines.append(
-                ("process RSS (approx.)", [s.rss or 0 for s in samples], last.rss, {"color": "#999999", "lw": 1})
-            )
-        for name, values, final, style in lines:
-            ax.plot(ts, [v / scale for v in values], label=f"{name}: {exact_bytes(final)}", **style)
+        steps = {"drawstyle": "steps-post"}
+        measured = {key: any(getattr(s, key) is not None for s in samples) for key in ("reserved", "rss")}
+        for name, key, style, shown in (
+            (line, "allocated", {"color": "#0072B2", "lw": 2, **steps}, True),
+            ("peak", "peak", {"color": "#D55E00", "lw": 1.5, "ls": "--", **steps}, peak_line),
+            ("reserved", "reserved", {"color": "#009E73", "lw": 1.5, "ls": ":", **steps}, measured["reserved"]),
+            ("process RSS (approx.)", "rss", {"color": "#999999", "lw": 1}, measured["rss"]),
+        ):
+            if shown:
+                values = [(getattr(s, key) or 0) / scale for s in samples]
+                ax.plot(ts, values, label=f"{name}: {exact_bytes(getattr(samples[-1], key))}", **style)
     for idx, mark in enumerate(marks):
         ax.axvline(mark.t, color="#CC79A7", lw=1)
         # Staggered heights and a white box, so neighbouring labels neither overlap nor vanish into a line.
@@ -127,16 +118,14 @@ def figure(
     return fig
 
 
-def png(
-    samples: Sequence[Sample], marks: Sequence[Mark] = (), cells: Sequence[CellRecord] = (), **labels: Any
-) -> bytes:
+def png(samples: Samples, marks: Marks = (), cells: Cells = (), **labels: Any) -> bytes:
     """:func:`figure` as PNG bytes (through ``viewlab.draw.render_png``: the same bytes for the same data)."""
     from ..draw import render_png
 
     return render_png(figure(samples, marks, cells, **labels), dpi=DPI)
 
 
-def alt_text(samples: Sequence[Sample], marks: Sequence[Mark], cells: Sequence[CellRecord], backend: str) -> str:
+def alt_text(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
     """A sentence describing the plot for screen readers (the final PNG's alt text)."""
     if not samples:
         return f"Empty memory plot ({backend}): no samples yet."
@@ -154,7 +143,7 @@ def alt_text(samples: Sequence[Sample], marks: Sequence[Mark], cells: Sequence[C
     return text + "."
 
 
-def summary_html(samples: Sequence[Sample], marks: Sequence[Mark], cells: Sequence[CellRecord], backend: str) -> str:
+def summary_html(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
     """An HTML table of the result: backend, duration, final and peak bytes, marks, cells.
 
     On the tensor-storage backend every number except the duration is deterministic.

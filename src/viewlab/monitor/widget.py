@@ -1,10 +1,9 @@
-"""The monitor's live view in a notebook: a core ``ipywidgets.Image`` with start / stop / reset buttons.
+"""The monitor's live view: a core ``ipywidgets.Image`` (no ipympl, so it works on Colab) and three buttons.
 
-No ipympl: each frame is a PNG drawn with Agg and sent as the image's new value, so it also works on Colab.
-Frames come from the sampling thread (``frames="thread"``) or from the thread running the cell
-(``frames="cell"``): then the view is also a dispatch mode on that thread, whose cost between two frames is
-one clock read per operator. Never two frames within :data:`MIN_INTERVAL` seconds. The view and its buttons
-hold the monitor only weakly: ipywidgets keeps every widget alive, and a dropped monitor must be collectable.
+Each frame is a PNG sent as the image's new value, never two within :data:`MIN_INTERVAL` seconds, from the
+sampling thread or (``frames="cell"``) from the cell's thread: the view is then a dispatch mode there, whose
+cost between two frames is one clock read per operator. The view and its buttons hold the monitor weakly:
+ipywidgets keeps every widget alive, and a dropped monitor must be collectable.
 
 >>> MIN_INTERVAL
 0.25
@@ -67,23 +66,12 @@ class LiveView(TorchDispatchMode):
         if callable(handle):
             handle()
 
-    def show(self) -> None:
-        """Show the live image (again) and send a first frame (which also warms matplotlib up before the thread draws)."""
-        self.image.layout.display = None
-        self.send()
-        self.set_status("running")
-
-    def stopped(self, final: bool) -> None:
-        if final:  # the static PNG shown below replaces the live image
-            self.image.layout.display = "none"
-        else:
-            self.send()
-        self.set_status("stopped")
-
-    def set_status(self, text: str) -> None:
-        mon = self._monitor()
-        if mon is not None:
-            self.status.value = f"{text} - {mon.backend}"
+    def show(self, status: str, live: bool = True) -> None:
+        """Show (or, when the final PNG replaces it, hide) the live image; send a frame while it is shown."""
+        self.image.layout.display = None if live else "none"
+        if live:
+            self.send()  # the first one also warms matplotlib up before the thread draws
+        self.status.value = status
 
     def send(self, wait: bool = True) -> bool:
         """Draw and send one frame; never two within 0.25 s (``wait=False``: skip instead of sleeping)."""
