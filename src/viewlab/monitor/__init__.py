@@ -5,9 +5,13 @@ never a tensor. In a kernel they are drawn live (:mod:`.widget`); on stop the la
 alt text and an HTML summary (:mod:`.plot`), which stay in the saved notebook. In a script: read ``mon.samples``.
 
 >>> with MemoryMonitor(device="cpu", display=False) as mon:
-...     kept = torch.zeros(1000)
->>> mon.samples[-1].allocated, mon.backend
-(4000, 'tensor storages (cpu)')
+...     a = torch.zeros(1000)
+...     _ = mon.mark("a made")
+...     b = a.repeat(3)
+>>> mon.samples[-1].allocated, mon.samples[-1].peak, mon.backend  # 4,000 + 12,000 bytes
+(16000, 16000, 'tensor storages (cpu)')
+>>> [(m.label, m.allocated) for m in mon.marks]
+[('a made', 4000)]
 """
 
 from __future__ import annotations
@@ -111,16 +115,7 @@ class MemoryMonitor:
             frames sent. In ``"cell"`` mode an operator that runs for seconds shows no frame until it returns.
 
     The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot still
-    updates). In a script nothing is displayed; the data is in ``mon.samples``, ``mon.marks``, ``mon.cells``:
-
-    >>> with MemoryMonitor(device="cpu", display=False) as mon:
-    ...     a = torch.zeros(1000)
-    ...     _ = mon.mark("a made")
-    ...     b = a.repeat(3)
-    >>> mon.samples[-1].allocated, mon.samples[-1].peak    # 4,000 + 12,000 bytes
-    (16000, 16000)
-    >>> [(m.label, m.allocated) for m in mon.marks]
-    [('a made', 4000)]
+    updates). In a script nothing is displayed; the data is in ``mon.samples``, ``mon.marks``, ``mon.cells``.
     """
 
     samples: list[Sample]
@@ -394,16 +389,17 @@ class MemoryMonitor:
         with self._lock:
             return list(self.samples), list(self.marks), list(self.cells)
 
-    def _labels(self) -> dict[str, Any]:
-        return {"backend": self.backend, "line": self._line, "running": self.running, "title": self.title}
+    def _style(self) -> dict[str, Any]:
+        kind, running = self.backend_kind, self.running
+        return {"backend": self.backend, "line": self._line, "peak_line": kind != "rss", "running": running, "title": self.title}  # fmt: skip
 
     def figure(self) -> Any:
         """The current plot as a matplotlib ``Figure`` (:func:`.plot.figure`)."""
-        return plot.figure(*self._data(), peak_line=self.backend_kind != "rss", **self._labels())
+        return plot.figure(*self._data(), **self._style())
 
     def png(self) -> bytes:
         """The current plot as PNG bytes."""
-        return plot.png(*self._data(), peak_line=self.backend_kind != "rss", **self._labels())
+        return plot.png(*self._data(), **self._style())
 
     def alt_text(self) -> str:
         """A sentence describing the plot for screen readers (used as the PNG's alt text)."""
