@@ -244,8 +244,9 @@ def test_default_counts_cpu_and_cuda_storages_alike():
     ],
 )
 def test_bad_arguments_say_what_to_pass(kwargs, error, words):
-    with pytest.raises(error, match=words):
+    with pytest.raises(error, match=words) as err:
         measure(**kwargs)
+    assert str(err.value).startswith("measure(): "), "the message names the function the learner called"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error shown when CUDA is missing")

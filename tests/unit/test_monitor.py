@@ -240,8 +240,9 @@ def test_restart_continues_the_timeline():
     ],
 )
 def test_bad_arguments_are_explained(kwargs, error, words):
-    with pytest.raises(error, match=words):
+    with pytest.raises(error, match=words) as err:
         MemoryMonitor(**kwargs)
+    assert str(err.value).startswith("MemoryMonitor(): "), "the message names the function the learner called"
     assert MIN_INTERVAL == 0.25
 
 
