@@ -19,6 +19,7 @@ counters are one small object (``stats``, ``reset_peaks``): tests/unit/test_cuda
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -31,16 +32,6 @@ LEARNER_COUNTERS = {
     "memory_reserved": "reserved_bytes.all.current",
     "max_memory_reserved": "reserved_bytes.all.peak",
 }
-
-
-class _TorchCudaCounters:
-    """The real counters: torch.cuda.memory_stats and torch.cuda.reset_peak_memory_stats."""
-
-    def stats(self, device: torch.device) -> dict[str, int]:
-        return torch.cuda.memory_stats(device)
-
-    def reset_peaks(self, device: torch.device) -> None:
-        torch.cuda.reset_peak_memory_stats(device)
 
 
 class _CudaWindow:
@@ -64,7 +55,8 @@ class _CudaLedger:
     """Process-wide record of viewlab's open CUDA windows (see the module docstring)."""
 
     def __init__(self, counters: Any = None) -> None:
-        self.counters = counters if counters is not None else _TorchCudaCounters()
+        real = SimpleNamespace(stats=torch.cuda.memory_stats, reset_peaks=torch.cuda.reset_peak_memory_stats)
+        self.counters = counters if counters is not None else real  # the two calls the ledger makes
         self.windows: list[_CudaWindow] = []
         self.process_peaks: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()

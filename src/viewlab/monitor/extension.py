@@ -7,6 +7,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from .._checks import entry, type_error
@@ -61,10 +62,8 @@ def unload_ipython_extension(ip: Any) -> None:
     if mon is None:
         return
     for name, hook in _hooks(mon):
-        try:
+        with contextlib.suppress(ValueError):  # already unregistered
             ip.events.unregister(name, hook)
-        except ValueError:
-            pass
     if mon._cell_open is not None:  # the unload cell itself is not recorded
         mon._cell_open = None
         if mon._source is not None:
