@@ -1,8 +1,9 @@
 """The live monitor in a real browser: JupyterLab (headless server) + Debian's Chromium via Playwright.
 
-A notebook runs a multi-second loop under ``viewlab.MemoryMonitor``. While the cell is still busy we
-take two screenshots of the widget at two moments and check the plot changed between them; after the
-run we save the notebook and check the final PNG (with alt text) is stored in it.
+A notebook runs a loop under ``viewlab.MemoryMonitor`` that stays busy until the test has taken its two
+screenshots of the widget (it waits for a file the test writes, or 120 s): the screenshots show two
+different frames, each waited for as an event, never after a fixed time. After the run we save the
+notebook and check the final PNG (with alt text) is stored in it.
 
 Needs the ``chromium`` binary (Debian: ``apt-get install -y chromium``); Playwright comes from PyPI
 and is launched on that binary -- never ``playwright install``. Skipped, with this reason, only when no
@@ -29,25 +30,28 @@ import pytest
 from tests.conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium binary on PATH (Debian: `apt-get install -y chromium`)"
-)
-LOOP_SECONDS = 10
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: `apt-get install -y chromium`)"),
+]
+BUSY_LIMIT_S = 120  # the loop cell ends when the screenshots are taken, or after this long
 ARTIFACTS = ROOT / "test-artifacts" / "monitor"  # git-ignored
 
 FRAME_SOURCES = ("thread", "cell")  # who sends live frames: the sampling thread, or the cell's own thread
 
 
-def notebook_cells(frames: str) -> list[str]:
+def notebook_cells(frames: str, done: Path) -> list[str]:
+    """The loop allocates and frees as it goes, so every frame differs; it runs until ``done`` exists."""
     return [
-        "import time\nimport torch, ipywidgets, matplotlib.figure\nfrom viewlab import MemoryMonitor",
+        "import os, time\nimport torch, ipywidgets, matplotlib.figure\nfrom viewlab import MemoryMonitor",
         (
             f"with MemoryMonitor(device='cpu', title='browser test', frames={frames!r}) as mon:\n"
-            "    keep = []\n"
-            f"    for i in range({LOOP_SECONDS * 4}):\n"
+            f"    keep, i, deadline = [], 0, time.monotonic() + {BUSY_LIMIT_S}\n"
+            f"    while not os.path.exists({str(done)!r}) and time.monotonic() < deadline:\n"
             "        keep.append(torch.zeros(50_000 * (i % 7 + 1)))\n"
             "        if i % 9 == 8:\n"
             "            keep.clear()\n"
+            "        i += 1\n"
             "        time.sleep(0.25)\n"
             "print('frames sent:', mon.frames, 'from', mon.frames_from)"
         ),
@@ -79,7 +83,7 @@ def lab(tmp_path, request):
     root = tmp_path / "lab"
     root.mkdir()
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(src) for src in notebook_cells(request.param)]
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in notebook_cells(request.param, root / "screenshots-done")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, root / "live.ipynb")
     port = _free_port()
@@ -127,6 +131,19 @@ def _changed_fraction(png_a: bytes, png_b: bytes) -> float:
     return float((np.abs(a - b).sum(axis=2) > 0).mean())
 
 
+def _saved_outputs(path: Path, timeout: float = 60) -> list:
+    """The loop cell's outputs once the saved file holds its final PNG (saving is waited for, not slept on)."""
+    deadline, outputs = time.monotonic() + timeout, []
+    while True:
+        try:
+            outputs = nbformat.read(path, as_version=4).cells[1].get("outputs", [])
+        except Exception:  # noqa: BLE001 - the file may be read while it is being written
+            pass
+        if any("image/png" in o.get("data", {}) for o in outputs) or time.monotonic() > deadline:
+            return outputs
+        time.sleep(0.5)
+
+
 def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_path, chromium_args):
     from playwright.sync_api import sync_playwright
 
@@ -170,10 +187,17 @@ def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_p
             assert "*" in prompt.inner_text(), "the loop cell should still be running"
             shot_1 = widget_img.screenshot()
             src_1 = widget_img.get_attribute("src")
-            page.wait_for_timeout(2500)
+            # the next frame, as an event: the image's source changes while the cell still runs
+            page.wait_for_function(
+                "(s) => { const i = document.querySelector('.jp-OutputArea .widget-image');"
+                " return i && i.src !== s && i.naturalWidth > 0; }",
+                arg=src_1,
+                timeout=60_000,
+            )
             assert "*" in prompt.inner_text(), "the loop cell should still be running at the second screenshot"
             shot_2 = widget_img.screenshot()
             src_2 = widget_img.get_attribute("src")
+            (root / "screenshots-done").write_text("done")  # the loop cell may end now
             (evidence / "monitor_t1.png").write_bytes(shot_1)
             (evidence / "monitor_t2.png").write_bytes(shot_2)
             changed = _changed_fraction(shot_1, shot_2)
@@ -184,17 +208,15 @@ def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_p
             page.wait_for_function(
                 "() => { const p = document.querySelectorAll('.jp-Notebook .jp-Cell .jp-InputPrompt')[1];"
                 " return p && /\\[\\d+\\]/.test(p.textContent); }",
-                timeout=LOOP_SECONDS * 1000 * 6,
+                timeout=BUSY_LIMIT_S * 1000,
             )
             page.wait_for_timeout(1000)
             page.keyboard.press("Control+s")
-            page.wait_for_timeout(3000)
+            outputs = _saved_outputs(root / "live.ipynb")
             page.screenshot(path=str(evidence / "lab_after_run.png"), full_page=True)
         finally:
             browser.close()
 
-    saved = nbformat.read(root / "live.ipynb", as_version=4)
-    outputs = saved.cells[1].get("outputs", [])
     pngs = [o for o in outputs if "image/png" in o.get("data", {})]
     assert pngs, f"no final PNG stored in the saved notebook; outputs: {[list(o.get('data', {})) for o in outputs]}"
     assert "tensor storages (cpu)" in pngs[0]["metadata"]["image/png"]["alt"]

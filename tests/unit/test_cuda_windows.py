@@ -2,10 +2,10 @@
 
 torch.cuda has one peak counter per device for the whole process, and every viewlab window (a
 ``measure(device="cuda")`` block, a ``MemoryMonitor`` on CUDA, one notebook cell under
-``%load_ext viewlab``) resets it when it opens. These tests drive the real ledger, sessions and monitor
-source over a small stand-in allocator that keeps the same counters as torch.cuda.memory_stats
+``%load_ext viewlab``) resets it when it opens. These tests drive the real ledger and the one CUDA backend
+that ``measure`` and the monitor both use, over a small stand-in allocator that keeps the same counters as torch.cuda.memory_stats
 (current and peak, block-rounded and requested, reserved). Only the counters are stood in for; the
-real CUDA run is in the GPU checks (.ci/gpu-check), which run tests/test_memory.py on a CUDA device.
+real CUDA run is in the GPU checks (.ci/gpu-check), which run tests/unit/test_memory.py on a CUDA device.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from viewlab.memory import _CudaLedger, _CudaSession
-from viewlab.monitor import _CudaSource
+from viewlab.memory._cuda import _CudaLedger
+from viewlab.memory.backends import CudaBackend
+
+pytestmark = pytest.mark.colab
 
 DEV = torch.device("cuda", 0)  # a name only: nothing here touches CUDA
 
@@ -70,10 +72,9 @@ def gpu():
     return allocator, _CudaLedger(allocator)
 
 
-def _session(ledger: _CudaLedger) -> _CudaSession:
-    session = _CudaSession(DEV, log_ops=False, ledger=ledger)
-    session.start()
-    return session
+def _session(ledger: _CudaLedger) -> CudaBackend:
+    """What ``measure(device="cuda")`` opens on entry (its numbers are ``since_start()``)."""
+    return CudaBackend(DEV, ledger=ledger)
 
 
 def test_an_inner_window_does_not_erase_the_outer_peak(gpu):
@@ -83,11 +84,11 @@ def test_an_inner_window_does_not_erase_the_outer_peak(gpu):
     alloc.free(big)  # the outer window's peak (8 MiB) is now only in torch's peak counter
     inner = _session(ledger)  # ...which this reset would erase without the ledger
     small = alloc.alloc(1024)
-    assert inner.peak() == 1024
-    inner.stop()
-    assert outer.peak() == 8 * 2**20, "the outer peak survived the inner reset"
-    assert outer.allocated() == small
-    outer.stop()
+    assert inner.since_start().peak == 1024
+    inner.close()
+    assert outer.since_start().peak == 8 * 2**20, "the outer peak survived the inner reset"
+    assert outer.since_start().allocated == small
+    outer.close()
     assert ledger.windows == []
 
 
@@ -96,18 +97,19 @@ def test_without_folding_the_outer_peak_would_be_lost(gpu):
     alloc, ledger = gpu
     outer = _session(ledger)
     alloc.free(alloc.alloc(8 * 2**20))
-    _session(ledger).stop()
+    _session(ledger).close()
     raw_counter_peak = alloc.c["allocated_bytes.all.peak"] - outer.window.start["allocated_bytes.all.current"]
-    assert raw_counter_peak == 0 and outer.peak() == 8 * 2**20
+    assert raw_counter_peak == 0 and outer.since_start().peak == 8 * 2**20
 
 
 def test_requested_and_block_rounded_bytes_are_both_reported(gpu):
     alloc, ledger = gpu
     session = _session(ledger)
     alloc.alloc(4)  # torch.ones(1) on CUDA: 4 bytes requested, one 512-byte block
-    assert (session.allocated(), session.requested()) == (512, 4)
-    assert (session.peak(), session.requested_peak()) == (512, 4)
-    assert session.reserved() == 2 * 2**20
+    used = session.since_start()
+    assert (used.allocated, used.requested) == (512, 4)
+    assert (used.peak, used.requested_peak) == (512, 4)
+    assert used.reserved == 2 * 2**20
 
 
 def test_counters_before_keep_the_learners_own_peak(gpu):
@@ -121,16 +123,16 @@ def test_counters_before_keep_the_learners_own_peak(gpu):
 
 def test_monitor_cell_windows_fold_into_the_monitor_and_a_nested_measure(gpu):
     alloc, ledger = gpu
-    source = _CudaSource(DEV, ledger=ledger)
+    source = CudaBackend(DEV, ledger=ledger)  # what the monitor opens at start
     source.begin_window()  # cell 1
     alloc.free(alloc.alloc(5 * 2**20))
     assert source.window_peak() == 5 * 2**20
     source.begin_window()  # cell 2 resets the counter...
     inner = _session(ledger)  # ...and so does a measure() inside it
     alloc.free(alloc.alloc(1 * 2**20))
-    inner.stop()
+    inner.close()
     assert source.window_peak() == 1 * 2**20  # cell 2 saw only its own 1 MiB
-    assert source.read()[1] == 5 * 2**20  # the monitor's running peak kept cell 1's 5 MiB
+    assert source.read().peak == 5 * 2**20  # the monitor's running peak kept cell 1's 5 MiB
     source.close()
     assert ledger.windows == []
     assert alloc.resets == 4
@@ -141,6 +143,6 @@ def test_process_peak_counts_peaks_erased_by_resets(gpu):
     for size in (1, 7, 2):
         session = _session(ledger)
         alloc.free(alloc.alloc(size * 2**20))
-        session.stop()
+        session.close()
     assert alloc.c["allocated_bytes.all.peak"] == 2 * 2**20
     assert ledger.process_peak(DEV) == 7 * 2**20

@@ -15,6 +15,7 @@ import viewlab
 from viewlab import measure
 from viewlab.memory import resolve_device, rss_bytes
 
+pytestmark = pytest.mark.colab
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA; torch.cuda.is_available() is False")
 
 
@@ -220,6 +221,7 @@ def test_backend_is_named_and_default_counts_every_device():
         assert resolve_device(None) == torch.device("cpu")
 
 
+@pytest.mark.cuda
 @needs_cuda
 def test_default_counts_cpu_and_cuda_storages_alike():
     x = torch.ones(1, 256)
@@ -242,8 +244,9 @@ def test_default_counts_cpu_and_cuda_storages_alike():
     ],
 )
 def test_bad_arguments_say_what_to_pass(kwargs, error, words):
-    with pytest.raises(error, match=words):
+    with pytest.raises(error, match=words) as err:
         measure(**kwargs)
+    assert str(err.value).startswith("measure(): "), "the message names the function the learner called"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error shown when CUDA is missing")
@@ -275,6 +278,7 @@ def test_exported_from_package():
 # ---------------------------------------------------------------- CUDA (skipped without a GPU)
 
 
+@pytest.mark.cuda
 @needs_cuda
 def test_cuda_expand_zero_repeat_exact_and_temporary_in_peak():
     x = torch.ones(1, 1024, device="cuda")
@@ -293,6 +297,7 @@ def test_cuda_expand_zero_repeat_exact_and_temporary_in_peak():
     assert "process-global" in m1.note
 
 
+@pytest.mark.cuda
 @needs_cuda
 def test_cuda_log_ops_names_the_allocating_op():
     x = torch.ones(1, 256, device="cuda")
@@ -333,6 +338,7 @@ def test_requested_equals_allocated_for_storages_and_summary_shows_one_number():
     assert y.item() == 1.0
 
 
+@pytest.mark.cuda
 @needs_cuda
 def test_cuda_allocated_is_block_rounded_and_requested_is_exact():
     with measure(device="cuda") as m:
@@ -348,6 +354,7 @@ def test_cuda_allocated_is_block_rounded_and_requested_is_exact():
     assert tiny.is_cuda
 
 
+@pytest.mark.cuda
 @needs_cuda
 def test_cuda_nested_measure_keeps_the_outer_peak():
     with measure(device="cuda") as outer:

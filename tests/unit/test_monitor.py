@@ -15,9 +15,20 @@ from tests.conftest import ROOT
 from viewlab import MemoryMonitor
 from viewlab.monitor import _THREAD_NAME, MIN_INTERVAL, fmt_bytes
 
+pytestmark = pytest.mark.colab
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA; torch.cuda.is_available() is False")
+
 
 def _monitor_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == _THREAD_NAME]
+
+
+def _wait_for(condition, what: str, seconds: float = 30.0) -> None:
+    """Wait for an event (never for a fixed time): return as soon as ``condition()`` holds, fail after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting after {seconds} s for {what}"
+        time.sleep(0.02)
 
 
 def test_script_mode_samples_and_displays_nothing(capsys):
@@ -25,7 +36,7 @@ def test_script_mode_samples_and_displays_nothing(capsys):
     assert mon.display is False, "outside a Jupyter kernel nothing is displayed"
     with mon:
         a = torch.zeros(1000)
-        time.sleep(0.6)  # long enough for the thread to sample in between
+        _wait_for(lambda: len(mon.samples) >= 2, "the sampling thread's first sample")  # the start sample + one
         b = a.repeat(3)
     assert len(mon.samples) >= 3
     assert mon.samples[-1].allocated == 16_000 and mon.samples[-1].peak == 16_000
@@ -36,7 +47,7 @@ def test_script_mode_samples_and_displays_nothing(capsys):
 
 
 def test_peak_between_two_samples_is_not_missed():
-    mon = MemoryMonitor(device="cpu", display=False, interval=5.0)  # the thread will not sample in between
+    mon = MemoryMonitor(device="cpu", display=False, interval=60.0)  # the thread will not sample in between
     with mon:
         big = torch.zeros(250_000)  # 1,000,000 bytes
         del big
@@ -82,7 +93,7 @@ def test_a_forgotten_monitor_does_not_keep_its_thread():
     thread = mon._thread
     del mon
     gc.collect()
-    thread.join(timeout=3)
+    thread.join(timeout=30)  # it ends at its next wake-up (0.25 s); the timeout only bounds a failure
     assert not thread.is_alive()
 
 
@@ -101,7 +112,7 @@ def test_a_dropped_running_monitor_removes_its_dispatch_mode():
     assert len(_modes()) == 1, f"the dropped monitor left its mode behind: {_modes()}"
     mon.stop()
     del mon
-    thread.join(timeout=3)
+    thread.join(timeout=30)
     assert not thread.is_alive() and _modes() == []
 
 
@@ -141,7 +152,7 @@ def test_monitor_holds_no_reference_to_any_tensor():
         t = torch.zeros(10_000)
         ref = weakref.ref(t)
         mon.mark("made t")
-        time.sleep(0.3)
+        _wait_for(lambda: len(mon.samples) >= 3, "a sample by the thread while t is alive")
         del t
         gc.collect()
         assert ref() is None, "a tensor must die when the learner drops it, monitor or not"
@@ -168,6 +179,8 @@ def test_marks_record_bytes_and_bad_labels_are_explained():
         mon.mark("after x")
         with pytest.raises(ValueError, match="non-empty string"):
             mon.mark("  ")
+        with pytest.raises(TypeError, match=r"mon.mark\(\): `label` must be a short non-empty string; got int 3"):
+            mon.mark(3)  # the wrong kind of thing: a TypeError, as for MemoryMonitor(title=3)
     assert [(m.label, m.allocated) for m in mon.marks] == [("start", 0), ("after x", 800)]
     with pytest.raises(RuntimeError, match="start"):
         mon.mark("too late")
@@ -185,6 +198,11 @@ def test_reset_forgets_samples_and_restarts_the_peak():
         assert mon.samples[0].peak == mon.samples[0].allocated == 0
     finally:
         mon.stop()
+
+
+def test_stop_and_reset_before_start_are_harmless():
+    mon = MemoryMonitor(device="cpu", display=False)
+    assert mon.stop() is mon and mon.reset() is mon and mon.samples == [] and not mon.running
 
 
 def test_restart_continues_the_timeline():
@@ -209,11 +227,11 @@ def test_restart_continues_the_timeline():
     ("kwargs", "error", "words"),
     [
         ({"interval": 0.1}, ValueError, r"0.25 <= interval <= 60"),
-        ({"interval": float("nan")}, ValueError, r"interval=nan.*0.25 <= interval"),
-        ({"interval": float("inf")}, ValueError, r"interval=inf"),
+        ({"interval": float("nan")}, ValueError, r"`interval` must be 0.25 <= interval <= 60.0 seconds; got float nan"),
+        ({"interval": float("inf")}, ValueError, r"got float inf"),
         ({"interval": 1e10}, ValueError, r"at least once a minute"),
-        ({"interval": "fast"}, TypeError, r"interval=...\) expects seconds as a number, got str"),
-        ({"frames": "widget"}, ValueError, r"frames='widget'.*'auto', 'thread', 'cell'"),
+        ({"interval": "fast"}, TypeError, r"^MemoryMonitor\(\): `interval` must be seconds as a number; got str"),
+        ({"frames": "widget"}, ValueError, r"`frames` must be one of 'auto', 'thread', 'cell'; got str 'widget'"),
         ({"title": 3}, TypeError, "title"),
         ({"backend": "nvml"}, ValueError, "'storages'"),
         ({"display": "yes"}, TypeError, "None, True or False"),
@@ -222,8 +240,9 @@ def test_restart_continues_the_timeline():
     ],
 )
 def test_bad_arguments_are_explained(kwargs, error, words):
-    with pytest.raises(error, match=words):
+    with pytest.raises(error, match=words) as err:
         MemoryMonitor(**kwargs)
+    assert str(err.value).startswith("MemoryMonitor(): "), "the message names the function the learner called"
     assert MIN_INTERVAL == 0.25
 
 
@@ -234,7 +253,7 @@ def test_figure_png_alt_text_and_summary():
         x = torch.zeros(256)
         mon.mark("x")
     fig = mon.figure()
-    assert isinstance(fig, Figure)
+    assert isinstance(fig, Figure) and len(fig.axes) == 1, "no cells: the timeline alone"
     legend = fig.axes[0].get_legend()
     labels = [t.get_text() for t in legend.get_texts()]
     assert legend.get_title().get_text() == "tensor storages (cpu)"
@@ -304,60 +323,91 @@ def test_a_failing_cell_still_closes_its_record(shell, capsys):
 # ---------------------------------------------------------------- a real kernel (ipykernel) and its messages
 
 
-def _run_in_kernel(codes: list[str], timeout: float = 120) -> list[list[dict]]:
+def _run(kc, codes: list[str], timeout: float = 120) -> list[list[dict]]:
+    """Execute ``codes`` one after the other in the kernel; per cell, its messages and every comm message
+    (live frames may be sent from another thread), each stamped with its arrival time."""
+    all_msgs = []
+    for code in codes:
+        msg_id = kc.execute(code)
+        msgs = []
+        while True:
+            msg = kc.get_iopub_msg(timeout=timeout)
+            msg["_t"] = time.monotonic()
+            if msg["msg_type"] == "comm_msg" or msg["parent_header"].get("msg_id") == msg_id:
+                msgs.append(msg)
+            if (
+                msg["parent_header"].get("msg_id") == msg_id
+                and msg["msg_type"] == "status"
+                and msg["content"]["execution_state"] == "idle"
+            ):
+                break
+        all_msgs.append(msgs)
+    return all_msgs
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    """One real kernel (ipykernel) for every kernel test here: starting one costs seconds. Each test's code
+    imports what it uses and leaves no monitor running, so the tests do not depend on their order."""
     jupyter_client = pytest.importorskip("jupyter_client")
     km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
     try:
-        all_msgs = []
-        for code in codes:
-            msg_id = kc.execute(code)
-            msgs = []
-            while True:
-                msg = kc.get_iopub_msg(timeout=timeout)
-                msg["_t"] = time.monotonic()
-                if msg["msg_type"] == "comm_msg" or msg["parent_header"].get("msg_id") == msg_id:
-                    msgs.append(msg)
-                if (
-                    msg["parent_header"].get("msg_id") == msg_id
-                    and msg["msg_type"] == "status"
-                    and msg["content"]["execution_state"] == "idle"
-                ):
-                    break
-            all_msgs.append(msgs)
-        return all_msgs
+        _run(kc, ["import matplotlib.figure, ipywidgets, threading, time, torch\nimport viewlab"])  # warm imports
+        yield kc
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
 
 
+def _texts(msgs: list[dict]) -> str:
+    return "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+
+
+def _frames(msgs: list[dict]) -> list[dict]:
+    return [m for m in msgs if m["msg_type"] == "comm_msg" and m.get("buffers")]
+
+
+# The busy cells below run until the frames they wait for were sent, or 30 s pass: never for a fixed time,
+# so a slow machine makes them slower, not red. ``keep[0].view(-1)`` is an operator that allocates nothing:
+# in cell mode the frames are sent between two operators.
+_BUSY_UNTIL = (
+    "deadline = time.monotonic() + 30\n"
+    "while {condition} and time.monotonic() < deadline:\n"
+    "    keep[0].view(-1); time.sleep(0.02)\n"
+)
+
+
+@pytest.mark.kernel
 @pytest.mark.parametrize(("frames", "sender"), [("thread", _THREAD_NAME), ("cell", "MainThread")])
-def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(frames, sender):
+def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(kernel, frames, sender):
     """Both frame paths in a real kernel: frames arrive while the cell is busy, from the thread the
-    mode promises (recorded by an observer on the image widget, which runs in the sending thread)."""
-    warm = "import matplotlib.figure, ipywidgets, torch, threading\nfrom viewlab import MemoryMonitor"
+    mode promises (recorded by an observer on the image widget, which runs in the sending thread), never
+    two within 0.25 s (measured where they are sent), and the final PNG and table are displayed."""
     loop = (
-        "import time\n"
+        "import threading, time, torch\nfrom viewlab import MemoryMonitor\n"
         f"mon = MemoryMonitor(device='cpu', frames={frames!r}).start()\n"
-        "senders = []\n"
-        "mon._image.observe(lambda change: senders.append(threading.current_thread().name), names='value')\n"
-        "keep = []\n"
-        "for i in range(12):\n"
-        "    keep.append(torch.zeros(100_000)); time.sleep(0.25)\n"
-        "busy_senders = list(senders)\n"
+        "sent = []\n"
+        "def seen(change):\n"
+        "    sent.append((threading.current_thread().name, time.perf_counter()))\n"
+        "mon._view.image.observe(seen, names='value')\n"
+        "keep = [torch.zeros(100_000) for i in range(12)]\n"
+        + _BUSY_UNTIL.format(condition="len(sent) < 4")
+        + "busy = list(sent)\n"
         "mon.stop()\n"
-        "print('frames_from', mon.frames_from, 'senders', sorted(set(busy_senders)), 'errors', mon.errors)"
+        "gaps = [b - a for (_, a), (_, b) in zip(busy, busy[1:])]\n"
+        "print('frames_from', mon.frames_from, 'senders', sorted({n for n, _ in busy}), 'errors', mon.errors)\n"
+        "print('busy frames', len(busy), 'closest', min(gaps, default=None))"
     )
-    _, msgs = _run_in_kernel([warm, loop])
-    types = [m["msg_type"] for m in msgs]
-    assert "error" not in types, [m["content"] for m in msgs if m["msg_type"] == "error"]
-    text = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    (msgs,) = _run(kernel, [loop])
+    assert "error" not in [m["msg_type"] for m in msgs], [m["content"] for m in msgs if m["msg_type"] == "error"]
+    text = _texts(msgs)
     assert f"frames_from {frames} senders [{sender!r}] errors []" in text, text
-    frames_sent = [m for m in msgs if m["msg_type"] == "comm_msg" and m.get("buffers")]
-    assert len(frames_sent) >= 4, f"live frames sent while the cell ran: {len(frames_sent)}"
-    idle_t = msgs[-1]["_t"]
-    assert all(f["_t"] < idle_t for f in frames_sent)
-    gaps = [b["_t"] - a["_t"] for a, b in zip(frames_sent, frames_sent[1:])]
-    assert all(g >= 0.2 for g in gaps), f"frames came faster than 4 per second: {gaps}"
+    busy, closest = text.split("busy frames ")[1].split(" closest ")
+    assert int(busy) >= 4, f"live frames sent while the cell ran: {busy}"
+    assert float(closest) >= 0.24, f"frames were sent faster than 4 per second: {closest} s apart"
+    sent = _frames(msgs)
+    assert len(sent) >= 5, f"the first frame and the 4 sent while busy reached the front end: {len(sent)}"
+    assert all(f["_t"] < msgs[-1]["_t"] for f in sent), "every frame arrives before the cell is done"
     displays = [m["content"] for m in msgs if m["msg_type"] == "display_data"]
     widget = [d for d in displays if "application/vnd.jupyter.widget-view+json" in d["data"]]
     pngs = [d for d in displays if "image/png" in d["data"]]
@@ -369,41 +419,42 @@ def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(frames, se
     assert "4,800,000 B" in htmls[0]["data"]["text/html"]  # 12 x 400,000 bytes still held at stop
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA; torch.cuda.is_available() is False")
+@pytest.mark.kernel
+@pytest.mark.cuda
+@needs_cuda
 @pytest.mark.parametrize("frames", ["thread", "cell"])
-def test_in_a_kernel_cuda_monitor_streams_frames(frames):
+def test_in_a_kernel_cuda_monitor_streams_frames(kernel, frames):
     """The CUDA allocator backend, live, in a real kernel, with both frame paths; prints the frame count."""
-    warm = (
-        "import matplotlib.figure, ipywidgets, torch\nfrom viewlab import MemoryMonitor\ntorch.zeros(1, device='cuda')"
-    )
     loop = (
-        "import time\n"
+        "import time, torch\nfrom viewlab import MemoryMonitor\ntorch.zeros(1, device='cuda')\n"
         f"with MemoryMonitor(device='cuda', frames={frames!r}) as mon:\n"
-        "    keep = []\n"
-        "    for i in range(12):\n"
-        "        keep.append(torch.zeros(2**20, device='cuda')); torch.cuda.synchronize(); time.sleep(0.25)\n"
-        "print('cuda frames', mon.frames, 'from', mon.frames_from, 'errors', mon.errors, 'backend', mon.backend)"
+        "    keep = [torch.zeros(2**20, device='cuda') for i in range(12)]\n"
+        "    torch.cuda.synchronize()\n"
+        + "".join("    " + line + "\n" for line in _BUSY_UNTIL.format(condition="mon.frames < 5").splitlines())
+        + "print('cuda frames', mon.frames, 'from', mon.frames_from, 'errors', mon.errors, 'backend', mon.backend)"
     )
-    _, msgs = _run_in_kernel([warm, loop])
+    (msgs,) = _run(kernel, [loop])
     assert "error" not in [m["msg_type"] for m in msgs], [m["content"] for m in msgs if m["msg_type"] == "error"]
-    text = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    text = _texts(msgs)
     print(f"[gpu-check] frames={frames}: {text.strip()}")
     assert f"from {frames} errors [] backend cuda allocator" in text, text
-    sent = [m for m in msgs if m["msg_type"] == "comm_msg" and m.get("buffers")]
-    assert len(sent) >= 4, f"live frames sent while the CUDA cell ran: {len(sent)}"
+    sent = _frames(msgs)
+    assert len(sent) >= 5, f"live frames sent while the CUDA cell ran: {len(sent)}"
 
 
-def test_in_a_kernel_load_ext_prints_one_line_per_cell():
-    msgs = _run_in_kernel(
+@pytest.mark.kernel
+def test_in_a_kernel_load_ext_prints_one_line_per_cell(kernel):
+    msgs = _run(
+        kernel,
         [
             "%load_ext viewlab",
             "import torch\nx = torch.ones(1, 512)",
             "e = x.expand(64, 512)",
             "r = x.repeat(64, 1)",
             "%unload_ext viewlab",
-        ]
+        ],
     )
-    text = ["".join(m["content"]["text"] for m in cell if m["msg_type"] == "stream") for cell in msgs]
+    text = [_texts(cell) for cell in msgs]
     assert "+2,048 B still held" in text[1]
     assert "+0 B still held, peak +0 B" in text[2]
     assert "+131,072 B still held" in text[3]
@@ -411,34 +462,40 @@ def test_in_a_kernel_load_ext_prints_one_line_per_cell():
     assert any("image/png" in d["data"] for d in final) and any("text/html" in d["data"] for d in final)
 
 
-def test_in_a_kernel_load_ext_with_cell_frames_streams_during_a_busy_cell_and_cleans_up():
-    """The per-cell monitor as Colab gets it (frames='cell'): frames arrive while a later cell is busy, each
-    cell still gets its line, and after unloading no dispatch mode is left on the kernel's thread."""
+@pytest.mark.kernel
+def test_in_a_kernel_load_ext_with_cell_frames_streams_during_a_busy_cell_and_cleans_up(kernel):
+    """The per-cell monitor as Colab gets it (frames='cell'): frames arrive while a later cell is busy (it runs
+    until 3 were sent, or 30 s), each cell still gets its line, and after unloading no dispatch mode is left
+    on the kernel's thread."""
     load = (
         "from viewlab.monitor import load_ipython_extension, unload_ipython_extension\n"
         "mon = load_ipython_extension(get_ipython(), device='cpu', frames='cell')"
     )
-    busy = "import time, torch\nkeep = []\nfor i in range(10):\n    keep.append(torch.zeros(25_000)); time.sleep(0.25)"
+    busy = (
+        "import time, torch\nkeep = [torch.zeros(25_000) for i in range(10)]\nfirst = mon.frames\n"
+        + _BUSY_UNTIL.format(condition="mon.frames - first < 3")
+    )
     after = (
         "unload_ipython_extension(get_ipython())\n"
         "from torch.utils._python_dispatch import _get_current_dispatch_mode_stack\n"
         "print('modes left', len(_get_current_dispatch_mode_stack()), 'frames_from', mon.frames_from)"
     )
-    msgs = _run_in_kernel(["import torch, ipywidgets, matplotlib.figure", load, busy, after])
-    busy_frames = [m for m in msgs[2] if m["msg_type"] == "comm_msg" and m.get("buffers")]
+    msgs = _run(kernel, [load, busy, after])
+    busy_frames = _frames(msgs[1])
     assert len(busy_frames) >= 3, f"frames sent from the cell's thread during the busy cell: {len(busy_frames)}"
-    busy_text = "".join(m["content"]["text"] for m in msgs[2] if m["msg_type"] == "stream")
+    busy_text = _texts(msgs[1])
     assert "+1,000,000 B still held" in busy_text, busy_text
-    text = "".join(m["content"]["text"] for m in msgs[3] if m["msg_type"] == "stream")
+    text = _texts(msgs[2])
     assert "modes left 0 frames_from cell" in text, text
 
 
 # ---------------------------------------------------------------- CUDA (skipped without a GPU)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA; torch.cuda.is_available() is False")
+@pytest.mark.cuda
+@needs_cuda
 def test_cuda_monitor_has_reserved_and_never_misses_a_peak():
-    with MemoryMonitor(device="cuda", display=False, interval=5.0) as mon:
+    with MemoryMonitor(device="cuda", display=False, interval=60.0) as mon:
         big = torch.empty(64 * 2**20, dtype=torch.uint8, device="cuda")
         del big
     assert mon.backend.startswith("cuda allocator")
@@ -475,7 +532,7 @@ def test_overhead_benchmark_runs_and_writes_all_conditions(tmp_path):
 def test_load_ext_with_a_bad_shell_leaves_nothing_behind():
     from viewlab.monitor import cell_monitor, load_ipython_extension
 
-    with pytest.raises(TypeError, match=r"expects the IPython shell \(get_ipython\(\)\), got NoneType"):
+    with pytest.raises(TypeError, match=r"`ip` must be the IPython shell \(get_ipython\(\)\); got None"):
         load_ipython_extension(None, device="cpu", display=False)
 
     class RefusingEvents:  # a shell whose event registry rejects the second hook

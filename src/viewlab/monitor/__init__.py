@@ -1,0 +1,410 @@
+"""A live memory plot for notebooks: ``with viewlab.MemoryMonitor(): ...`` or ``%load_ext viewlab`` (:mod:`.extension`).
+
+A background thread samples a backend of :mod:`viewlab.memory.backends` at most 4 times a second, keeping numbers,
+never a tensor. In a kernel they are drawn live (:mod:`.widget`); on stop the last frame is displayed as a PNG with
+alt text and an HTML summary (:mod:`.plot`), which stay in the saved notebook. In a script: read ``mon.samples``.
+
+>>> with MemoryMonitor(device="cpu", display=False) as mon:
+...     a = torch.zeros(1000)
+...     _ = mon.mark("a made")
+...     b = a.repeat(3)
+>>> mon.samples[-1].allocated, mon.samples[-1].peak, mon.backend  # 4,000 + 12,000 bytes
+(16000, 16000, 'tensor storages (cpu)')
+>>> [(m.label, m.allocated) for m in mon.marks]
+[('a made', 4000)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .._checks import entry, problem, require_bool, require_choice, require_str, type_error, value_error
+from .._format import fmt_bytes
+from ..ipython import in_kernel, on_colab
+from ..memory import resolve_device
+from ..memory.backends import Backend, label_for, open_backend, rss_bytes
+from . import plot
+from .extension import cell_monitor as cell_monitor  # the extension's hooks are reachable here too
+from .extension import load_ipython_extension as load_ipython_extension
+from .extension import unload_ipython_extension as unload_ipython_extension
+from .widget import MIN_INTERVAL, LiveView
+
+__all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
+MAX_INTERVAL = 60.0  # seconds: a monitor that samples less often than this shows nothing live
+_BACKENDS = ("auto", "storages", "cuda", "rss")
+_FRAME_SOURCES = ("auto", "thread", "cell")
+_THREAD_NAME = "viewlab-memory-monitor"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading: seconds since start, then bytes (``reserved``/``rss`` are None when not measured)."""
+
+    t: float
+    allocated: int
+    peak: int
+    reserved: int | None = None
+    rss: int | None = None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A label put on the plot with :meth:`MemoryMonitor.mark` (``allocated`` read at that moment)."""
+
+    t: float
+    label: str
+    allocated: int
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """One cell under ``%load_ext viewlab``: ``allocated_bytes`` is the change from its start to its end (what it
+    still holds), ``peak_bytes`` the highest point above its start while it ran."""
+
+    label: str
+    start: float
+    end: float
+    allocated_bytes: int
+    peak_bytes: int
+
+
+def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, interval: float) -> None:
+    """Thread body. Holds only a weak reference, so a forgotten monitor does not keep it alive."""
+    while not stop.wait(interval):
+        mon = ref()
+        if mon is None:
+            return
+        try:
+            mon._take_sample()
+            view = mon._view
+            if mon.frames_from == "thread" and view is not None and time.perf_counter() - view.time >= view.gap():
+                view.send()
+        except Exception as exc:  # noqa: BLE001 - never let the thread die silently
+            mon.errors.append(f"{type(exc).__name__}: {exc}")
+        del mon
+
+
+class MemoryMonitor:
+    """Sample memory in the background and (in a notebook) plot it live.
+
+    Use it as ``with MemoryMonitor() as mon: ...`` or ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")``
+    annotates the plot.
+
+    Args:
+        device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
+        interval: seconds between samples, at least 0.25 (at most 4 frames a second).
+        backend: ``"storages"`` (exact bytes of tensor storages made since start, on any device, by the thread
+            that started the monitor), ``"cuda"`` (the caching allocator's counters: allocated, reserved,
+            peak), ``"rss"`` (process resident memory, approximate) or ``"auto"`` (``"cuda"`` when CUDA is
+            available, else ``"storages"``).
+        rss: also record the process RSS (approximate) as an extra line.
+        display: None shows the live widget only inside a Jupyter kernel; False never displays.
+        title: title for the plot.
+        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the thread
+            running the cell, between two operators and at each mark: Colab's front end does not show widget
+            updates sent from a background thread, googlecolab/colabtools#3373) or ``"auto"`` (``"cell"`` on
+            Colab, else ``"thread"``). ``mon.frames_from`` says which was picked; ``mon.frames`` counts the
+            frames sent. In ``"cell"`` mode an operator that runs for seconds shows no frame until it returns.
+
+    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot still
+    updates). In a script nothing is displayed; the data is in ``mon.samples``, ``mon.marks``, ``mon.cells``.
+    """
+
+    samples: list[Sample]
+    marks: list[Mark]
+    cells: list[CellRecord]
+    errors: list[str]  # what went wrong in the sampling thread or a frame (never raised into the cell)
+
+    @entry("MemoryMonitor")
+    def __init__(
+        self, device: Any = None, interval: float = MIN_INTERVAL, backend: str = "auto", rss: bool = False,
+        display: bool | None = None, title: str | None = None, frames: str = "auto",
+    ) -> None:  # fmt: skip
+        require_choice(backend, "backend", _BACKENDS)
+        if not isinstance(frames, str) or frames not in _FRAME_SOURCES:
+            why = "'cell' sends live frames from the cell's own thread, as Colab needs."
+            raise value_error("frames", f"one of {', '.join(map(repr, _FRAME_SOURCES))}", frames, why)
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)):
+            raise type_error("interval", "seconds as a number", interval)
+        if not math.isfinite(interval) or not MIN_INTERVAL <= interval <= MAX_INTERVAL:
+            why = "The monitor samples at most 4 times a second and at least once a minute."
+            raise value_error("interval", f"{MIN_INTERVAL} <= interval <= {MAX_INTERVAL} seconds", interval, why)
+        self.title = require_str(title, "title", allow_none=True)
+        if display is not None and not isinstance(display, bool):
+            raise type_error("display", "None, True or False", display)
+        self.rss = require_bool(rss, "rss")
+        self.device = resolve_device(device) if backend != "rss" else torch.device("cpu")
+        if backend == "auto":
+            backend = "cuda" if self.device.type == "cuda" else "storages"
+        if backend == "cuda" and self.device.type != "cuda":
+            fix = "pass device='cuda' or use backend='storages'."
+            raise problem(ValueError, f"backend='cuda' needs a CUDA device, got device={str(self.device)!r}; {fix}")
+        self.backend_kind = backend
+        self.interval = float(interval)
+        self.display = in_kernel() if display is None else display
+        self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
+        self.samples, self.marks, self.cells, self.errors = [], [], [], []  # see the class annotations
+        self._source: Backend | None = None
+        self._line, self._backend_label = "allocated", label_for(backend, self.device)
+        self._lock = threading.RLock()
+        self._thread: threading.Thread | None = None
+        self._stop_event: threading.Event | None = None
+        self._t0 = self._offset = 0.0  # _offset: time already recorded before a restart
+        self._view: LiveView | None = None
+        self._cell_open: tuple[str, float, int] | None = None  # label, start, allocated at start
+        self._cell_mode, self._cell_number = False, 0  # cell mode: %load_ext viewlab (ops per cell, a line per cell)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def backend(self) -> str:
+        """Human name of what is measured, e.g. ``"tensor storages (cpu)"`` (also in the legend)."""
+        return self._source.label if self._source is not None else self._backend_label
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    @property
+    def frames(self) -> int:
+        """Live frames sent to the widget so far."""
+        return self._view.frames if self._view is not None else 0
+
+    def _now(self) -> float:
+        return self._offset + (time.perf_counter() - self._t0)
+
+    def _take_sample(self) -> Sample:
+        with self._lock:
+            if self._source is None:
+                raise RuntimeError("monitor is not running")
+            r = self._source.read()
+            sample = Sample(self._now(), r.allocated, r.peak, r.reserved, rss_bytes() if self.rss else None)
+            self.samples.append(sample)
+            if len(self.samples) > 20_000:  # keep long always-on sessions small: drop every other sample
+                self.samples = self.samples[::2]
+            return sample
+
+    # ------------------------------------------------------------------ control
+
+    @entry("mon.start")
+    def start(self) -> MemoryMonitor:
+        """Start sampling (and, in a notebook, show the live widget). Starting twice is an error.
+
+        >>> mon = MemoryMonitor(device="cpu", display=False).start()
+        >>> mon.running, mon.stop().running
+        (True, False)
+        """
+        if self._thread is not None:
+            raise problem(RuntimeError, "this MemoryMonitor is already running; call mon.stop() first.")
+        made_source = entered = False
+        try:
+            with self._lock:
+                if self._source is None:
+                    self._source = open_backend(self.backend_kind, self.device, warm=True)
+                    self._line, self._backend_label = self._source.line, self._source.label
+                    made_source = True
+                if not self._cell_mode:
+                    self._source.enter_thread()
+                    entered = True
+                self._t0 = time.perf_counter()
+                self._stop_event = threading.Event()
+                self._take_sample()
+                args = (weakref.ref(self), self._stop_event, self.interval)
+                self._thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
+                self._thread.start()
+            if self.display:
+                self._show_widget()
+                if self.frames_from == "cell" and not self._cell_mode:
+                    self._view.enter_hook()  # type: ignore[union-attr]
+        except BaseException:  # a failed start leaves no thread, mode or backend behind
+            self._end_thread()
+            self._thread = self._stop_event = None
+            if entered:
+                self._source.exit_thread()  # type: ignore[union-attr]
+            if made_source:
+                self._source.close()  # type: ignore[union-attr]
+                self._source = None
+            raise
+        return self
+
+    def _end_thread(self) -> None:
+        """Stop the sampling thread (and wait for it, unless it is this one) and leave the frame hook."""
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._thread is not None and self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        self._exit_hook()
+
+    def _show_widget(self) -> None:
+        self._view = self._view or LiveView(self)
+        self._view.show(f"running - {self.backend}")
+
+    def _exit_hook(self) -> None:
+        if getattr(self, "_view", None) is not None:
+            self._view.exit_hook()
+
+    def stop(self, show: bool | None = None) -> MemoryMonitor:
+        """Stop the thread, take a last sample, and (in a notebook) show the final PNG + summary.
+
+        Safe to call when not running. ``show=False`` skips the final output.
+        """
+        if self._thread is None or self._stop_event is None:
+            return self
+        self._end_thread()
+        with self._lock:
+            self._take_sample()
+            self._offset = self._now()
+            self._thread = self._stop_event = None
+            if self._source is not None and not self._cell_mode:
+                self._source.exit_thread()
+        final = show if show is not None else self.display
+        if self._view is not None:  # the static PNG below replaces the live image
+            self._view.show(f"stopped - {self.backend}", live=not final)
+        if final:
+            from IPython.display import HTML, display
+
+            from ..draw import PNGFigure
+
+            display(PNGFigure(self.png(), alt=self.alt_text()), HTML(self.summary_html()))
+        return self
+
+    def reset(self) -> MemoryMonitor:
+        """Forget samples, marks and cells, and restart the peak from the current value."""
+        with self._lock:
+            self.samples.clear()
+            self.marks.clear()
+            self.cells.clear()
+            self._cell_number, self._offset, self._t0 = 0, 0.0, time.perf_counter()
+            if self._source is not None:
+                self._source.reset_peak()
+                if self.running:
+                    self._take_sample()
+        if self._view is not None:
+            self._view.send()
+        return self
+
+    def close(self) -> None:
+        """Stop, and release the backend (after this, start() begins a fresh measurement)."""
+        self.stop(show=False)
+        with self._lock:
+            if self._source is not None:
+                self._source.close()
+                self._source = None
+
+    @entry("mon.mark")
+    def mark(self, label: str) -> Mark:
+        """Put ``label`` on the plot at this moment (and record the bytes allocated right now)."""
+        if not isinstance(label, str) or not label.strip():
+            error = type_error if not isinstance(label, str) else value_error
+            raise error("label", "a short non-empty string", label, "For example mon.mark('after repeat').")
+        if self._source is None or not self.running:
+            raise problem(RuntimeError, "works while the monitor runs; call mon.start() (or use `with`) first.")
+        with self._lock:
+            sample = self._take_sample()  # so the plot's lines step exactly at the mark
+            mark = Mark(sample.t, label.strip(), sample.allocated)
+            self.marks.append(mark)
+        if self._view is not None:
+            self._view.after_mark()
+        return mark
+
+    def __enter__(self) -> MemoryMonitor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        # Runs on normal exit, on exceptions and on KeyboardInterrupt alike. After an error the final
+        # plot is still shown (it is what memory looked like just before the failure, e.g. an OOM),
+        # but a failure to draw it must never hide the original exception.
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001
+            if exc[0] is None:
+                raise
+        finally:
+            self.close()
+
+    def __del__(self) -> None:
+        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its
+        # dispatch modes behind, or every later operator stays slow. Mode stacks are per thread: this
+        # removes them when the last reference goes on the thread that started it (the usual case).
+        with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
+            if getattr(self, "_stop_event", None) is not None:
+                self._stop_event.set()
+            self._exit_hook()
+            if getattr(self, "_source", None) is not None:
+                self._source.close()
+
+    # ------------------------------------------------------------------ cells (IPython events)
+
+    def pre_run_cell(self, info: Any = None) -> None:
+        """IPython ``pre_run_cell`` hook: open a cell record (and track ops while the cell runs)."""
+        if not self.running or self._cell_open is not None:
+            return
+        # Cells are numbered by the monitor (#1, #2, ...), not by IPython's execution count: that count is
+        # not advanced by every front end (nbval runs cells without history), so it would not be stable.
+        self._cell_number += 1
+        with self._lock:
+            assert self._source is not None
+            if self._cell_mode:
+                self._source.enter_thread()  # the storage backend sees this cell's operators
+                if self.frames_from == "cell" and self._view is not None:
+                    self._view.enter_hook()
+            self._source.begin_window()
+            self._cell_open = (f"#{self._cell_number}", self._now(), self._source.read().allocated)
+            self._take_sample()
+
+    def post_run_cell(self, result: Any = None) -> None:
+        """IPython ``post_run_cell`` hook: close the cell record and print one line about it."""
+        if self._cell_open is None:
+            return
+        if self._source is None:  # closed during the cell
+            self._cell_open = None
+            return
+        with self._lock:
+            label, start, allocated0 = self._cell_open
+            sample = self._take_sample() if self.running else self.samples[-1]
+            peak = max(0, self._source.window_peak() - allocated0)
+            if self._cell_mode:
+                self._exit_hook()
+                self._source.exit_thread()
+            record = CellRecord(label, start, sample.t, sample.allocated - allocated0, peak)
+            self.cells.append(record)
+            self._cell_open = None
+        if self._cell_mode:
+            print(
+                f"[viewlab] cell {record.label}: {record.allocated_bytes:+,} B still held, "
+                f"peak +{record.peak_bytes:,} B ({self.backend})"
+            )
+
+    # ------------------------------------------------------------------ pictures: viewlab.monitor.plot
+
+    def _data(self) -> tuple[list[Sample], list[Mark], list[CellRecord]]:
+        with self._lock:
+            return list(self.samples), list(self.marks), list(self.cells)
+
+    def _style(self) -> dict[str, Any]:
+        kind, running = self.backend_kind, self.running
+        return {"backend": self.backend, "line": self._line, "peak_line": kind != "rss", "running": running, "title": self.title}  # fmt: skip
+
+    def figure(self) -> Any:
+        """The current plot as a matplotlib ``Figure`` (:func:`.plot.figure`)."""
+        return plot.figure(*self._data(), **self._style())
+
+    def png(self) -> bytes:
+        """The current plot as PNG bytes."""
+        return plot.png(*self._data(), **self._style())
+
+    def alt_text(self) -> str:
+        """A sentence describing the plot for screen readers (used as the PNG's alt text)."""
+        return plot.alt_text(*self._data(), backend=self.backend)
+
+    def summary_html(self) -> str:
+        """An HTML table of the result: backend, duration, final and peak bytes, marks, cells."""
+        return plot.summary_html(*self._data(), backend=self.backend)

@@ -1,0 +1,134 @@
+"""The monitor's live view: a core ``ipywidgets.Image`` (no ipympl, so it works on Colab) and three buttons.
+
+Each frame is a PNG sent as the image's new value, never two within :data:`MIN_INTERVAL` seconds, from the
+sampling thread or (``frames="cell"``) from the cell's thread: the view is then a dispatch mode there, whose
+cost between two frames is one clock read per operator. The view and its buttons hold the monitor weakly:
+ipywidgets keeps every widget alive, and a dropped monitor must be collectable.
+
+>>> MIN_INTERVAL
+0.25
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .._dispatch import enter_mode, remove_mode
+
+if TYPE_CHECKING:
+    from . import MemoryMonitor
+
+MIN_INTERVAL = 0.25  # seconds: at most 4 frames (and samples) a second
+
+
+def _click(ref: weakref.ReferenceType[MemoryMonitor], action: str, _button: Any = None) -> None:
+    mon = ref()
+    if mon is not None and not (action == "start" and mon.running):
+        {"start": mon.start, "stop": functools.partial(mon.stop, show=False), "reset": mon.reset}[action]()
+
+
+class LiveView(TorchDispatchMode):
+    """The widget of one monitor, displayed once; :meth:`send` sends a frame. As a dispatch mode (entered with
+    :meth:`enter_hook`), it samples and sends a frame from the cell's thread after an operator when one is due."""
+
+    def __init__(self, monitor: MemoryMonitor) -> None:
+        import ipywidgets as w
+        from IPython.display import display
+
+        super().__init__()
+        self._monitor = weakref.ref(monitor)
+        self.frames = 0  # live frames sent
+        self.time = 0.0  # perf_counter() of the last frame sent
+        self.cost = 0.0  # seconds the last frame took to draw
+        self.due = 0.0  # frames="cell": perf_counter() time from which the next frame may be sent
+        self._lock = threading.Lock()  # not the monitor's lock: the cell's own thread must never wait for a frame
+        self.image = w.Image(format="png", layout=w.Layout(width="560px"))
+        buttons = [w.Button(description=name, layout=w.Layout(width="70px")) for name in ("start", "stop", "reset")]
+        for button in buttons:
+            button.on_click(functools.partial(_click, weakref.ref(monitor), button.description))
+        self.status = w.Label(value="live memory monitor")
+        self.box = w.VBox([w.HBox([*buttons, self.status]), self.image])
+        # Shown once, as the same bundle ipywidgets 7 and 8 send, but with a readable text/plain: that is
+        # what GitHub, nbviewer and other viewers without the widget show instead of "VBox(children=...".
+        view = {"version_major": 2, "version_minor": 0, "model_id": self.box.model_id}
+        text = (
+            f"[live memory monitor: {monitor.backend}; a widget that updates while cells run. "
+            "Its final plot and summary table are stored below it when it stops.]"
+        )
+        display({"application/vnd.jupyter.widget-view+json": view, "text/plain": text}, raw=True)
+        handle = getattr(self.box, "_handle_displayed", None)
+        if callable(handle):
+            handle()
+
+    def show(self, status: str, live: bool = True) -> None:
+        """Show (or, when the final PNG replaces it, hide) the live image; send a frame while it is shown."""
+        self.image.layout.display = None if live else "none"
+        if live:
+            self.send()  # the first one also warms matplotlib up before the thread draws
+        self.status.value = status
+
+    def send(self, wait: bool = True) -> bool:
+        """Draw and send one frame; never two within 0.25 s (``wait=False``: skip instead of sleeping)."""
+        mon = self._monitor()
+        if mon is None or (not wait and time.perf_counter() - self.time < MIN_INTERVAL):
+            return False
+        start = time.perf_counter()
+        png = mon.png()
+        with self._lock:
+            if time.perf_counter() - self.time < MIN_INTERVAL:  # never two frames within 0.25 s
+                if not wait:
+                    return False
+                time.sleep(MIN_INTERVAL - (time.perf_counter() - self.time))
+            self.image.value = png
+            self.time = time.perf_counter()
+            self.cost = self.time - start
+            self.frames += 1
+        return True
+
+    def gap(self) -> float:
+        """Seconds between frames: at most 4 a second; on a slow machine drawing takes at most about a quarter of
+        the time (it competes with the cell for the GIL), but a frame still comes at least every second."""
+        mon = self._monitor()
+        return min(max(mon.interval if mon is not None else MIN_INTERVAL, 3 * self.cost), 1.0)
+
+    def from_cell(self) -> None:
+        """frames="cell": sample and send a frame from the thread running the cell (never sleeps)."""
+        mon = self._monitor()
+        try:
+            if mon is not None and mon.running:
+                mon._take_sample()
+                self.send(wait=False)
+        except Exception as exc:  # noqa: BLE001 - a frame must never break the learner's cell
+            mon.errors.append(f"{type(exc).__name__}: {exc}")  # type: ignore[union-attr]
+        finally:
+            self.due = time.perf_counter() + self.gap()
+
+    def after_mark(self) -> None:
+        """A mark in cell mode: its frame now, or at the next operator when the last frame was just sent."""
+        if self._hooked:
+            if time.perf_counter() - self.time >= MIN_INTERVAL:
+                self.from_cell()
+            else:
+                self.due = self.time + MIN_INTERVAL
+
+    _hooked = False  # entered as a dispatch mode at least once (frames="cell")
+
+    def enter_hook(self) -> None:
+        self._hooked = True
+        self.due = self.time + self.gap()
+        enter_mode(self)
+
+    def exit_hook(self) -> None:
+        remove_mode(self)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        out = func(*args, **(kwargs or {}))
+        if time.perf_counter() >= self.due:
+            self.from_cell()
+        return out
