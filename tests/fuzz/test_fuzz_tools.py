@@ -257,9 +257,9 @@ def test_fuzz_tools(target: Target) -> None:
 def test_without_cuda_the_cuda_functions_say_so_by_name():
     if torch.cuda.is_available():
         pytest.skip("CUDA is available: cuda_process_peak is fuzzed above")
-    with pytest.raises(RuntimeError, match=r"cuda_process_peak\(device='cuda'\), but CUDA is not available here"):
+    with pytest.raises(RuntimeError, match=r"cuda_process_peak\(\): device='cuda', but CUDA is not available here"):
         cuda_process_peak("cuda")
-    with pytest.raises(ValueError, match=r"cuda_process_peak\(device='cpu'\): pass a CUDA device"):
+    with pytest.raises(ValueError, match=r"cuda_process_peak\(\): device='cpu': pass a CUDA device"):
         cuda_process_peak("cpu")
 
 
