@@ -437,3 +437,16 @@ def test_import_viewlab_loads_neither_the_course_nor_hypothesis():
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "[] False", out.stdout + out.stderr
+
+
+def test_rules_fields_are_validated_regression():
+    """Found by the fuzz suite once Rules was fuzzed: a non-bool flag or a negative byte budget was stored as it
+    came (an array flag then failed later with numpy's 'truth value is ambiguous')."""
+    from viewlab.course.exercises import Rules
+
+    for flag in ("must_view", "must_copy", "predict_without_running"):
+        with pytest.raises(TypeError, match=rf"^Rules\(\): `{flag}` must be True or False"):
+            Rules(**{flag: "yes"})
+    with pytest.raises(ValueError, match=r"^Rules\(\): `max_new_bytes` must be an int >= 0"):
+        Rules(max_new_bytes=-1)
+    assert Rules(max_new_bytes=0).max_new_bytes == 0 and Rules(must_view=True).labels() == ["must_view"]

@@ -35,6 +35,7 @@ from tests.fuzz.harness import (
     seeds,
     small,
 )
+from viewlab.course.exercises.rules import FAMILIES
 
 storage_indices, OP_CASES = public("storage_indices"), public("OP_CASES")
 padding_mask, causal_mask, SqueezeExcitation = (
@@ -310,6 +311,13 @@ def oracle_named_rule(kw: dict, result: Any, data: Any) -> None:
     assert result.rule == kw["label"] and result((), None) is None
 
 
+def oracle_rules(kw: dict, result: Any, data: Any) -> None:
+    assert result.forbid == kw["forbid"] and result.must_view is kw["must_view"]
+    labels = result.labels()
+    assert labels[: len(kw["forbid"])] == [f"forbid {n}" for n in kw["forbid"]]
+    assert ("must_view" in labels) == kw["must_view"]
+
+
 def oracle_register(kw: dict, result: Any, data: Any) -> None:
     assert result is kw["exercise"]
 
@@ -577,6 +585,16 @@ TARGETS: list[Target] = [
         public("named_rule"),
         _fixed(label=st.text(min_size=1, max_size=10), rule=st.just(lambda args, out: None)),
         oracle_named_rule,
+        examples=20,
+    ),
+    Target(
+        "Rules",
+        public("Rules"),
+        _fixed(
+            forbid=st.lists(st.sampled_from(sorted(FAMILIES)), max_size=3, unique=True).map(tuple),
+            must_view=st.booleans(),
+        ),
+        oracle_rules,
         examples=20,
     ),
     Target(

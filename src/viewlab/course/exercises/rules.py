@@ -41,7 +41,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from viewlab import shares_storage
-from viewlab._checks import entry, problem, require_str, type_error
+from viewlab._checks import entry, problem, require_bool, require_int, require_str, type_error
 from viewlab._dispatch import PACKAGE_DIR, enter_mode, learner_line, remove_mode
 
 __all__ = [
@@ -149,6 +149,11 @@ class Rules:
         bad = [n for n in self.forbid if n not in FAMILIES]
         if bad:
             raise problem(ValueError, f"forbid names {bad} are unknown; pick from {tuple(FAMILIES)}.")
+        for flag in ("must_view", "must_copy", "predict_without_running"):
+            require_bool(getattr(self, flag), flag)
+        budget = self.max_new_bytes
+        if budget is not None and not callable(budget):
+            require_int(budget, "max_new_bytes")
         if self.must_view and self.must_copy:
             raise problem(ValueError, "must_view and must_copy exclude each other; pick one.")
         if self.no_python_loops is not None and not callable(self.no_python_loops):
