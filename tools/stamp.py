@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 if __package__:  # imported as tools.stamp (the tests)
     from . import colab_stamp
 else:  # run as a program: python tools/stamp.py
-    import colab_stamp  # noqa: E402  (the notebook half, beside this file)
+    import colab_stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 BADGES_START, BADGES_END = "<!-- badges -->", "<!-- /badges -->"

@@ -15,6 +15,7 @@ import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from tests.conftest import ROOT
+from tests.notebooks import nbval_probe
 from tools import colab_stamp
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -175,6 +176,7 @@ def test_nothing_is_pinned_exactly_for_colab():
             assert "==" not in req and "<" not in req, f"{req}: Colab brings its own {name}; keep a lower bound only"
 
 
+@pytest.mark.kernel
 def test_stamped_toy_executes_and_passes_strict_nbval(tmp_path):
     """End to end on a small notebook: stamp, execute with the project's executor, nbval strictly."""
     path = tmp_path / "09_toy.ipynb"
@@ -196,19 +198,7 @@ def test_stamped_toy_executes_and_passes_strict_nbval(tmp_path):
         "torch": torch.__version__,
         "device": colab_stamp.verified_with(nb)["device"],
     }
-    flags = [
-        "-p",
-        "tests.notebooks.nbval_hooks",
-        "--nbval",
-        "--nbval-current-env",
-        "--nbval-sanitize-with",
-        "tests/notebooks/nbval_sanitize.cfg",
-        "-p",
-        "no:cacheprovider",
-    ]
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", *flags, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    run = nbval_probe.run(tmp_path)  # under notebooks/pytest.ini and conftest.py, as `python -m pytest notebooks`
     assert run.returncode == 0, run.stdout[-3000:]
 
 

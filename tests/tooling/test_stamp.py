@@ -5,6 +5,8 @@ Stamping is tried on a temporary copy of the files it rewrites, never on the com
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import subprocess
 import sys
@@ -44,7 +46,16 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def _stamp(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*TOOL, "--root", str(root), *args], capture_output=True, text=True, timeout=120)
+    """stamp.main in this process (a program start costs seconds; the program itself is tested below)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = stamp.main(["--root", str(root), *args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def test_stamp_runs_as_a_program(checkout):
+    result = subprocess.run([*TOOL, "--root", str(checkout), "--check"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "0 place(s) disagree" in result.stdout, result.stdout + result.stderr
 
 
 def _everything(root: Path) -> str:
