@@ -101,7 +101,7 @@ stamp: $(VENV)/.installed-test
 # programs, benchmarks and the book's extension. Fix what it reports with `ruff check --fix` / `ruff format`.
 # The notebooks' code cells are linted for real errors (pyflakes: undefined or unused names) but not
 # reformatted, since their comments are aligned by hand for reading.
-LINT_PATHS := src tests tools benchmarks book/_ext
+LINT_PATHS := src tests tools benchmarks book/_ext notebooks/conftest.py
 lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check $(LINT_PATHS)
 	$(BIN)/python -m ruff format --check $(LINT_PATHS)

@@ -33,14 +33,21 @@ MUTUAL_TAG = "mutual-broadcast"
 SILENT_TIMEOUT_S = 60
 
 # Runs silently in the kernel before the first cell. A function as `action` collects each report's text and
-# lets the code go on, so one report does not change what the cell does or prints.
+# lets the code go on, so one report does not change what the cell does or prints. A silent request still
+# replaces IPython's `last_execution_result` (notebook 06 prints what it holds), so the hook keeps the last
+# real cell's result and every silent request puts it back (RESTORE, evaluated after the request's code).
 PRELUDE = """
 import json as _vl_json
 from viewlab import watch_broadcasts as _vl_watch_broadcasts
-_vl_reports = []
+_vl_reports, _vl_last = [], [get_ipython().last_execution_result]
+get_ipython().events.register("post_run_cell", lambda result: _vl_last.__setitem__(0, result))
 _vl_guard = _vl_watch_broadcasts(action=_vl_reports.append)
 _vl_guard.__enter__()
 """
+RESTORE = (
+    "(setattr(get_ipython(), 'last_execution_result', _vl_last[0]),"
+    " setattr(get_ipython(), 'last_execution_succeeded', _vl_last[0] is None or _vl_last[0].success))"
+)
 # Evaluated silently after each cell: the reports since the last read, then cleared.
 TAKE = "(_vl_json.dumps(_vl_reports), _vl_reports.clear())[0]"
 
@@ -84,7 +91,7 @@ def _silent(kernel, code: str, expressions: dict[str, str] | None = None) -> dic
         code,
         silent=True,
         store_history=False,
-        user_expressions=expressions or {},
+        user_expressions={**(expressions or {}), "restore": RESTORE},
         allow_stdin=False,
         stop_on_error=False,
     )
@@ -96,6 +103,9 @@ def _silent(kernel, code: str, expressions: dict[str, str] | None = None) -> dic
     content = reply["content"]
     if content["status"] != "ok":
         raise RuntimeError(f"the watch_broadcasts() probe failed in the kernel: {content.get('evalue')}")
+    restored = content["user_expressions"]["restore"]
+    if restored["status"] != "ok":
+        raise RuntimeError(f"could not restore the last execution result: {restored.get('evalue')}")
     return content
 
 

@@ -30,9 +30,12 @@ class Run:
     outcomes: dict[str, tuple[str, str]]  # "Cell N" -> (passed | failed | skipped, message), one notebook
 
 
-def cell(source: str, text: str | None = None, tags=()) -> nbformat.NotebookNode:
-    """A code cell as if executed: count 1, one stdout output ``text`` (none when None)."""
+def cell(source: str, text: str | None = None, tags=(), result: str | None = None) -> nbformat.NotebookNode:
+    """A code cell as if executed: count 1, one stdout output ``text`` (none when None), and the cell's value
+    as ``result`` (its text/plain, none when None)."""
     outputs = [] if text is None else [new_output("stream", name="stdout", text=text)]
+    if result is not None:
+        outputs.append(new_output("execute_result", data={"text/plain": result}, execution_count=1))
     made = new_code_cell(source, execution_count=1, outputs=outputs)
     made.metadata["tags"] = list(tags)
     return made
@@ -101,4 +104,9 @@ PROBE_CELLS = [
     ),
     # Cell 6: untagged and one-sided: silent; also the reports of cell 5 do not leak into the next cell
     cell("print(tuple((torch.zeros(2, 3) * 2).shape))", "(2, 3)\n"),
+    # Cells 7, 8: the hook's silent requests between cells leave IPython's last result as the last cell left it
+    cell("held = [1, 2]\nheld", result="[1, 2]"),
+    cell(
+        "ip = get_ipython()\nprint(ip.last_execution_result.result is held, ip.last_execution_succeeded)", "True True\n"
+    ),
 ]

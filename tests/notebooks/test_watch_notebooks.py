@@ -34,6 +34,12 @@ def test_a_tagged_cell_that_stretches_passes_and_its_report_stays_in_that_cell()
     assert probe().outcomes["Cell 6"] == ("passed", ""), "a one-sided broadcast after a tagged cell is silent"
 
 
+def test_the_watch_leaves_what_the_notebook_sees_unchanged():
+    """Its requests between cells are silent (no count, no output) and put IPython's last result back."""
+    assert probe().outcomes["Cell 7"] == ("passed", "")
+    assert probe().outcomes["Cell 8"] == ("passed", ""), probe().outcomes["Cell 8"][1]
+
+
 def test_the_course_uses_the_tag():
     """The tag name the hook reads is the one the notebooks carry."""
     tagged = sum(

@@ -69,4 +69,4 @@ def test_gpu_cells_skip_with_a_visible_reason():
 
 def test_the_probe_run_fails_as_a_whole():
     run = probe()
-    assert run.returncode == 1 and len(run.outcomes) == 7, run.stdout[-3000:]
+    assert run.returncode == 1 and len(run.outcomes) == 9, run.stdout[-3000:]
