@@ -163,7 +163,7 @@ def test_setup_cell_on_colab_pip_installs_viewlab_from_the_repository():
     assert "RAISED blocked by the test" in out
     calls = ast.literal_eval(out.split("CALLS ", 1)[1].strip())
     assert len(calls) == 1
-    assert calls[0][1:] == ["-m", "pip", "install", "--quiet", f"viewlab @ git+{URL}"]
+    assert calls[0][1:] == ["-m", "pip", "install", "--quiet", f"viewlab[course] @ git+{URL}"]
 
 
 def test_nothing_is_pinned_exactly_for_colab():

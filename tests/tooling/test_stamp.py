@@ -101,7 +101,7 @@ def test_stamp_moves_every_place_to_the_new_url(checkout):
     for path in sorted((checkout / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         assert colab_stamp.problems(nb, path.name, NEW) == [], path.name
-        assert f"viewlab @ git+{NEW}" in nb.cells[[c.cell_type for c in nb.cells].index("code")].source
+        assert f"viewlab[course] @ git+{NEW}" in nb.cells[[c.cell_type for c in nb.cells].index("code")].source
 
     old_owner_name = OLD.removeprefix("https://github.com/")
     assert old_owner_name not in _everything(checkout), "a place still names the old repository"
