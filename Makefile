@@ -60,11 +60,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# Torch alone from its index (--no-deps: only torch is looked up there, so an index that answers slowly or
+# not at all costs one wait, not one per package); its dependencies come from PyPI with the next install,
+# which names $(TORCH_SPEC) again. $(1) is the venv's python.
+define install_torch
+$(if $(strip $(TORCH_SPEC)),$(1) -m pip install --no-deps $(TORCH_PIP_ARGS) "$(TORCH_SPEC)")
+endef
+TORCH_AGAIN = $(if $(strip $(TORCH_SPEC)),"$(TORCH_SPEC)")
+
 # One stamp per set of extras: re-run pip when pyproject.toml changes.
 $(VENV)/.installed-course: pyproject.toml | $(BIN)/python
 	@echo "torch: $(if $(strip $(TORCH_SPEC)),$(TORCH_SPEC) ($(TORCH_BUILD) build),keep the installed one)"
-	$(if $(strip $(TORCH_SPEC)),$(BIN)/python -m pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)")
-	$(BIN)/python -m pip install -e ".[course,lab]"
+	$(call install_torch,$(BIN)/python)
+	$(BIN)/python -m pip install $(TORCH_AGAIN) -e ".[course,lab]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-course
@@ -108,7 +116,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check --select F,E9 $(NOTEBOOKS)
 
 clean:
-	rm -rf $(VENV) $(COLAB_VENV) book/_build book/api test-artifacts gpu-check-out .pytest_cache .hypothesis src/*.egg-info
+	rm -rf $(VENV) $(COLAB_VENV) book/_build book/api test-artifacts gpu-check-out .pytest_cache .hypothesis notebooks/.hypothesis src/*.egg-info
 
 # The book: Jupyter Book 1.x (2.x downloads its theme at build time), source folder = repository root
 # so book/_toc.yml points straight at notebooks/*.ipynb. Stored outputs only, offline, every warning is
@@ -139,7 +147,8 @@ $(COLAB_VENV)/.installed: tests/tooling/colab-pins.txt pyproject.toml
 	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
 	$(COLAB_BIN)/python -m pip install --quiet --upgrade pip
-	$(COLAB_BIN)/python -m pip install $(TORCH_PIP_ARGS) $(if $(strip $(TORCH_SPEC)),"$(TORCH_SPEC)") -r tests/tooling/colab-pins.txt
+	$(call install_torch,$(COLAB_BIN)/python)
+	$(COLAB_BIN)/python -m pip install $(TORCH_AGAIN) -r tests/tooling/colab-pins.txt
 	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-before.txt
 	$(COLAB_BIN)/python -m pip install -e ".[course]"
 	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-after.txt
