@@ -4,14 +4,30 @@
 PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
-# Which torch to install before the course package. The package itself only asks for torch>=2.5
-# (Colab and conda bring their own). The default is the CPU build this project is developed
-# and tested with; a plain `torch` from PyPI is a multi-GB CUDA build on Linux. Override it:
-#   make lab TORCH_SPEC=torch            # whatever pip picks (CUDA build on Linux)
-#   make lab TORCH_SPEC=                 # keep the torch already in the venv, install nothing
-#   make lab TORCH_PIP_ARGS="--index-url <PyTorch's CPU wheel index>"
-TORCH_SPEC     ?= torch==2.13.0
-TORCH_PIP_ARGS ?=
+# Torch, installed before the course package. Its version is written here once: the workflows and the
+# README's table read it from this line (tests/tooling/test_workflows.py checks them). The package itself
+# only asks for torch>=2.5 (Colab and conda bring their own). Which build:
+#   with an NVIDIA GPU (nvidia-smi found)  the default build from PyPI (CUDA)
+#   macOS                                  torch from PyPI (its macOS wheels are CPU builds already)
+#   otherwise (Linux, Windows, no GPU)     the CPU build from PyTorch's CPU wheel index; a plain `torch`
+#                                          from PyPI would be a multi-GB CUDA build on Linux
+# Override: make lab TORCH_SPEC=torch (whatever pip picks), TORCH_SPEC= (keep the torch already in the venv),
+# TORCH_PIP_ARGS="--index-url ..." (another index).
+TORCH_VERSION   := 2.13.0
+CPU_TORCH_INDEX := https://download.pytorch.org/whl/cpu
+ifneq ($(shell command -v nvidia-smi 2>/dev/null),)
+TORCH_BUILD     := default (nvidia-smi found)
+TORCH_SPEC      ?= torch==$(TORCH_VERSION)
+TORCH_PIP_ARGS  ?=
+else ifeq ($(shell uname -s 2>/dev/null),Darwin)
+TORCH_BUILD     := macOS (CPU)
+TORCH_SPEC      ?= torch==$(TORCH_VERSION)
+TORCH_PIP_ARGS  ?=
+else
+TORCH_BUILD     := CPU
+TORCH_SPEC      ?= torch==$(TORCH_VERSION)+cpu
+TORCH_PIP_ARGS  ?= --extra-index-url $(CPU_TORCH_INDEX)
+endif
 KERNEL_NAME ?= viewlab
 LAB_PORT    ?= 8888
 LAB_ARGS    ?=
@@ -27,28 +43,40 @@ endif
 
 .PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book test-colab stamp lint
 help:
-	@echo "make lab        - install the course into .venv and open JupyterLab on notebooks/"
-	@echo "make test       - unit tests + strict nbval over every notebook"
-	@echo "make notebooks  - re-execute every notebook in place (seeded), so stored outputs are fresh"
-	@echo "make book       - build the Jupyter Book into book/_build/html (offline, warnings are errors)"
-	@echo "make test-book  - build the book, then open every page in headless chromium and check it"
-	@echo "make test-colab - the same notebooks and widget tests on Colab's own package versions (.venv-colab)"
-	@echo "make stamp      - re-stamp the repository URL everywhere (REPO=https://github.com/OWNER/NAME to move it)"
-	@echo "make lint       - ruff (lint + format check) over tools/, benchmarks/ and book/_ext"
-	@echo "make clean      - remove .venv and build artefacts"
+	@echo "make lab            - install the course into .venv and open JupyterLab on notebooks/"
+	@echo "make test           - lint, unit tests and doctests, then strict nbval over every notebook (what CI runs)"
+	@echo "make install        - only install the course into .venv (torch: $(TORCH_SPEC), $(TORCH_BUILD) build)"
+	@echo "make test-unit      - unit tests and the doctests of src/viewlab (python -m pytest), slowest 15 listed"
+	@echo "make test-notebooks - strict nbval over every notebook, under watch_broadcasts (python -m pytest notebooks)"
+	@echo "make lint           - ruff (lint + format check) over src, tests, tools, benchmarks, book/_ext; pyflakes over the notebooks"
+	@echo "make notebooks      - re-execute every notebook in place (seeded), so stored outputs are fresh"
+	@echo "make book           - build the Jupyter Book into book/_build/html (offline, warnings are errors)"
+	@echo "make test-book      - build the book, then open every page in headless chromium and check it"
+	@echo "make test-colab     - the Colab-stack suite (-m colab) and every notebook on Colab's package versions (.venv-colab)"
+	@echo "make stamp          - re-stamp the repository URL everywhere (REPO=https://github.com/OWNER/NAME to move it)"
+	@echo "make clean          - remove .venv, .venv-colab, the built book, test-artifacts/, gpu-check-out/ and caches"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# Torch alone from its index (--no-deps: only torch is looked up there, so an index that answers slowly or
+# not at all costs one wait, not one per package); its dependencies come from PyPI with the next install,
+# which names $(TORCH_SPEC) again. $(1) is the venv's python.
+define install_torch
+$(if $(strip $(TORCH_SPEC)),$(1) -m pip install --no-deps $(TORCH_PIP_ARGS) "$(TORCH_SPEC)")
+endef
+TORCH_AGAIN = $(if $(strip $(TORCH_SPEC)),"$(TORCH_SPEC)")
+
 # One stamp per set of extras: re-run pip when pyproject.toml changes.
 $(VENV)/.installed-course: pyproject.toml | $(BIN)/python
-	$(if $(strip $(TORCH_SPEC)),$(BIN)/python -m pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)")
-	$(BIN)/python -m pip install -e ".[course]"
+	@echo "torch: $(if $(strip $(TORCH_SPEC)),$(TORCH_SPEC) ($(TORCH_BUILD) build),keep the installed one)"
+	$(call install_torch,$(BIN)/python)
+	$(BIN)/python -m pip install $(TORCH_AGAIN) -e ".[course,lab]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-course
-	$(BIN)/python -m pip install -e ".[course,test]"
+	$(BIN)/python -m pip install -e ".[course,lab,test]"
 	touch $@
 
 install: $(VENV)/.installed-course
@@ -59,13 +87,13 @@ lab: $(VENV)/.installed-course
 
 test: lint test-unit test-notebooks
 
+# The flags live in pyproject.toml ([tool.pytest.ini_options]: tests/ and src/viewlab's doctests).
 test-unit: $(VENV)/.installed-test
-	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
 
-# Strict nbval: every stored output is compared (not --nbval-lax).
+# Strict nbval, configured once in notebooks/pytest.ini (and notebooks/conftest.py).
 test-notebooks: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -p tests.notebooks.nbval_hooks --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg \
-		-p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest notebooks $(PYTEST_ARGS)
 
 notebooks: $(VENV)/.installed-test
 	$(BIN)/python tools/execute_notebooks.py $(NOTEBOOKS)
@@ -77,25 +105,25 @@ REPO ?=
 stamp: $(VENV)/.installed-test
 	$(BIN)/python tools/stamp.py $(if $(strip $(REPO)),--repo "$(REPO)")
 
-# Ruff (settings in pyproject.toml [tool.ruff]) over the helper programs, benchmarks and the book's extension.
-# src/ and tests/ are not in the list yet. Fix what it reports with `ruff check --fix` / `ruff format`.
-# ruff: lint and format check over the code; the notebooks' code cells are linted for real errors (pyflakes:
-# undefined or unused names) but not reformatted, since their comments are aligned by hand for reading.
-LINT_PATHS := src tests tools benchmarks book/_ext
+# Ruff (settings in pyproject.toml [tool.ruff]): lint and format check over the package, the tests, the helper
+# programs, benchmarks and the book's extension. Fix what it reports with `ruff check --fix` / `ruff format`.
+# The notebooks' code cells are linted for real errors (pyflakes: undefined or unused names) but not
+# reformatted, since their comments are aligned by hand for reading.
+LINT_PATHS := src tests tools benchmarks book/_ext notebooks/conftest.py
 lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check $(LINT_PATHS)
 	$(BIN)/python -m ruff format --check $(LINT_PATHS)
 	$(BIN)/python -m ruff check --select F,E9 $(NOTEBOOKS)
 
 clean:
-	rm -rf $(VENV) $(COLAB_VENV) book/_build book/api .pytest_cache .hypothesis src/*.egg-info
+	rm -rf $(VENV) $(COLAB_VENV) book/_build book/api test-artifacts gpu-check-out .pytest_cache .hypothesis notebooks/.hypothesis src/*.egg-info
 
 # The book: Jupyter Book 1.x (2.x downloads its theme at build time), source folder = repository root
 # so book/_toc.yml points straight at notebooks/*.ipynb. Stored outputs only, offline, every warning is
 # an error. A clean build each time: an incremental one would not repeat warnings of unchanged pages.
 BOOK_HTML := book/_build/html
 $(VENV)/.installed-book: pyproject.toml $(VENV)/.installed-test
-	$(BIN)/python -m pip install -e ".[course,test,book]"
+	$(BIN)/python -m pip install -e ".[course,lab,test,book]"
 	touch $@
 
 book: $(VENV)/.installed-book
@@ -106,12 +134,12 @@ book: $(VENV)/.installed-book
 # `apt-get install -y chromium`. Screenshots land in test-artifacts/.
 test-book: book
 	@command -v chromium >/dev/null || { echo "make test-book needs Debian's chromium: apt-get install -y chromium"; exit 1; }
-	VIEWLAB_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/book/test_book.py tests/book/test_browser_book.py $(PYTEST_ARGS)
+	VIEWLAB_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/book $(PYTEST_ARGS)
 
 # Colab's package stack (tests/tooling/colab-pins.txt: IPython 7, ipykernel 6, ipywidgets 7, ...) in a second venv.
 # Installed in three steps so the middle one can be checked: Colab's pins, then viewlab exactly as the
-# Colab setup cell installs it (a change to any pinned package would force a runtime restart on Colab:
-# tests/tooling/test_colab_stack.py compares the two freezes), then the test runner's extras.
+# Colab setup cell installs it (with the course extra; a change to any pinned package would force a runtime
+# restart on Colab: tests/tooling/test_colab_stack.py compares the two freezes), then the test runner's extras.
 COLAB_VENV ?= .venv-colab
 COLAB_BIN  := $(COLAB_VENV)/bin
 COLAB_OUT  := $(COLAB_VENV)/executed
@@ -119,20 +147,20 @@ $(COLAB_VENV)/.installed: tests/tooling/colab-pins.txt pyproject.toml
 	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
 	$(COLAB_BIN)/python -m pip install --quiet --upgrade pip
-	$(COLAB_BIN)/python -m pip install $(TORCH_PIP_ARGS) $(if $(strip $(TORCH_SPEC)),"$(TORCH_SPEC)") -r tests/tooling/colab-pins.txt
+	$(call install_torch,$(COLAB_BIN)/python)
+	$(COLAB_BIN)/python -m pip install $(TORCH_AGAIN) -r tests/tooling/colab-pins.txt
 	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-before.txt
-	$(COLAB_BIN)/python -m pip install -e .
+	$(COLAB_BIN)/python -m pip install -e ".[course]"
 	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-after.txt
-	$(COLAB_BIN)/python -m pip install "nbval==0.11.0" "pyyaml>=6"
+	$(COLAB_BIN)/python -m pip install "nbval==0.11.0" "pyyaml>=6" "tomli>=2; python_version < '3.11'"
 	touch $@
 
-# Widget, monitor, figure and IPython-extension tests; then every notebook executed with Colab's nbclient
-# (copies, the committed notebooks stay as they are); then strict nbval of the committed notebooks.
-COLAB_TESTS := tests/tooling/test_colab_stack.py tests/unit/test_monitor.py tests/unit/test_draw.py tests/unit/test_memory.py \
-	tests/unit/test_cuda_windows.py tests/unit/test_versions.py tests/tooling/test_executor.py tests/unit/test_sentinels.py
+# The tests marked colab (widgets, monitor, figures, memory, versions, sentinels, the stack itself); then every
+# notebook executed with Colab's nbclient (copies: the committed notebooks stay as they are); then strict
+# nbval of the committed notebooks.
+COLAB_ENV := VIEWLAB_COLAB_VENV=$(COLAB_VENV) PYDEVD_DISABLE_FILE_VALIDATION=1
 test-colab: $(COLAB_VENV)/.installed
-	VIEWLAB_COLAB_VENV=$(COLAB_VENV) PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest $(COLAB_TESTS) -p no:cacheprovider $(PYTEST_ARGS)
+	$(COLAB_ENV) $(COLAB_BIN)/python -m pytest tests -m colab -p no:cacheprovider $(PYTEST_ARGS)
 	rm -rf $(COLAB_OUT)
-	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python tools/execute_notebooks.py --out-dir $(COLAB_OUT) $(NOTEBOOKS)
-	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_BIN)/python -m pytest -p tests.notebooks.nbval_hooks --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/notebooks/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS) $(PYTEST_ARGS)
+	$(COLAB_ENV) $(COLAB_BIN)/python tools/execute_notebooks.py --out-dir $(COLAB_OUT) $(NOTEBOOKS)
+	$(COLAB_ENV) $(COLAB_BIN)/python -m pytest notebooks $(PYTEST_ARGS)

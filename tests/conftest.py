@@ -1,5 +1,9 @@
 """Shared test settings.
 
+Markers are registered in pyproject.toml ([tool.pytest.ini_options] markers; --strict-markers refuses any
+other): ``cuda`` tests are skipped here, with the reason, when torch sees no CUDA device, so a test says
+``@pytest.mark.cuda`` instead of its own skipif.
+
 Hypothesis: under CI (CI=true) examples are derandomized, so a red run can be reproduced exactly and a green
 run cannot turn red by luck; locally, examples vary between runs to find new failures.
 """
@@ -23,6 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]  # the repository root
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    cuda = [item for item in items if item.get_closest_marker("cuda")]
+    if not cuda:
+        return
+    import torch  # only when a cuda test was collected
+
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="needs a CUDA device; torch.cuda.is_available() is False here")
+        for item in cuda:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

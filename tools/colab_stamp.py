@@ -83,8 +83,9 @@ def badge_markdown(repo_url: str, notebook: str, branch: str = DEFAULT_BRANCH) -
 
 
 def install_spec(repo_url: str) -> str:
-    """What pip installs on Colab: the package straight from the repository (its own loose bounds)."""
-    return f"viewlab @ git+{repo_url}"
+    """What pip installs on Colab: the package straight from the repository (its own loose bounds), with
+    the course extra (hypothesis, which the exercises generate inputs with; Colab does not have it)."""
+    return f"viewlab[course] @ git+{repo_url}"
 
 
 def setup_source(repo_url: str) -> str:

@@ -166,7 +166,7 @@ def main(argv: list[str]) -> int:
     for name in names:
         try:
             execute(Path(name), cuda, out_dir, peaks)
-        except Exception as exc:  # noqa: BLE001 - report every notebook, then fail
+        except Exception as exc:
             print(f"FAILED {name}: {type(exc).__name__}: {exc}")
             failed.append(name)
     if peaks_file is not None:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 if __package__:  # imported as tools.stamp (the tests)
     from . import colab_stamp
 else:  # run as a program: python tools/stamp.py
-    import colab_stamp  # noqa: E402  (the notebook half, beside this file)
+    import colab_stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 BADGES_START, BADGES_END = "<!-- badges -->", "<!-- /badges -->"
@@ -61,6 +61,11 @@ def pages_url(repo_url: str) -> str:
     return f"https://{owner.lower()}.github.io/{name}/"
 
 
+def _binder(repo_url: str) -> str:
+    owner, name = owner_name(repo_url)
+    return f"https://mybinder.org/v2/gh/{owner}/{name}/"
+
+
 def badges(repo_url: str, branch: str = colab_stamp.DEFAULT_BRANCH) -> str:
     """The README's badge block for ``repo_url``, markers included."""
     owner, name = owner_name(repo_url)
@@ -70,7 +75,7 @@ def badges(repo_url: str, branch: str = colab_stamp.DEFAULT_BRANCH) -> str:
         f"[![tests]({actions}/test.yml/badge.svg)]({actions}/test.yml)",
         f"[![book]({actions}/book.yml/badge.svg)]({pages_url(repo_url)})",
         f"[![Open In Colab]({colab_stamp.BADGE_IMAGE})]({colab_stamp.colab_url(repo_url, FIRST_NOTEBOOK, branch)})",
-        f"[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/{owner}/{name}/{branch}?urlpath=lab/tree/notebooks)",
+        f"[![Binder](https://mybinder.org/badge_logo.svg)]({_binder(repo_url)}{branch}?urlpath=lab/tree/notebooks)",
         BADGES_END,
     ]
     return "\n".join(lines)
@@ -113,8 +118,13 @@ def citation_text(text: str, repo_url: str) -> str:
 
 
 def linked_text(text: str, old_url: str, repo_url: str) -> str:
-    """Links to the old repository point at the new one; the clone's folder name follows."""
+    """Links to the old repository point at the new one, and so do links to its book (GitHub Pages), its
+    notebooks on Colab and its Binder; the clone's folder name follows."""
     text = re.sub(re.escape(old_url) + r"(?![\w.-])", repo_url, text)
+    text = text.replace(pages_url(old_url), pages_url(repo_url))
+    colab = colab_stamp.colab_url(old_url, FIRST_NOTEBOOK).removesuffix(FIRST_NOTEBOOK)
+    text = text.replace(colab, colab_stamp.colab_url(repo_url, FIRST_NOTEBOOK).removesuffix(FIRST_NOTEBOOK))
+    text = text.replace(_binder(old_url), _binder(repo_url))
     old_name, new_name = owner_name(old_url)[1], owner_name(repo_url)[1]
     text = re.sub(rf"(git clone {re.escape(repo_url)}\n)cd {re.escape(old_name)}\b", rf"\g<1>cd {new_name}", text)
     start, end = text.find(BADGES_START), text.find(BADGES_END)

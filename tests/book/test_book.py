@@ -6,6 +6,7 @@ Static checks run in every ``pytest tests``. Checks of the built site need ``mak
 
 from __future__ import annotations
 
+import ast
 import base64
 import io
 import os
@@ -26,6 +27,13 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CONFIG = yaml.safe_load((BOOK / "_config.yml").read_text())
 TOC = yaml.safe_load((BOOK / "_toc.yml").read_text())
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+# The version is written once, as viewlab.__version__ (pyproject.toml declares it dynamic and reads it there).
+# Read as setuptools reads it: the literal assigned in src/viewlab/__init__.py, without importing.
+VERSION = next(
+    node.value.value
+    for node in ast.parse((ROOT / "src" / "viewlab" / "__init__.py").read_text(encoding="utf-8")).body
+    if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__version__"]
+)
 SITE = os.environ.get("VIEWLAB_BOOK_HTML")
 needs_site = pytest.mark.skipif(
     not SITE, reason="needs the built book: `make test-book` builds it and sets VIEWLAB_BOOK_HTML"
@@ -210,7 +218,8 @@ def test_duplicate_inline_scripts_are_dropped_whatever_their_empty_filename():
 def test_citation_cff_matches_pyproject():
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     assert cff["cff-version"] == "1.2.0"
-    assert cff["version"] == PROJECT["version"]
+    assert PROJECT["dynamic"] == ["version"] and "version" not in PROJECT
+    assert cff["version"] == VERSION
     assert cff["repository-code"] == colab_stamp.repository_url()
     assert cff["title"] and cff["authors"] and cff["message"]
     assert cff["license"] == ["MIT", "CC-BY-4.0"]
@@ -218,8 +227,8 @@ def test_citation_cff_matches_pyproject():
 
 def test_changelog_has_an_entry_for_this_version():
     text = (ROOT / "CHANGELOG.md").read_text()
-    assert re.search(rf"^## \[?{re.escape(PROJECT['version'])}\]?", text, re.MULTILINE), (
-        f"CHANGELOG.md needs a '## {PROJECT['version']}' section"
+    assert re.search(rf"^## \[?{re.escape(VERSION)}\]?", text, re.MULTILINE), (
+        f"CHANGELOG.md needs a '## {VERSION}' section"
     )
 
 

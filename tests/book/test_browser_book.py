@@ -24,9 +24,10 @@ SITE = os.environ.get("VIEWLAB_BOOK_HTML")
 ARTIFACTS = ROOT / "test-artifacts"
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
-pytestmark = pytest.mark.skipif(
-    not SITE, reason="needs the built book: `make test-book` builds it and sets VIEWLAB_BOOK_HTML"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not SITE, reason="needs the built book: `make test-book` builds it and sets VIEWLAB_BOOK_HTML"),
+]
 
 
 def _is_redirect(path: Path) -> bool:

@@ -16,7 +16,10 @@ import tomllib
 from tests.conftest import ROOT
 
 VENV = os.environ.get("VIEWLAB_COLAB_VENV")
-pytestmark = pytest.mark.skipif(not VENV, reason="runs in `make test-colab`, on Colab's package stack")
+pytestmark = [
+    pytest.mark.colab,
+    pytest.mark.skipif(not VENV, reason="runs in `make test-colab`, on Colab's package stack"),
+]
 
 
 def _pins(text: str) -> dict[str, str]:
@@ -45,6 +48,7 @@ def test_installing_viewlab_changes_no_colab_package():
     changed = {name: (before[name], after.get(name)) for name in before if after.get(name) != before[name]}
     assert not changed, f"installing viewlab changed packages Colab already has: {changed}"
     added = sorted(set(after) - set(before))
+    # The course extra (the Colab setup cell installs viewlab[course]) brings hypothesis for the exercises.
     assert set(added) <= {"hypothesis", "sortedcontainers"}, f"viewlab brought more than expected: {added}"
 
 

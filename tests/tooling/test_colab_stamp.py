@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
+import io
 import re
 import subprocess
 import sys
@@ -15,6 +17,7 @@ import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from tests.conftest import ROOT
+from tests.notebooks import nbval_probe
 from tools import colab_stamp
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -162,7 +165,7 @@ def test_setup_cell_on_colab_pip_installs_viewlab_from_the_repository():
     assert "RAISED blocked by the test" in out
     calls = ast.literal_eval(out.split("CALLS ", 1)[1].strip())
     assert len(calls) == 1
-    assert calls[0][1:] == ["-m", "pip", "install", "--quiet", f"viewlab @ git+{URL}"]
+    assert calls[0][1:] == ["-m", "pip", "install", "--quiet", f"viewlab[course] @ git+{URL}"]
 
 
 def test_nothing_is_pinned_exactly_for_colab():
@@ -175,13 +178,15 @@ def test_nothing_is_pinned_exactly_for_colab():
             assert "==" not in req and "<" not in req, f"{req}: Colab brings its own {name}; keep a lower bound only"
 
 
+@pytest.mark.kernel
 def test_stamped_toy_executes_and_passes_strict_nbval(tmp_path):
     """End to end on a small notebook: stamp, execute with the project's executor, nbval strictly."""
     path = tmp_path / "09_toy.ipynb"
     nbformat.write(_toy(), path)
-    tool = [sys.executable, str(ROOT / "tools" / "colab_stamp.py")]
-    assert subprocess.run([*tool, "--check", str(path)], capture_output=True).returncode == 1
-    subprocess.run([*tool, str(path)], check=True, capture_output=True)
+    with contextlib.redirect_stdout(io.StringIO()):  # in this process: a program start costs seconds
+        assert colab_stamp.main(["--check", str(path)]) == 1
+        assert colab_stamp.main([str(path)]) == 0
+    tool = [sys.executable, str(ROOT / "tools" / "colab_stamp.py")]  # and once as the program it is
     assert subprocess.run([*tool, "--check", str(path)], capture_output=True).returncode == 0
     subprocess.run(
         [sys.executable, str(ROOT / "tools" / "execute_notebooks.py"), str(path)],
@@ -196,19 +201,7 @@ def test_stamped_toy_executes_and_passes_strict_nbval(tmp_path):
         "torch": torch.__version__,
         "device": colab_stamp.verified_with(nb)["device"],
     }
-    flags = [
-        "-p",
-        "tests.notebooks.nbval_hooks",
-        "--nbval",
-        "--nbval-current-env",
-        "--nbval-sanitize-with",
-        "tests/notebooks/nbval_sanitize.cfg",
-        "-p",
-        "no:cacheprovider",
-    ]
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", *flags, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    run = nbval_probe.run(tmp_path)  # under notebooks/pytest.ini and conftest.py, as `python -m pytest notebooks`
     assert run.returncode == 0, run.stdout[-3000:]
 
 

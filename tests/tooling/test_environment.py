@@ -14,6 +14,8 @@ CONDA_TO_PYPI = {"pytorch": "torch"}
 
 
 def _split(requirement: str) -> tuple[str, str]:
+    """``("name", "bound")``; an environment marker (``; python_version < '3.11'``) is part of the bound."""
+    requirement = requirement.replace('"', "'")
     match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*", requirement)
     assert match, f"cannot parse requirement {requirement!r}"
     return match.group(1).lower().replace("_", "-"), match.group(2).replace(" ", "")
@@ -22,7 +24,7 @@ def _split(requirement: str) -> tuple[str, str]:
 def _pyproject_requirements() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"])
-    for extra in ("course", "test"):
+    for extra in ("course", "lab", "test"):
         reqs += project["optional-dependencies"][extra]
     return dict(_split(r) for r in reqs)
 

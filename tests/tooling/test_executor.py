@@ -5,9 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from tools.execute_notebooks import GPU_NOT_RUN, execute
+
+# Part of the Colab-stack suite (make test-colab): the executor runs there with Colab's nbclient.
+pytestmark = [pytest.mark.colab, pytest.mark.kernel]
 
 
 def test_gpu_cells_keep_their_source_and_say_why_they_did_not_run(tmp_path):

@@ -5,6 +5,8 @@ Stamping is tried on a temporary copy of the files it rewrites, never on the com
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import subprocess
 import sys
@@ -44,7 +46,16 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def _stamp(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*TOOL, "--root", str(root), *args], capture_output=True, text=True, timeout=120)
+    """stamp.main in this process (a program start costs seconds; the program itself is tested below)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = stamp.main(["--root", str(root), *args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def test_stamp_runs_as_a_program(checkout):
+    result = subprocess.run([*TOOL, "--root", str(checkout), "--check"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "0 place(s) disagree" in result.stdout, result.stdout + result.stderr
 
 
 def _everything(root: Path) -> str:
@@ -90,7 +101,7 @@ def test_stamp_moves_every_place_to_the_new_url(checkout):
     for path in sorted((checkout / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         assert colab_stamp.problems(nb, path.name, NEW) == [], path.name
-        assert f"viewlab @ git+{NEW}" in nb.cells[[c.cell_type for c in nb.cells].index("code")].source
+        assert f"viewlab[course] @ git+{NEW}" in nb.cells[[c.cell_type for c in nb.cells].index("code")].source
 
     old_owner_name = OLD.removeprefix("https://github.com/")
     assert old_owner_name not in _everything(checkout), "a place still names the old repository"

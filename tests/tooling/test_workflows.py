@@ -88,30 +88,59 @@ def test_linux_runs_make_test_on_the_floor_and_newest_python_with_debian_chromiu
     runs = _runs(job)
     assert "apt-get install" in runs and "chromium" in runs
     assert re.search(r"^make test$", runs, re.MULTILINE)
-    assert "--index-url $CPU_TORCH_INDEX" in runs
-    assert TEST_WF["env"]["CPU_TORCH_INDEX"] == "https://download.pytorch.org/whl/cpu"
+    assert not re.search(r"^make lint$", runs, re.MULTILINE), "make test already runs make lint"
+    assert "TORCH_PIP_ARGS" not in runs, "the Makefile picks the CPU build itself on a machine without a GPU"
+    assert TEST_WF["env"]["CPU_TORCH_INDEX"] == _make_var("CPU_TORCH_INDEX") == "https://download.pytorch.org/whl/cpu"
 
 
-def test_macos_and_windows_run_the_unit_tests_and_strict_nbval_with_the_makefiles_flags():
+def test_macos_and_windows_run_the_makefiles_two_pytest_commands():
+    """The flags live in pyproject.toml and notebooks/pytest.ini, so the commands are the Makefile's own."""
     job = TEST_WF["jobs"]["other-os"]
     assert sorted(job["strategy"]["matrix"]["os"]) == ["macos-latest", "windows-latest"]
     assert job["strategy"]["matrix"]["python"] == ["3.10", "3.13"]
     setup = next(s for s in _steps(job) if s.get("uses", "").startswith("actions/setup-python@"))
     assert setup["with"]["cache"] == "pip"
     runs = _runs(job)
-    assert re.search(r"^python -m pytest tests$", runs, re.MULTILINE)
-    make_line = next(line for line in MAKEFILE.splitlines() if "--nbval" in line and "pytest" in line)
-    make_flags = make_line.split("pytest", 1)[1].split("$(NOTEBOOKS)")[0].split()
-    nbval = next(s["run"] for s in _steps(job) if "--nbval" in s.get("run", ""))
-    wf_flags = nbval.split("pytest", 1)[1].split("notebooks/*.ipynb")[0].split()
-    assert wf_flags == make_flags, "the workflow's nbval flags must be the Makefile's (test-notebooks)"
+    assert re.search(r"^python -m pytest --durations=15$", runs, re.MULTILINE)
+    assert re.search(r"^python -m pytest notebooks$", runs, re.MULTILINE)
+    assert re.search(r"^\t\$\(BIN\)/python -m pytest --durations=15 \$\(PYTEST_ARGS\)$", MAKEFILE, re.MULTILINE)
+    assert re.search(r"^\t\$\(BIN\)/python -m pytest notebooks \$\(PYTEST_ARGS\)$", MAKEFILE, re.MULTILINE)
 
 
-def test_torch_is_the_makefiles_version_everywhere():
-    spec = re.search(r"^TORCH_SPEC\s*\?=\s*(\S+)", MAKEFILE, re.MULTILINE).group(1)
+def _make_var(name: str) -> str:
+    return re.search(rf"^{name}\s*:=\s*(\S+)", MAKEFILE, re.MULTILINE).group(1)
+
+
+def test_torch_version_is_written_once_in_the_makefile():
+    version = _make_var("TORCH_VERSION")
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version)
     runs = _runs(TEST_WF["jobs"]["other-os"])
-    pinned = set(re.findall(r'"(torch==[^"]+)"', runs))
-    assert pinned == {spec}, f"the workflow installs {pinned}; the Makefile's TORCH_SPEC is {spec}"
+    read = re.search(r"^\s*version=\$\(sed -n '(.*?)' Makefile\)$", runs, re.MULTILINE)
+    assert read, "the other-os job reads TORCH_VERSION from the Makefile"
+    done = subprocess.run(["sed", "-n", read[1], "Makefile"], cwd=ROOT, capture_output=True, text=True)
+    assert done.stdout.strip() == version, f"the workflow's sed reads {done.stdout!r}, the Makefile says {version}"
+    for name, text in (
+        ("test.yml", (WORKFLOWS / "test.yml").read_text()),
+        ("book.yml", (WORKFLOWS / "book.yml").read_text()),
+    ):
+        assert not re.search(r"torch==\d", text), f"{name} names a torch version of its own"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert set(re.findall(r"torch==(\d+\.\d+\.\d+)", readme)) == {version}, "README names another torch"
+
+
+def test_the_makefile_picks_the_torch_build_for_the_machine():
+    """make -n shows the install command without running it: CPU build from PyTorch's index without a GPU."""
+    if shutil.which("make") is None:
+        pytest.skip("needs make")
+    version = _make_var("TORCH_VERSION")
+    cmd = ["make", "-n", "--no-print-directory", "-W", "pyproject.toml", "VENV=/nonexistent-venv", "install"]
+    shown = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    if shutil.which("nvidia-smi"):
+        assert f'"torch=={version}"' in shown and "--extra-index-url" not in shown, shown
+    elif sys.platform == "darwin":
+        assert f'"torch=={version}"' in shown, shown
+    else:
+        assert f'--extra-index-url https://download.pytorch.org/whl/cpu "torch=={version}+cpu"' in shown, shown
 
 
 def test_weekly_run_upgrades_torch_and_jupyter_without_caps():
