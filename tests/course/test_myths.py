@@ -5,7 +5,6 @@ The claims registry (viewlab.course.claims) rests on these facts; here they are 
 
 from __future__ import annotations
 
-import doctest
 import itertools
 
 import pytest
@@ -124,7 +123,3 @@ def test_single_element_write_through_expand_reaches_the_original_but_bulk_write
     assert a.flatten().tolist() == [10.0, 2.0, 3.0] and b[0].tolist() == [10.0] * 4
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         b.add_(1)
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(sh).failed == 0
