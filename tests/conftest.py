@@ -28,6 +28,10 @@ settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
+# The property tests of the notebooks' rules (tests/course/test_rules_nbNN.py): derandomized everywhere, so a
+# sentence's proof is the same on every machine, and small enough that all of them together stay quick.
+RULE_SETTINGS = settings(max_examples=60, derandomize=True, deadline=None, print_blob=True)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     cuda = [item for item in items if item.get_closest_marker("cuda")]
