@@ -46,10 +46,8 @@ class _CallRecorder(TorchFunctionMode):
         self.current: tuple[Any, tuple, dict] | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        kwargs = kwargs or {}
-        outer = self.current
-        if outer is None:
-            self.current = (func, args, kwargs)
+        outer, kwargs = self.current, kwargs or {}
+        self.current = outer or (func, args, kwargs)
         try:
             return func(*args, **kwargs)
         finally:
@@ -63,9 +61,6 @@ def _public_name(func: Any) -> str:
         return f"Tensor.{name}"
     module = getattr(func, "__module__", "") or ""
     return f"torch.nn.functional.{name}" if module.endswith("functional") else f"torch.{name}"
-
-
-# ---------------------------------------------------------------------- views_only
 
 
 def _blocking_dims(t: torch.Tensor) -> list[tuple[int, int]]:
@@ -105,8 +100,7 @@ _LIFT_FRESH = torch.ops.aten.lift_fresh.default
 class _ViewsOnlyMode(TorchDispatchMode):
     def __init__(self, allow: frozenset[str]) -> None:
         super().__init__()
-        self.allow = allow
-        self.recorder = _CallRecorder()  # entered beside it by _Guard: which public call made the storage
+        self.allow, self.recorder = allow, _CallRecorder()  # recorder: which public call made the storage
 
     def _allowed(self, func: Any) -> bool:
         aten = str(func)  # e.g. "aten.clone.default"
@@ -128,7 +122,7 @@ class _ViewsOnlyMode(TorchDispatchMode):
                 continue
             call = self.recorder.current
             called = _public_name(call[0]) if call else str(func)
-            why = _why_not_a_view(*(call if call else (None, args, kwargs)))
+            why = _why_not_a_view(*(call or (None, args, kwargs)))
             line = learner_line()
             # The learner's code runs here, after views_only() returned: named after the guard, not by problem().
             raise CopyError(
@@ -142,30 +136,28 @@ class _ViewsOnlyMode(TorchDispatchMode):
 
 
 class _Guard:
-    """A context manager that is also a decorator, entering its modes on the calling thread: a fresh dispatch
-    mode from ``make_mode`` and its ``recorder`` (a function mode). ``name``: the public function that made it."""
+    """A context manager and decorator that enters a fresh ``make_mode()`` and its ``recorder`` on the calling
+    thread. ``name``: the public function that made it."""
 
     def __init__(self, name: str, make_mode: Callable[[], TorchDispatchMode]) -> None:
-        self.name = name
-        self._make = make_mode
-        self._active: list[tuple[TorchFunctionMode, TorchDispatchMode]] = []
+        self.name, self._make = name, make_mode
+        self._active: list[TorchDispatchMode] = []
 
     def __enter__(self) -> _Guard:
-        dispatch_mode = self._make()
-        function_mode = dispatch_mode.recorder
-        function_mode.__enter__()
+        mode = self._make()
+        mode.recorder.__enter__()
         try:
-            enter_mode(dispatch_mode)
+            enter_mode(mode)
         except BaseException:
-            function_mode.__exit__(None, None, None)
+            mode.recorder.__exit__(None, None, None)
             raise
-        self._active.append((function_mode, dispatch_mode))
+        self._active.append(mode)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        function_mode, dispatch_mode = self._active.pop()
-        remove_mode(dispatch_mode)
-        function_mode.__exit__(None, None, None)
+        mode = self._active.pop()
+        remove_mode(mode)
+        mode.recorder.__exit__(None, None, None)
 
     def __call__(self, fn: Callable) -> Callable:
         if not callable(fn):  # named after the guard's maker: views_only()(5) names views_only
@@ -180,22 +172,13 @@ class _Guard:
         return guarded
 
 
-def _names(allow: Any) -> frozenset[str]:
-    names = (allow,) if isinstance(allow, str) else allow
-    if not isinstance(names, (list, tuple, set, frozenset)) or not all(isinstance(a, str) and a for a in names):
-        raise type_error("allow", "operator names such as ('reshape', 'clone')", allow, "Pass allow=('reshape',).")
-    return frozenset(names)
-
-
 @entry("views_only")
 def views_only(allow: Iterable[str] = ()) -> _Guard:
     """Guarantee that the code inside makes no copy: an operator returning new storage raises :class:`CopyError`.
 
-    Views (``view``, ``t``, ``expand``, slicing, a ``reshape`` that can be a view), in-place operators on
-    existing storage and metadata queries pass. The error names the operator, the input's shape, stride and
-    offset, why it could not be a view, and how to copy on purpose. ``allow`` lists operators that may
-    allocate, by the name you call (``"reshape"``, ``"clone"``) or PyTorch's (``"aten.clone.default"``).
-    Works as ``with views_only(): ...`` or as a decorator ``@views_only()``.
+    Views, in-place operators and metadata queries pass; the error names the operator, the input's layout,
+    why it could not be a view, and how to copy on purpose. ``allow``: operators that may allocate, by the
+    name you call (``"reshape"``) or PyTorch's (``"aten.clone.default"``). A ``with`` block or a decorator.
 
     >>> x = torch.arange(6).view(2, 3)
     >>> with views_only():
@@ -207,11 +190,10 @@ def views_only(allow: Iterable[str] = ()) -> _Guard:
     ...     print(str(err).split(" (")[0])
     views_only(): Tensor.reshape made new storage
     """
-    allowed = _names(allow)
-    return _Guard("views_only", lambda: _ViewsOnlyMode(allowed))
-
-
-# ---------------------------------------------------------------------- watch_broadcasts
+    names = (allow,) if isinstance(allow, str) else allow
+    if not isinstance(names, (list, tuple, set, frozenset)) or not all(isinstance(a, str) and a for a in names):
+        raise type_error("allow", "operator names such as ('reshape', 'clone')", allow, "Pass allow=('reshape',).")
+    return _Guard("views_only", lambda: _ViewsOnlyMode(frozenset(names)))
 
 
 # Losses that compare an input with a target elementwise: different shapes broadcast silently.
@@ -222,9 +204,8 @@ _LOSSES = frozenset(
 
 
 def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int, int]]] | None:
-    """For operand shapes that broadcast, which operand was stretched along which dim (right-aligned index in
-    the result, size before, size after) -- or None when the broadcast is one-sided (some operand already
-    has the result's shape, so the others were only stretched to fit it).
+    """For shapes that broadcast: operand -> [(dim in the result, size before, size after)] it was stretched
+    along; None when the broadcast is one-sided (some operand already has the result's shape).
 
     >>> _mutual_stretch([(5, 1), (5,)])
     {0: [(1, 1, 5)], 1: [(0, 0, 5)]}
@@ -246,33 +227,28 @@ def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, 
 class _BroadcastWatch(TorchDispatchMode):
     def __init__(self, report: Callable[[str], None], allow_outer: bool) -> None:
         super().__init__()
-        self.report = report
-        self.allow_outer = allow_outer
+        self.report, self.allow_outer = report, allow_outer
         self.recorder = _LossWatch(report)  # names the public call, and watches loss functions itself
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        kwargs = kwargs or {}
-        if torch.Tag.pointwise in func.tags and not self.allow_outer:
-            shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
-            if len(shapes) >= 2:
-                try:
-                    stretched = _mutual_stretch(shapes)
-                except RuntimeError:  # not broadcastable: torch raises its own error below
-                    stretched = None
-                if stretched and not called_from_viewlab(__file__):
-                    self.report(_stretch_message(func, self.recorder, shapes, stretched))
-        return func(*args, **kwargs)
+        shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
+        if torch.Tag.pointwise in func.tags and not self.allow_outer and len(shapes) >= 2:
+            try:
+                stretched = _mutual_stretch(shapes)
+            except RuntimeError:  # not broadcastable: torch raises its own error below
+                stretched = None
+            if stretched and not called_from_viewlab(__file__):
+                self.report(_stretch_message(func, self.recorder, shapes, stretched))
+        return func(*args, **(kwargs or {}))
 
 
 def _stretch_message(func: Any, recorder: _CallRecorder, shapes: list, stretched: dict) -> str:
-    result = tuple(torch.broadcast_shapes(*shapes))
-    call = recorder.current
+    result, call = tuple(torch.broadcast_shapes(*shapes)), recorder.current
     called = _public_name(call[0]) if call else str(func)
     parts = []
     for k, dims in stretched.items():
         moves = ", ".join(f"dim {d} ({'missing' if b == 0 else b} -> {a})" for d, b, a in dims)
         parts.append(f"operand {k} {shapes[k]} along {moves}")
-    numel = math.prod(result)
     fix = "make the operands' shapes equal first (reshape or view_as one of them)"
     for k, (mine, other) in enumerate([(shapes[0], shapes[1]), (shapes[1], shapes[0])]):
         if mine[-1:] == (1,) and mine[:-1] == other:  # (N, 1) against (N,): a trailing 1 too many
@@ -284,7 +260,8 @@ def _stretch_message(func: Any, recorder: _CallRecorder, shapes: list, stretched
     return (
         f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
         f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
-        f"{numel:,} elements, more than any operand. To compute elementwise, {fix}." + (f"\nAt {line}" if line else "")
+        f"{math.prod(result):,} elements, more than any operand. To compute elementwise, {fix}."
+        + (f"\nAt {line}" if line else "")
     )
 
 
@@ -301,10 +278,9 @@ class _LossWatch(_CallRecorder):
             if len(shapes) == 2 and shapes[0] != shapes[1] and not called_from_viewlab(__file__):
                 line = learner_line()
                 self.report(
-                    f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and "
-                    f"target of shape {shapes[1]}; the loss broadcasts them to "
-                    f"{tuple(torch.broadcast_shapes(*shapes))} before averaging, "
-                    "which is rarely what a loss should do. Reshape one to the other's shape first "
+                    f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and target of shape "
+                    f"{shapes[1]}; the loss broadcasts them to {tuple(torch.broadcast_shapes(*shapes))} before "
+                    "averaging, which is rarely what a loss should do. Reshape one to the other's shape first "
                     "(e.g. input.squeeze(-1) or target.view_as(input))." + (f"\nAt {line}" if line else "")
                 )
         return super().__torch_function__(func, types, args, kwargs)
@@ -312,17 +288,12 @@ class _LossWatch(_CallRecorder):
 
 @entry("watch_broadcasts")
 def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
-    """Report broadcasts that succeed but compute the wrong thing.
+    """Report broadcasts that succeed but compute the wrong thing (what counts: the module docstring).
 
-    Inside it, an elementwise or comparison operator whose operands were stretched *against each other* --
-    no operand has the result's shape, as in ``(N, 1) - (N,)`` giving ``(N, N)`` -- is reported with the
-    operator, the shapes, the dimensions stretched and a likely fix; so is a loss function called with input
-    and target of different shapes. One-sided broadcasts (a bias ``(D,)`` on ``(N, D)``, a scale
-    ``(1, C, 1, 1)`` on ``(B, C, H, W)``, a scalar) are never reported. ``action="warn"`` issues a
-    :class:`BroadcastWarning`; ``"raise"`` raises :class:`BroadcastStretchError`; a function is called with
-    each report's text (to collect them, say) and the code goes on. Operations inside viewlab's own helpers
-    (a mask built by ``padding_mask``, say) are not reported: it watches your code. ``allow_outer=True``
-    silences intended outer products (loss-shape checks stay on).
+    Each report names the operator, the shapes, the dimensions stretched and a likely fix. ``action="warn"``
+    issues a :class:`BroadcastWarning`, ``"raise"`` raises :class:`BroadcastStretchError`, a function is
+    called with each report's text and the code goes on. Operations inside viewlab's own helpers are not
+    reported. ``allow_outer=True`` silences intended outer products (loss-shape checks stay on).
 
     >>> pred, target = torch.zeros(4, 1), torch.zeros(4)
     >>> with warnings.catch_warnings(record=True) as seen:
