@@ -46,11 +46,8 @@ def _running_shell() -> Any:
     return get_ipython()
 
 
-# ---------------------------------------------------------------------- what IPython keeps alive
-
-
 class HeldTensor:
-    """A tensor that IPython keeps alive: ``where`` (e.g. ``"Out[3]"``, ``"_"``, ``"traceback: f() local 'x'"``).
+    """A tensor that IPython keeps alive, and ``where`` (``"Out[3]"``, ``"_"``, ``"traceback: f() local 'x'"``).
 
     >>> HeldTensor("_", torch.zeros(2, 3))
     HeldTensor(_: shape (2, 3), torch.float32, cpu, 24 B)
@@ -129,9 +126,8 @@ def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]
     """Tensors kept alive only by IPython: output history (``Out``, ``_``, ``__``, ``___``, ``_N``), the last
     execution result, or the locals of the last stored traceback (after an error such as an out-of-memory).
 
-    A tensor whose storage one of your own variables also reaches is not listed (releasing it would free nothing).
-    ``ip`` defaults to the running shell (``get_ipython()``); ``sources`` picks some of ``"history"``,
-    ``"result"`` and ``"traceback"``. See :func:`release_ipython_refs`.
+    Tensors whose storage one of your own variables also reaches are left out (releasing them frees nothing).
+    ``ip``: the shell (default: ``get_ipython()``); ``sources``: some of "history", "result", "traceback".
 
     >>> from types import SimpleNamespace                      # a stand-in shell: just its namespace
     >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
@@ -155,10 +151,8 @@ def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]
 
 @entry("release_ipython_refs")
 def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
-    """Drop IPython's own references to tensors (history entries, ``_``/``__``/``___``, ``_N``, the last
-    result, the last traceback) and return how many bytes of storage that freed (storages that really died).
-
-    Your own variables are untouched. ``sources`` as for :func:`held_by_ipython`.
+    """Drop IPython's own references to tensors (those :func:`held_by_ipython` lists; ``ip`` and ``sources``
+    as there) and return how many bytes of storage that freed. Your own variables are untouched.
 
     >>> from types import SimpleNamespace
     >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
@@ -185,8 +179,8 @@ def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
             elif name.startswith("_") and name[1:].isdigit():
                 del space[name]
     hook = getattr(ip, "displayhook", None) if "history" in sources else None
-    for attr in _HISTORY_NAMES:
-        if hook is not None and _held_in(getattr(hook, attr, None)):
+    for attr in _HISTORY_NAMES if hook is not None else ():
+        if _held_in(getattr(hook, attr, None)):
             setattr(hook, attr, None)
     result = getattr(ip, "last_execution_result", None) if "result" in sources else None
     if result is not None and _held_in(getattr(result, "result", None)):
