@@ -28,8 +28,7 @@ __all__ = ["in_kernel", "on_colab", "HeldTensor", "held_by_ipython", "release_ip
 
 def in_kernel() -> bool:
     """True inside a running Jupyter kernel (a shell with a ``kernel``), False in plain Python or a terminal IPython."""
-    ip = _running_shell()
-    return ip is not None and getattr(ip, "kernel", None) is not None
+    return getattr(_running_shell(), "kernel", None) is not None
 
 
 def on_colab() -> bool:
@@ -54,10 +53,7 @@ class HeldTensor:
     """
 
     def __init__(self, where: str, tensor: torch.Tensor) -> None:
-        self.where = where
-        self.shape = tuple(tensor.shape)
-        self.dtype = tensor.dtype
-        self.device = tensor.device
+        self.where, self.shape, self.dtype, self.device = where, tuple(tensor.shape), tensor.dtype, tensor.device
         self.bytes = tensor.untyped_storage().nbytes() if tensor.layout == torch.strided else 0
 
     def __repr__(self) -> str:
@@ -166,41 +162,33 @@ def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
     ]
     watched = {s._cdata: (weakref.ref(s), s.nbytes()) for s in kept}  # storage key -> (weak reference, bytes)
     del kept
-    ns = ip.user_ns
-    out = ns.get("Out") if "history" in sources else None
-    if isinstance(out, dict):
-        for number in [n for n, v in out.items() if _held_in(v)]:
+    ns, last = ip.user_ns, getattr(ip, "last_execution_result", None)
+    if "history" in sources:
+        out = ns.get("Out")
+        for number in [n for n, v in out.items() if _held_in(v)] if isinstance(out, dict) else ():
             del out[number]
-    # IPython pushes _, __, ___ and _N with interactive=False, which also records them in user_ns_hidden.
-    for space in (ns, getattr(ip, "user_ns_hidden", None) or {}) if "history" in sources else ():
-        for name in [name for name, value in space.items() if _held_in(value)]:
-            if name in _HISTORY_NAMES:
-                space[name] = None
-            elif name.startswith("_") and name[1:].isdigit():
-                del space[name]
-    hook = getattr(ip, "displayhook", None) if "history" in sources else None
-    for attr in _HISTORY_NAMES if hook is not None else ():
-        if _held_in(getattr(hook, attr, None)):
-            setattr(hook, attr, None)
-    result = getattr(ip, "last_execution_result", None) if "result" in sources else None
-    if result is not None and _held_in(getattr(result, "result", None)):
-        result.result = None
-    if "traceback" in sources:
-        _forget_traceback(ip)
+        # IPython pushes _, __, ___ and _N with interactive=False, which also records them in user_ns_hidden.
+        for space in (ns, getattr(ip, "user_ns_hidden", None) or {}):
+            for name in [name for name, value in space.items() if _held_in(value)]:
+                if name in _HISTORY_NAMES:
+                    space[name] = None
+                elif name.startswith("_") and name[1:].isdigit():
+                    del space[name]
+        hook = getattr(ip, "displayhook", None)
+        for attr in _HISTORY_NAMES:
+            if _held_in(getattr(hook, attr, None)):
+                setattr(hook, attr, None)
+    if "result" in sources and _held_in(getattr(last, "result", None)):
+        last.result = None
+    if "traceback" in sources:  # every place the last error's traceback (so its frames' locals) is kept
+        if getattr(sys, "last_traceback", None) is not None:
+            sys.last_traceback = sys.last_value = sys.last_type = None
+            if hasattr(sys, "last_exc"):
+                sys.last_exc = None
+        if getattr(last, "error_in_exec", None) is not None:  # right after the failing cell
+            last.error_in_exec = None
+        for printer in ("InteractiveTB", "SyntaxTB"):
+            if getattr(getattr(ip, printer, None), "tb", None) is not None:
+                getattr(ip, printer).tb = None
     gc.collect()
     return sum(nbytes for ref, nbytes in watched.values() if ref() is None)
-
-
-def _forget_traceback(ip: Any) -> None:
-    """Every place the last error's traceback (and so its frames' locals) is kept: sys, the last execution
-    result right after the failing cell, and IPython's traceback printers."""
-    if getattr(sys, "last_traceback", None) is not None:
-        sys.last_traceback = sys.last_value = sys.last_type = None
-        if hasattr(sys, "last_exc"):
-            sys.last_exc = None
-    last = getattr(ip, "last_execution_result", None)
-    if getattr(last, "error_in_exec", None) is not None:
-        last.error_in_exec = None
-    for printer in ("InteractiveTB", "SyntaxTB"):
-        if getattr(getattr(ip, printer, None), "tb", None) is not None:
-            getattr(ip, printer).tb = None

@@ -34,10 +34,6 @@ from .errors import BroadcastStretchError, BroadcastWarning, CopyError
 __all__ = ["views_only", "watch_broadcasts"]
 
 
-def _describe(t: torch.Tensor) -> str:
-    return f"shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {t.storage_offset()}"
-
-
 class _CallRecorder(TorchFunctionMode):
     """Remembers the outermost torch function being called (``Tensor.reshape``, ``torch.zeros``)."""
 
@@ -63,23 +59,19 @@ def _public_name(func: Any) -> str:
     return f"torch.nn.functional.{name}" if module.endswith("functional") else f"torch.{name}"
 
 
-def _blocking_dims(t: torch.Tensor) -> list[tuple[int, int]]:
-    """Adjacent dimension pairs that cannot be merged into one without a copy: for dims ``i, i+1`` (both of
-    size > 1), a view can merge them only when ``stride[i] == stride[i+1] * size[i+1]``."""
-    dims = [d for d in range(t.dim()) if t.shape[d] != 1]
-    return [(a, b) for a, b in zip(dims, dims[1:]) if t.stride(a) != t.stride(b) * t.shape[b]]
-
-
 def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
     name = _public_name(func) if func is not None else ""
     short = name.rsplit(".", 1)[-1]
     base = next((a for a in args if isinstance(a, torch.Tensor)), None)
     if base is None:
         return "it creates a tensor from scratch, which always allocates"
+    desc = f"shape {tuple(base.shape)}, stride {tuple(base.stride())}, offset {base.storage_offset()}"
     if short == "contiguous":
-        return f"the input ({_describe(base)}) was not contiguous, so contiguous() had to copy it"
+        return f"the input ({desc}) was not contiguous, so contiguous() had to copy it"
     if short in ("reshape", "reshape_as", "flatten", "ravel", "view_as"):
-        blocked = _blocking_dims(base)
+        # Adjacent dims (of size > 1) a, b merge into one without a copy only when stride[a] = stride[b] * size[b].
+        dims = [d for d in range(base.dim()) if base.shape[d] != 1]
+        blocked = [(a, b) for a, b in zip(dims, dims[1:]) if base.stride(a) != base.stride(b) * base.shape[b]]
         if blocked:
             pairs = "; ".join(
                 f"dims {a} and {b}: stride[{a}] = {base.stride(a)} but stride[{b}] * size[{b}] = "
@@ -87,14 +79,11 @@ def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
                 for a, b in blocked
             )
             return (
-                f"the input ({_describe(base)}) cannot be read in the new shape with strides alone; the "
+                f"the input ({desc}) cannot be read in the new shape with strides alone; the "
                 f"dimensions that would have to merge are not laid out back to back ({pairs})"
             )
-        return f"the input ({_describe(base)}) cannot be viewed in the new shape"
-    return f"{short} computes new values (input {_describe(base)}), which need new storage"
-
-
-_LIFT_FRESH = torch.ops.aten.lift_fresh.default
+        return f"the input ({desc}) cannot be viewed in the new shape"
+    return f"{short} computes new values (input {desc}), which need new storage"
 
 
 class _ViewsOnlyMode(TorchDispatchMode):
@@ -112,7 +101,8 @@ class _ViewsOnlyMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
         # lift_fresh hands over a tensor torch.tensor(...) just built: new storage although it is the input.
-        inputs = set() if func is _LIFT_FRESH else {storage_key(t) for t in tensors_in((*args, *kwargs.values()))}
+        fresh = func is torch.ops.aten.lift_fresh.default
+        inputs = set() if fresh else {storage_key(t) for t in tensors_in((*args, *kwargs.values()))}
         out = func(*args, **kwargs)
         for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)):
             key = storage_key(t)
@@ -238,31 +228,30 @@ class _BroadcastWatch(TorchDispatchMode):
             except RuntimeError:  # not broadcastable: torch raises its own error below
                 stretched = None
             if stretched and not called_from_viewlab(__file__):
-                self.report(_stretch_message(func, self.recorder, shapes, stretched))
+                self.report(self._message(func, shapes, stretched))
         return func(*args, **(kwargs or {}))
 
-
-def _stretch_message(func: Any, recorder: _CallRecorder, shapes: list, stretched: dict) -> str:
-    result, call = tuple(torch.broadcast_shapes(*shapes)), recorder.current
-    called = _public_name(call[0]) if call else str(func)
-    parts = []
-    for k, dims in stretched.items():
-        moves = ", ".join(f"dim {d} ({'missing' if b == 0 else b} -> {a})" for d, b, a in dims)
-        parts.append(f"operand {k} {shapes[k]} along {moves}")
-    fix = "make the operands' shapes equal first (reshape or view_as one of them)"
-    for k, (mine, other) in enumerate([(shapes[0], shapes[1]), (shapes[1], shapes[0])]):
-        if mine[-1:] == (1,) and mine[:-1] == other:  # (N, 1) against (N,): a trailing 1 too many
-            fix = f"squeeze dim {len(mine) - 1} of operand {k} ({mine} -> {mine[:-1]})"
-            break
-    fix += "; if an outer product is what you meant, pass allow_outer=True"
-    line = learner_line()
-    # Reported while the learner's code runs: named after the guard, as views_only's CopyError is.
-    return (
-        f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
-        f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
-        f"{math.prod(result):,} elements, more than any operand. To compute elementwise, {fix}."
-        + (f"\nAt {line}" if line else "")
-    )
+    def _message(self, func: Any, shapes: list, stretched: dict) -> str:
+        result, call = tuple(torch.broadcast_shapes(*shapes)), self.recorder.current
+        called = _public_name(call[0]) if call else str(func)
+        parts = []
+        for k, dims in stretched.items():
+            moves = ", ".join(f"dim {d} ({'missing' if b == 0 else b} -> {a})" for d, b, a in dims)
+            parts.append(f"operand {k} {shapes[k]} along {moves}")
+        fix = "make the operands' shapes equal first (reshape or view_as one of them)"
+        for k, (mine, other) in enumerate([(shapes[0], shapes[1]), (shapes[1], shapes[0])]):
+            if mine[-1:] == (1,) and mine[:-1] == other:  # (N, 1) against (N,): a trailing 1 too many
+                fix = f"squeeze dim {len(mine) - 1} of operand {k} ({mine} -> {mine[:-1]})"
+                break
+        fix += "; if an outer product is what you meant, pass allow_outer=True"
+        line = learner_line()
+        # Reported while the learner's code runs: named after the guard, as views_only's CopyError is.
+        return (
+            f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
+            f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
+            f"{math.prod(result):,} elements, more than any operand. To compute elementwise, {fix}."
+            + (f"\nAt {line}" if line else "")
+        )
 
 
 class _LossWatch(_CallRecorder):
