@@ -1,13 +1,11 @@
 """Attention written out by hand, so every broadcast is visible.
 
-Scaled dot-product attention split into heads, padding and causal masks built by broadcasting (never
-materialised per batch and head), and squeeze-and-excitation channel attention. The conventions are
-those of ``torch.nn.functional.scaled_dot_product_attention`` (SDPA): tensors are ``(batch..., heads,
-length, head_dim)``; a bool mask is ``True`` where a query **may** attend to a key (the opposite of
-``nn.MultiheadAttention``'s ``key_padding_mask``, where ``True`` means "ignore"); a float mask is *added*
-to the scores; a query whose keys are all masked returns zeros (a plain softmax returns ``NaN``: see
-``fully_masked="nan"``). A padding mask is ``(B, 1, 1, Lk)``: it depends only on the batch item and the
-key, and broadcasts over heads and queries (every query must ignore a padded key). A causal mask is
+Multi-head attention with masks built by broadcasting (never materialised per batch and head), and
+squeeze-and-excitation. The conventions are those of ``torch.nn.functional.scaled_dot_product_attention``
+(SDPA): tensors are ``(batch..., heads, length, head_dim)``; a bool mask is ``True`` where a query **may**
+attend to a key (``nn.MultiheadAttention``'s ``key_padding_mask`` is the opposite); a float mask is *added*
+to the scores; a query whose keys are all masked returns zeros. A padding mask is ``(B, 1, 1, Lk)``: it
+depends only on the batch item and the key, and broadcasts over heads and queries. A causal mask is
 ``(Lq, Lk)``: it depends only on the two positions, and broadcasts over batch and heads.
 
 >>> tuple(combine_masks(padding_mask(torch.tensor([2, 3])), causal_mask(3)).shape)
@@ -57,14 +55,11 @@ __all__ = [
 def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
     """Boolean key-padding mask of shape ``(B, 1, 1, max_len)``: ``True`` where key ``j < lengths[b]``.
 
-    A ``(1, L)`` row of positions broadcast against a ``(B, 1)`` column of ``lengths`` (1-D integers with
-    values, not ``meta``): its only memory is its own ``B * L`` booleans. ``max_len``: an int >= the
-    longest length (the default).
+    A ``(1, L)`` row of positions against a ``(B, 1)`` column of ``lengths`` (1-D integers, not ``meta``).
+    ``max_len``: an int >= the longest length (the default).
 
     >>> padding_mask(torch.tensor([3, 1]), max_len=4)[:, 0, 0].int().tolist()
     [[1, 1, 1, 0], [1, 0, 0, 0]]
-    >>> tuple(padding_mask(torch.tensor([2, 2])).shape)
-    (2, 1, 1, 2)
     """
     lengths = require_tensor(lengths, "lengths", meta=False)
     if lengths.dim() != 1:
@@ -212,10 +207,10 @@ def scaled_dot_product_attention(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention from scratch: ``softmax(q @ k^T * scale + mask) @ v``.
 
-    ``q``: ``(..., Lq, E)``, ``k``: ``(..., Lk, E)``, ``v``: ``(..., Lk, Ev)``, floating point, of one dtype
-    on one device; the leading dims broadcast. ``mask`` (bool, or float of q's dtype) broadcasts to the
-    scores ``(..., Lq, Lk)``. ``scale`` defaults to ``1/sqrt(E)`` (1 when ``E == 0``: every score is then
-    0). ``fully_masked="zero"`` returns 0 for a query whose keys are all masked, ``"nan"`` the softmax's NaN.
+    ``q``: ``(..., Lq, E)``, ``k``: ``(..., Lk, E)``, ``v``: ``(..., Lk, Ev)``, floating point, one dtype and
+    device; the leading dims broadcast, and ``mask`` (bool, or float of q's dtype) to ``(..., Lq, Lk)``.
+    ``scale``: default ``1/sqrt(E)`` (1 when ``E == 0``). ``fully_masked="nan"`` keeps the plain softmax's NaN
+    for a query whose keys are all masked instead of SDPA's 0.
 
     >>> from torch.nn.functional import scaled_dot_product_attention as sdpa
     >>> q = k = v = torch.eye(3)[None]
@@ -264,10 +259,9 @@ def scaled_dot_product_attention(
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(B, L, D)`` -> ``(B, H, L, D // H)``: a view (no copy), head ``h`` gets features ``h*Dh:(h+1)*Dh``.
 
-    ``num_heads``: an int >= 1 that divides ``D``. Any dtype and device (including ``meta``).
+    ``num_heads``: an int >= 1 that divides ``D``. Any dtype and device, ``meta`` too.
 
-    >>> x = torch.arange(12.0).view(1, 2, 6)
-    >>> h = split_heads(x, 3)
+    >>> h = split_heads(torch.arange(12.0).view(1, 2, 6), 3)
     >>> tuple(h.shape), h.stride(), h[0, 1, 0].tolist()
     ((1, 3, 2, 2), (12, 2, 6, 1), [2.0, 3.0])
     """
@@ -294,12 +288,9 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     them. When ``x.transpose(1, 2)`` is contiguous it is a view: heads straight from :func:`split_heads`,
     or an output a fused kernel wrote position by position, ``(B, L, H, Dh)`` in memory.
 
-    >>> x = torch.randn(2, 5, 6)
-    >>> torch.equal(merge_heads(split_heads(x, 3)), x)
-    True
-    >>> out = torch.randn(2, 3, 5, 2)                  # e.g. attention output
-    >>> merge_heads(out).untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
-    False
+    >>> x, out = torch.randn(2, 5, 6), torch.randn(2, 3, 5, 2)  # out: e.g. attention's output
+    >>> torch.equal(merge_heads(split_heads(x, 3)), x), merge_heads(out).data_ptr() == out.data_ptr()
+    (True, False)
     """
     x = require_tensor(x, "x")
     if x.dim() != 4:
@@ -325,10 +316,8 @@ def multi_head_self_attention(
     ``(D,)`` or None: floating point, x's dtype and device. ``lengths`` (``(B,)`` ints ``<= L``) masks padded
     keys with :func:`padding_mask`, ``causal`` adds :func:`causal_mask`; both stay in their small shapes.
 
-    >>> mha = nn.MultiheadAttention(8, 2, batch_first=True)
-    >>> x = torch.randn(2, 5, 8)
-    >>> ours = multi_head_self_attention(x, 2, mha.in_proj_weight, mha.in_proj_bias,
-    ...                                  mha.out_proj.weight, mha.out_proj.bias)
+    >>> mha, x = nn.MultiheadAttention(8, 2, batch_first=True), torch.randn(2, 5, 8)
+    >>> ours = multi_head_self_attention(x, 2, *mha.parameters())  # in_proj weight, bias; out_proj weight, bias
     >>> torch.testing.assert_close(ours, mha(x, x, x, need_weights=False)[0])
     """
     require_tensor(x, "x", kinds=(FLOAT,))
@@ -366,12 +355,10 @@ def multi_head_self_attention(
 class SqueezeExcitation(nn.Module):
     """Squeeze-and-excitation channel attention (Hu et al., 2018): ``x * sigmoid(MLP(mean_hw(x)))``.
 
-    The ``(B, C, 1, 1)`` channel weights reach every pixel by plain broadcasting (the default) or through
-    an explicit ``expand_as(x)`` view: bit-identical results, and neither copies the weights. ``x``: a
-    floating-point ``(B, C, H, W)`` tensor with ``H * W > 0``, of the module's dtype and device.
+    The ``(B, C, 1, 1)`` channel weights reach every pixel by broadcasting or an ``expand_as(x)`` view: the
+    same bits, and no copy. ``x``: floating-point ``(B, C, H, W)``, ``H * W > 0``, the module's dtype and device.
 
-    >>> se = SqueezeExcitation(8, reduction=4)
-    >>> x = torch.randn(2, 8, 3, 3)
+    >>> se, x = SqueezeExcitation(8, reduction=4), torch.randn(2, 8, 3, 3)
     >>> torch.equal(se(x), se(x, use_expand_as=True))
     True
     """
@@ -390,9 +377,7 @@ class SqueezeExcitation(nn.Module):
             )
         nbytes = 4 * (2 * channels * hidden + channels + hidden)
         require_allocation(nbytes, f"the weights of {channels} channels x {hidden} hidden units")
-        self.channels = channels
-        self.fc1 = nn.Linear(channels, hidden)
-        self.fc2 = nn.Linear(hidden, channels)
+        self.channels, self.fc1, self.fc2 = channels, nn.Linear(channels, hidden), nn.Linear(hidden, channels)
 
     @entry("SqueezeExcitation")
     def weights(self, x: torch.Tensor) -> torch.Tensor:
@@ -430,8 +415,7 @@ class SqueezeExcitation(nn.Module):
     def forward(self, x: torch.Tensor, use_expand_as: bool = False) -> torch.Tensor:
         """``x`` scaled per channel by :meth:`weights`; ``use_expand_as`` picks how the weights reach each pixel.
 
-        >>> se = SqueezeExcitation(4, 2)
-        >>> se(torch.ones(1, 4, 2, 2)).shape
+        >>> SqueezeExcitation(4, 2)(torch.ones(1, 4, 2, 2)).shape
         torch.Size([1, 4, 2, 2])
         """
         use_expand_as, w = require_bool(use_expand_as, "use_expand_as"), self.weights(x)

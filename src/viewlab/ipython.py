@@ -45,6 +45,10 @@ def _running_shell() -> Any:
     return get_ipython()
 
 
+_HISTORY_NAMES = ("_", "__", "___")
+_SOURCES = ("history", "result", "traceback")
+
+
 class HeldTensor:
     """A tensor that IPython keeps alive, and ``where`` (``"Out[3]"``, ``"_"``, ``"traceback: f() local 'x'"``).
 
@@ -60,8 +64,8 @@ class HeldTensor:
         return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {exact_bytes(self.bytes)})"
 
 
-def _shell(ip: Any) -> Any:
-    """The shell to look into: ``ip`` itself, or the running one; a clear error outside IPython."""
+def _shell(ip: Any, sources: Any) -> tuple[Any, tuple[str, ...]]:
+    """The shell to look into (``ip``, or the running one; a clear error outside IPython) and the sources."""
     if ip is not None and not isinstance(getattr(ip, "user_ns", None), dict):
         raise type_error("ip", "the IPython shell (get_ipython()) or None for the running one", ip)
     ip = _running_shell() if ip is None else ip
@@ -70,23 +74,15 @@ def _shell(ip: Any) -> Any:
             RuntimeError,
             "works inside IPython or Jupyter (get_ipython() is None here); in a script nothing keeps outputs alive.",
         )
-    return ip
-
-
-_HISTORY_NAMES = ("_", "__", "___")
-_SOURCES = ("history", "result", "traceback")
-
-
-def _sources(sources: Any) -> tuple[str, ...]:
     names = (sources,) if isinstance(sources, str) else sources
     known = isinstance(names, (list, tuple, set)) and all(isinstance(x, str) and x in _SOURCES for x in names)
     if not known or not names:
         what = f"some of {_SOURCES} (output history, the last result, the last stored traceback)"
         raise value_error("sources", what, sources)
-    return tuple(names)
+    return ip, tuple(names)
 
 
-def _history_slots(ip: Any, sources: tuple[str, ...] = _SOURCES) -> list[tuple[str, Any]]:
+def _history_slots(ip: Any, sources: tuple[str, ...]) -> list[tuple[str, Any]]:
     ns = ip.user_ns
     slots: list[tuple[str, Any]] = []
     if "history" in sources:
@@ -96,8 +92,7 @@ def _history_slots(ip: Any, sources: tuple[str, ...] = _SOURCES) -> list[tuple[s
         slots += [(name, value) for name, value in ns.items() if name.startswith("_") and name[1:].isdigit()]
     if "result" in sources:
         result = getattr(getattr(ip, "last_execution_result", None), "result", None)
-        if result is not None:
-            slots.append(("the last execution result", result))
+        slots += [("the last execution result", result)] if result is not None else []
     if "traceback" in sources:
         tb = getattr(sys, "last_traceback", None) or getattr(getattr(ip, "InteractiveTB", None), "tb", None)
         while tb is not None:
@@ -130,7 +125,7 @@ def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]
     >>> [(h.where, h.shape, h.bytes) for h in held_by_ipython(shell)]
     [('Out[3]', (250,), 1000)]
     """
-    ip, sources = _shell(ip), _sources(sources)
+    ip, sources = _shell(ip, sources)
     # Storages one of your own variables also reaches: releasing IPython's reference would free nothing.
     yours = [v for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ("Out", "In")]
     own = {storage_key(t) for v in yours for t in _held_in(v)}
@@ -155,7 +150,7 @@ def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
     >>> release_ipython_refs(shell), shell.user_ns["Out"], shell.user_ns["kept"].shape
     (1000, {}, torch.Size([2]))
     """
-    ip, sources = _shell(ip), _sources(sources)
+    ip, sources = _shell(ip, sources)
     # Weak references only: no reference of ours may outlive this line (comprehension names do not leak).
     kept = [
         t.untyped_storage() for _, v in _history_slots(ip, sources) for t in _held_in(v) if t.layout == torch.strided

@@ -1,14 +1,12 @@
 """Sentinels: guards that watch code run and speak up at the line that does something you did not mean.
 
-* :func:`views_only` -- inside it, any operator that returns a tensor with **new storage** raises
-  :class:`CopyError` (a guaranteed view instead of a silent copy: ``reshape`` and ``contiguous`` copy
-  when the layout forces them).
+* :func:`views_only` -- any operator that returns a tensor with **new storage** raises :class:`CopyError`
+  (``reshape`` and ``contiguous`` copy silently when the layout forces them).
 * :func:`watch_broadcasts` -- reports elementwise operators whose operands were stretched *against each
-  other* (``(N, 1) - (N,)`` gives ``(N, N)``) and loss functions called with input and target of
-  different shapes; one-sided broadcasts (a bias, a scale) are never reported.
+  other* (``(N, 1) - (N,)`` gives ``(N, N)``: no operand has the result's shape) and losses called with
+  input and target of different shapes; one-sided broadcasts (a bias, a scale, a scalar) never.
 
-Nothing here starts at import: the modes are entered only inside the ``with`` block (or the decorated
-call) and removed by identity when it ends. What IPython keeps alive is :mod:`viewlab.ipython`'s.
+Both work as ``with`` blocks and as decorators; their modes are entered only there, removed by identity after.
 
 >>> x = torch.zeros(2, 3)
 >>> with views_only(), watch_broadcasts(action="raise"):  # indexing and t() are views; nothing is stretched
@@ -164,11 +162,10 @@ class _Guard:
 
 @entry("views_only")
 def views_only(allow: Iterable[str] = ()) -> _Guard:
-    """Guarantee that the code inside makes no copy: an operator returning new storage raises :class:`CopyError`.
+    """Guarantee that the code inside makes no copy (views, in-place operators, metadata queries pass).
 
-    Views, in-place operators and metadata queries pass; the error names the operator, the input's layout,
-    why it could not be a view, and how to copy on purpose. ``allow``: operators that may allocate, by the
-    name you call (``"reshape"``) or PyTorch's (``"aten.clone.default"``). A ``with`` block or a decorator.
+    The :class:`CopyError` says which operator copied, why it could not be a view, and how to copy on
+    purpose. ``allow``: operators that may allocate, by the name you call (``"reshape"``) or PyTorch's.
 
     >>> x = torch.arange(6).view(2, 3)
     >>> with views_only():
@@ -277,12 +274,11 @@ class _LossWatch(_CallRecorder):
 
 @entry("watch_broadcasts")
 def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
-    """Report broadcasts that succeed but compute the wrong thing (what counts: the module docstring).
+    """Report broadcasts that succeed but compute the wrong thing (which: the module docstring), with a fix.
 
-    Each report names the operator, the shapes, the dimensions stretched and a likely fix. ``action="warn"``
-    issues a :class:`BroadcastWarning`, ``"raise"`` raises :class:`BroadcastStretchError`, a function is
-    called with each report's text and the code goes on. Operations inside viewlab's own helpers are not
-    reported. ``allow_outer=True`` silences intended outer products (loss-shape checks stay on).
+    ``action``: ``"warn"`` (a :class:`BroadcastWarning`), ``"raise"`` (:class:`BroadcastStretchError`) or a
+    function called with each report. viewlab's own helpers are not watched. ``allow_outer=True`` silences
+    intended outer products (loss-shape checks stay on).
 
     >>> pred, target = torch.zeros(4, 1), torch.zeros(4)
     >>> with warnings.catch_warnings(record=True) as seen:
