@@ -39,16 +39,8 @@ from ._checks import (
     require_tensor,
 )
 
-__all__ = [
-    "padding_mask",
-    "causal_mask",
-    "combine_masks",
-    "scaled_dot_product_attention",
-    "split_heads",
-    "merge_heads",
-    "multi_head_self_attention",
-    "SqueezeExcitation",
-]
+__all__ = ["padding_mask", "causal_mask", "combine_masks", "scaled_dot_product_attention"]
+__all__ += ["split_heads", "merge_heads", "multi_head_self_attention", "SqueezeExcitation"]
 
 
 @entry("padding_mask")

@@ -1,12 +1,10 @@
 """Time several ways of doing one thing side by side, in one run, and report ratios and bandwidth.
 
-A single timing means little: the machine, the load and the clock all change between runs. Timing
-the candidates *together*, interleaved in rounds, and reporting each as a **ratio** to a reference
-cancels most of that. Reporting **achieved bandwidth** (bytes moved per second) next to a plain
-same-bytes copy says how close an operation gets to the physical limit of this machine's memory.
-
-Timings come from ``torch.utils.benchmark.Timer`` (which synchronises CUDA and warms up). Results
-vary from run to run by nature: print them, but assert only orderings with wide margins.
+Timing the candidates *together*, interleaved in rounds, and reporting each as a **ratio** to a reference
+cancels most of what changes between runs (the machine, the load, the clock); **achieved bandwidth** next
+to a plain same-bytes copy says how close an operation gets to this machine's memory limit. Timings come
+from ``torch.utils.benchmark.Timer`` (it synchronises CUDA and warms up); they vary from run to run by
+nature: print them, but assert only orderings with wide margins.
 
 >>> same_bytes_copy(torch.zeros(4))[1]  # the yardstick for 4 floats: 16 bytes read, 16 written
 32
@@ -202,14 +200,12 @@ def same_bytes_copy(like: torch.Tensor) -> tuple[Callable[[], Any], int]:
     """A callable that copies as many bytes as ``like`` holds into a preallocated buffer, and the bytes it
     moves per call (read + write = ``2 * numel * itemsize``): the bandwidth yardstick.
 
-    >>> fn, nbytes = same_bytes_copy(torch.zeros(4, 256))
-    >>> nbytes
+    >>> fn, nbytes = same_bytes_copy(torch.zeros(4, 256)); nbytes
     8192
     """
     like = require_tensor(like, "like", quantized=True)
     nbytes = like.numel() * like.element_size()
     require_allocation(2 * nbytes, f"two buffers of {nbytes:,} bytes", like.device)
-    src = torch.empty(nbytes, dtype=torch.uint8, device=like.device)
+    src = torch.ones(nbytes, dtype=torch.uint8, device=like.device)
     dst = torch.empty_like(src)
-    src.fill_(1)
     return (lambda: dst.copy_(src)), 2 * nbytes

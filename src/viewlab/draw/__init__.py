@@ -13,13 +13,5 @@ from .broadcast import BROADCAST_OPS, MAX_DRAWN_CELLS, draw_broadcast
 from .layout import MAX_DRAWN_ELEMENTS, draw_layout
 from .png import PNGFigure, render_png, show_figure
 
-__all__ = [
-    "draw_layout",
-    "draw_broadcast",
-    "show_figure",
-    "PNGFigure",
-    "render_png",
-    "MAX_DRAWN_ELEMENTS",
-    "MAX_DRAWN_CELLS",
-    "BROADCAST_OPS",
-]
+__all__ = ["draw_layout", "draw_broadcast", "show_figure", "PNGFigure", "render_png"]
+__all__ += ["MAX_DRAWN_ELEMENTS", "MAX_DRAWN_CELLS", "BROADCAST_OPS"]
