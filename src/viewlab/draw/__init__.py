@@ -1,7 +1,6 @@
 """Pictures of memory, built without pyplot: layouts, broadcasting, and PNG outputs with alt text.
 
-Each picture is a pure function of its arguments that returns a matplotlib ``Figure``;
-:func:`show_figure` turns one into a PNG output that carries its alt text.
+Each picture is a pure function of its arguments returning a ``Figure``; :func:`show_figure` makes it a PNG output.
 
 >>> import torch
 >>> img = show_figure(draw_layout(torch.arange(3)), alt="three elements, stride 1")

@@ -1,7 +1,6 @@
 """The palette and the one primitive every picture is made of: a grid of numbered unit squares.
 
-The layout picture, the broadcast picture and the course's exercise failure picture are all such grids;
-:func:`draw_cells` draws one on a matplotlib ``Axes``, a :class:`Cell` says how one square looks.
+The layout, broadcast and exercise failure pictures are all such grids, drawn by :func:`draw_cells`.
 
 >>> from matplotlib.figure import Figure
 >>> ax = Figure().subplots()
@@ -64,12 +63,9 @@ def draw_cells(
     xlim: tuple[float, float] | None = None,
     ylim: tuple[float, float] | None = None,
 ) -> None:
-    """Draw ``grid`` (rows top to bottom, each a sequence of :class:`Cell`) on ``ax``, one unit square each.
-
-    Cell ``grid[r][c]`` covers ``x in [c, c + 1]``, ``y in [rows - 1 - r, rows - r]``, so row 0 is on top.
-    ``row_labels`` are written right-aligned left of the grid (8 pt), ``title`` above it. The axes get a
-    white face, equal aspect and no frame; the limits default to the grid plus 0.1 on each side (at least
-    one cell, so an empty grid still draws), ``xlim``/``ylim`` widen them. Pure drawing, once per panel.
+    """Draw ``grid`` (rows of :class:`Cell`, top to bottom) on ``ax``: ``grid[r][c]`` covers ``[c, c + 1]`` x
+    ``[rows - 1 - r, rows - r]``. ``row_labels`` go left of the grid, ``title`` above. No frame, equal aspect;
+    the limits are the grid (at least one cell) plus 0.1, unless ``xlim``/``ylim`` are given.
 
     >>> from matplotlib.figure import Figure
     >>> ax = Figure().subplots()

@@ -47,10 +47,9 @@ def draw_broadcast(
 ) -> Figure:
     """Draw ``tensors[0] op tensors[1] op ...`` as broadcasting computes it; return the ``Figure`` (no pyplot).
 
-    One panel per operand, drawn at the result's shape: cells the operand really stores are solid and
-    carry their value; its **virtual copies** (read again through stride 0, no memory) are hatched and
-    carry the value they repeat. The last panel is the result, computed by PyTorch. Results of rank 0, 1
-    or 2 with at most :data:`MAX_DRAWN_CELLS` elements (so every number stays readable).
+    One panel per operand at the result's shape: stored cells solid, **virtual copies** (stride 0, no
+    memory) hatched, each with its value; the last panel is the result, computed by PyTorch. Results of
+    rank 0, 1 or 2 with at most :data:`MAX_DRAWN_CELLS` elements (so every number stays readable).
 
     >>> fig = draw_broadcast(torch.arange(3).view(3, 1), torch.arange(4), names=["col", "row"])
     >>> [ax.get_title().split(":")[0] for ax in fig.axes]

@@ -29,12 +29,10 @@ MAX_DRAWN_ELEMENTS = 64
 def draw_layout(t: Any, title: str | None = None) -> Figure:
     """Draw how ``t`` maps onto its storage and return the matplotlib ``Figure`` (built without pyplot).
 
-    Top: the tensor as the learner indexes it (2-D grid; leading dimensions are stacked as rows and
-    labelled with their index), each cell with its value and ``@k``, the storage index it reads.
-    Bottom: the storage strip, each element with its index, value and how many view cells read it
-    (``x3`` after an expand); elements the view never reaches are grey. Element ``k`` has the same
-    colour in every figure of its storage, and an arrow under the strip marks the offset. ``t``: a dense
-    tensor with values (not ``meta``, not quantized) of at most :data:`MAX_DRAWN_ELEMENTS` elements.
+    Top: the tensor as indexed (leading dims stacked as labelled rows), each cell with its value and ``@k``,
+    the storage index it reads. Bottom: the storage strip, each element with its index, value and read
+    count (``x3`` after an expand), grey where never read; an arrow marks the offset. Element ``k`` has the
+    same colour in every figure. ``t``: a dense tensor with values of at most :data:`MAX_DRAWN_ELEMENTS`.
 
     >>> len(draw_layout(torch.arange(6).view(2, 3).t()).axes)
     2

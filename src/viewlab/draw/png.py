@@ -11,6 +11,8 @@ needed), and its alt text describes it for screen readers, on IPython 7 (Colab) 
 
 from __future__ import annotations
 
+import base64
+import io
 from typing import TYPE_CHECKING, Any
 
 from .._checks import entry, problem, require_number, type_error
@@ -41,13 +43,11 @@ def _require_figure(fig: Any) -> None:
 class PNGFigure:
     """A rendered figure: PNG bytes plus the alt text that describes them, displayable in Jupyter.
 
-    It displays through ``_repr_mimebundle_``, not ``IPython.display.Image`` (IPython 7 has no ``alt``
-    there): the PNG, the alt text in its output metadata (where the book build reads it), and a
-    ``text/plain`` line for viewers that show no images.
+    Its output (``_repr_mimebundle_``: ``IPython.display.Image`` has no ``alt`` in IPython 7) holds the PNG,
+    the alt text in its metadata (where the book build reads it) and a ``text/plain`` line.
 
-    >>> fig = PNGFigure(b"\\x89PNG...", alt="three elements")
-    >>> fig.alt, fig._repr_mimebundle_()[0]["text/plain"]
-    ('three elements', '[figure] three elements')
+    >>> PNGFigure(b"\\x89PNG...", alt="three elements")._repr_mimebundle_()[0]["text/plain"]
+    '[figure] three elements'
     """
 
     @entry("PNGFigure")
@@ -58,8 +58,6 @@ class PNGFigure:
         self.alt = _require_alt(alt)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
-        import base64
-
         data = {"image/png": base64.b64encode(self.data).decode("ascii"), "text/plain": f"[figure] {self.alt}"}
         return data, {"image/png": {"alt": self.alt}}
 
@@ -83,15 +81,12 @@ def show_figure(fig: Figure, alt: str, dpi: int = 100) -> PNGFigure:
 
 @entry("render_png")
 def render_png(fig: Figure, dpi: int = 100) -> bytes:
-    """The PNG bytes of ``fig`` at ``dpi`` (20 to 1000); identical figures give identical bytes, so
-    re-executed notebooks diff cleanly.
+    """The PNG bytes of ``fig`` at ``dpi`` (20 to 1000): the same for the same figure, so notebooks diff cleanly.
 
     >>> from matplotlib.figure import Figure
     >>> render_png(Figure(figsize=(1, 1)))[:4]
     b'\\x89PNG'
     """
-    import io
-
     _require_figure(fig)
     dpi = require_number(dpi, "dpi", minimum=20, maximum=1000)
     buffer = io.BytesIO()
