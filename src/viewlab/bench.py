@@ -22,7 +22,6 @@ from typing import Any
 import torch
 
 from ._checks import (
-    describe_value,
     entry,
     problem,
     require_allocation,
@@ -30,6 +29,7 @@ from ._checks import (
     require_str,
     require_tensor,
     type_error,
+    value_error,
 )
 from ._format import fmt_time
 
@@ -123,12 +123,8 @@ def compare(
     (['clone', 'view'], 1.0)
     """
     if not isinstance(cases, Mapping) or not cases:
-        raise problem(
-            ValueError,
-            "needs a non-empty dict of {name: zero-argument callable}, "
-            "e.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)}); "
-            f"got {describe_value(cases)}.",
-        )
+        example = "E.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)})."
+        raise value_error("cases", "a non-empty dict of {name: zero-argument callable}", cases, example)
     for name, fn in cases.items():
         if not isinstance(name, str):
             raise problem(TypeError, f"case names must be str, got {name!r}.")

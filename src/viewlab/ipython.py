@@ -4,7 +4,7 @@
 * :func:`held_by_ipython` / :func:`release_ipython_refs` -- tensors kept alive only by IPython's output
   history (``Out``, ``_``, ``__``, ``___``, ``_5``), its last result, or the last stored traceback.
 
-Nothing here imports IPython at module load; each function looks it up when called.
+Nothing here imports IPython at module load.
 
 >>> in_kernel(), on_colab()
 (False, False)
@@ -132,11 +132,10 @@ def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]
     held, seen = [], set()
     for where, value in _history_slots(ip, sources):
         for t in _held_in(value):
-            key = storage_key(t)
-            if key in own or (where, key) in seen:
-                continue
-            seen.add((where, key))
-            held.append(HeldTensor(where, t))
+            key = (where, storage_key(t))
+            if key[1] not in own and key not in seen:
+                seen.add(key)
+                held.append(HeldTensor(where, t))
     return held
 
 
