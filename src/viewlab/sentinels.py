@@ -35,9 +35,7 @@ __all__ = ["views_only", "watch_broadcasts"]
 class _CallRecorder(TorchFunctionMode):
     """Remembers the outermost torch function being called (``Tensor.reshape``, ``torch.zeros``)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.current: tuple[Any, tuple, dict] | None = None
+    current: tuple[Any, tuple, dict] | None = None  # (func, args, kwargs) while a call runs
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         outer, kwargs = self.current, kwargs or {}
