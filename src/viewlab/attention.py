@@ -1,21 +1,15 @@
 """Attention written out by hand, so every broadcast is visible.
 
-Scaled dot-product attention, split into heads, with padding and causal masks that are built by
-broadcasting (never materialised per batch and head), plus squeeze-and-excitation channel attention.
-The functions follow the conventions of ``torch.nn.functional.scaled_dot_product_attention`` (SDPA):
+Multi-head attention with masks built by broadcasting (never materialised per batch and head), and
+squeeze-and-excitation. The conventions are those of ``torch.nn.functional.scaled_dot_product_attention``
+(SDPA): tensors are ``(batch..., heads, length, head_dim)``; a bool mask is ``True`` where a query **may**
+attend to a key (``nn.MultiheadAttention``'s ``key_padding_mask`` is the opposite); a float mask is *added*
+to the scores; a query whose keys are all masked returns zeros. A padding mask is ``(B, 1, 1, Lk)``: it
+depends only on the batch item and the key, and broadcasts over heads and queries. A causal mask is
+``(Lq, Lk)``: it depends only on the two positions, and broadcasts over batch and heads.
 
-* tensors are ``(batch..., heads, length, head_dim)``;
-* a boolean mask is ``True`` where a query **may** attend to a key (the opposite of
-  ``key_padding_mask`` in ``nn.MultiheadAttention``, where ``True`` means "ignore");
-* a float mask is *added* to the scores;
-* a query row whose keys are all masked returns zeros (SDPA does the same; a plain softmax would
-  return ``NaN``, see :func:`scaled_dot_product_attention` with ``fully_masked="nan"``).
-
-Mask shapes, and why:
-
-* padding mask ``(B, 1, 1, Lk)``: it depends only on the batch item and the *key* position; the two
-  ones broadcast over heads and over query positions (every query must ignore a padded key);
-* causal mask ``(Lq, Lk)``: it depends only on the two positions; it broadcasts over batch and heads.
+>>> tuple(combine_masks(padding_mask(torch.tensor([2, 3])), causal_mask(3)).shape)
+(2, 1, 3, 3)
 """
 
 from __future__ import annotations
@@ -45,31 +39,19 @@ from ._checks import (
     require_tensor,
 )
 
-__all__ = [
-    "padding_mask",
-    "causal_mask",
-    "combine_masks",
-    "scaled_dot_product_attention",
-    "split_heads",
-    "merge_heads",
-    "multi_head_self_attention",
-    "SqueezeExcitation",
-]
+__all__ = ["padding_mask", "causal_mask", "combine_masks", "scaled_dot_product_attention"]
+__all__ += ["split_heads", "merge_heads", "multi_head_self_attention", "SqueezeExcitation"]
 
 
 @entry("padding_mask")
 def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
     """Boolean key-padding mask of shape ``(B, 1, 1, max_len)``: ``True`` where key ``j < lengths[b]``.
 
-    Built by broadcasting a ``(1, L)`` row of positions against a ``(B, 1)`` column of lengths, so the
-    only memory it takes is its own ``B * L`` booleans; the two singleton dimensions let it broadcast
-    over heads and query positions for free. ``lengths``: a 1-D integer tensor holding values (not
-    ``meta``); ``max_len``: an int >= the longest length (default: the longest length).
+    A ``(1, L)`` row of positions against a ``(B, 1)`` column of ``lengths`` (1-D integers, not ``meta``).
+    ``max_len``: an int >= the longest length (the default).
 
     >>> padding_mask(torch.tensor([3, 1]), max_len=4)[:, 0, 0].int().tolist()
     [[1, 1, 1, 0], [1, 0, 0, 0]]
-    >>> tuple(padding_mask(torch.tensor([2, 2])).shape)
-    (2, 1, 1, 2)
     """
     lengths = require_tensor(lengths, "lengths", meta=False)
     if lengths.dim() != 1:
@@ -80,32 +62,26 @@ def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
         )
     if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.is_complex():
         raise problem(TypeError, f"`lengths` must hold integers, got dtype {lengths.dtype}; pass lengths.long().")
-    if lengths.numel() and int(lengths.min()) < 0:
+    b = lengths.numel()
+    if b and int(lengths.min()) < 0:
         raise problem(ValueError, f"lengths must be >= 0, got {lengths.tolist()}.")
-    longest = int(lengths.max()) if lengths.numel() else 0
+    longest = int(lengths.max()) if b else 0
     max_len = longest if max_len is None else require_int(max_len, "max_len", maximum=INT64_MAX)
     if longest > max_len:
         raise problem(
             ValueError,
             f"a length ({longest}) exceeds max_len={max_len}; pass max_len >= {longest} (the padded sequence length).",
         )
-    if not lengths.numel():  # an empty batch: no positions to compare, whatever max_len is
+    if not b:  # an empty batch: no positions to compare, whatever max_len is
         return torch.zeros(0, 1, 1, max_len, dtype=torch.bool, device=lengths.device)
-    require_allocation(
-        lengths.numel() * max_len + 8 * max_len,
-        f"a padding mask of shape ({lengths.numel()}, 1, 1, {max_len})",
-        lengths.device,
-    )
-    positions = torch.arange(max_len, device=lengths.device)
-    return (positions[None, :] < lengths[:, None])[:, None, None, :]
+    require_allocation(b * max_len + 8 * max_len, f"a padding mask of shape ({b}, 1, 1, {max_len})", lengths.device)
+    return (torch.arange(max_len, device=lengths.device)[None, :] < lengths[:, None])[:, None, None, :]
 
 
 @entry("causal_mask")
 def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> torch.Tensor:
-    """Boolean ``(q_len, k_len)`` mask, ``True`` where key ``j <= i`` (query ``i`` sees the past).
-
-    Built by comparing a ``(q_len, 1)`` column with a ``(1, k_len)`` row. Aligned at the top left,
-    like ``is_causal=True`` in SDPA, so with ``k_len > q_len`` query 0 still sees only key 0.
+    """Boolean ``(q_len, k_len)`` mask, ``True`` where key ``j <= i`` (query ``i`` sees the past): a ``(q_len, 1)``
+    column compared with a ``(1, k_len)`` row, aligned at the top left like SDPA's ``is_causal=True``.
 
     >>> causal_mask(3).int().tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
@@ -116,16 +92,12 @@ def causal_mask(q_len: int, k_len: int | None = None, device: Any = None) -> tor
     if device is not None:
         require_environment_device(device)
     require_allocation(q_len * k_len + 8 * (q_len + k_len), f"a ({q_len}, {k_len}) mask", device)
-    i = torch.arange(q_len, device=device)[:, None]
-    j = torch.arange(k_len, device=device)[None, :]
-    return j <= i
+    return torch.arange(k_len, device=device)[None, :] <= torch.arange(q_len, device=device)[:, None]
 
 
 @entry("combine_masks")
 def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
-    """Logical AND of boolean masks by broadcasting; the result has the broadcast shape.
-
-    Every mask must be a bool tensor, all on one device.
+    """Logical AND of bool masks on one device, by broadcasting; the result has the broadcast shape.
 
     >>> m = combine_masks(padding_mask(torch.tensor([2, 3]), 3), causal_mask(3))
     >>> tuple(m.shape), m[0, 0].int().tolist()
@@ -133,12 +105,10 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
     """
     if not masks:
         raise problem(ValueError, "needs at least one mask, e.g. combine_masks(pad, causal).")
-    shapes = []
     for n, m in enumerate(masks):
-        require_tensor(m, f"masks[{n}]")
-        if m.dtype != torch.bool:
+        if require_tensor(m, f"masks[{n}]").dtype != torch.bool:
             raise problem(TypeError, f"masks[{n}] has dtype {m.dtype}; boolean masks only (True = attend).")
-        shapes.append(tuple(m.shape))
+    shapes = [tuple(m.shape) for m in masks]
     require_same_device({f"masks[{n}]": m for n, m in enumerate(masks)})
     try:
         result = torch.broadcast_shapes(*shapes)
@@ -151,7 +121,8 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _check_qkv(q: Any, k: Any, v: Any) -> None:
+def _check_qkv(q: Any, k: Any, v: Any) -> tuple[int, ...]:
+    """Validate q, k and v; return the shape of their scores, ``(batch..., Lq, Lk)``."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         require_tensor(t, name, kinds=(FLOAT,))
         if t.dim() < 2:
@@ -171,13 +142,14 @@ def _check_qkv(q: Any, k: Any, v: Any) -> None:
             f"k has shape {tuple(k.shape)}, v has {tuple(v.shape)}.",
         )
     try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise problem(
             ValueError,
             f"the batch/head dims (all but the last two) of q {tuple(q.shape)}, k {tuple(k.shape)} "
             f"and v {tuple(v.shape)} do not broadcast; each must match or be 1.",
         ) from None
+    return (*batch, q.shape[-2], k.shape[-2])
 
 
 def _check_mask(mask: Any, scores_shape: tuple[int, ...], q: torch.Tensor) -> None:
@@ -213,31 +185,6 @@ def _check_mask(mask: Any, scores_shape: tuple[int, ...], q: torch.Tensor) -> No
             )
 
 
-def _scores_shape(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, ...]:
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    return (*batch, q.shape[-2], k.shape[-2])
-
-
-def _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights):  # noqa: ANN001, ANN202
-    """Validate every argument of attention; return the scale to use."""
-    _check_qkv(q, k, v)
-    require_bool(is_causal, "is_causal")
-    require_bool(return_weights, "return_weights")
-    require_choice(fully_masked, "fully_masked", ("zero", "nan"))
-    scores_shape = _scores_shape(q, k, v)
-    if mask is not None:
-        _check_mask(mask, scores_shape, q)
-    require_allocation(
-        3 * math.prod(scores_shape) * q.element_size(), f"the attention scores of shape {scores_shape}", q.device
-    )
-    if scale is not None:
-        return require_number(scale, "scale")
-    # With head dim 0 every score is an empty dot product, 0, whatever the scale: use 1 (SDPA's result is
-    # the same: uniform weights, the mean of v) instead of dividing by sqrt(0).
-    e = q.shape[-1]
-    return 1.0 / math.sqrt(e) if e else 1.0
-
-
 @entry("scaled_dot_product_attention")
 def scaled_dot_product_attention(
     q: torch.Tensor,
@@ -252,12 +199,10 @@ def scaled_dot_product_attention(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention from scratch: ``softmax(q @ k^T * scale + mask) @ v``.
 
-    ``q``: ``(..., Lq, E)``, ``k``: ``(..., Lk, E)``, ``v``: ``(..., Lk, Ev)``; the leading dims
-    broadcast. q, k and v are floating-point tensors of one dtype on one device. ``mask`` (bool,
-    ``True`` = attend, or float of q's dtype, added) must be on that device and broadcast to the
-    scores' shape ``(..., Lq, Lk)``. ``scale`` (a finite number) defaults to ``1/sqrt(E)`` (1 when
-    ``E == 0``: every score is then 0). ``fully_masked="zero"`` returns 0 for a query whose keys are
-    all masked (what SDPA does); ``"nan"`` keeps the plain softmax's NaN.
+    ``q``: ``(..., Lq, E)``, ``k``: ``(..., Lk, E)``, ``v``: ``(..., Lk, Ev)``, floating point, one dtype and
+    device; the leading dims broadcast, and ``mask`` (bool, or float of q's dtype) to ``(..., Lq, Lk)``.
+    ``scale``: default ``1/sqrt(E)`` (1 when ``E == 0``). ``fully_masked="nan"`` keeps the plain softmax's NaN
+    for a query whose keys are all masked instead of SDPA's 0.
 
     >>> from torch.nn.functional import scaled_dot_product_attention as sdpa
     >>> q = k = v = torch.eye(3)[None]
@@ -266,13 +211,21 @@ def scaled_dot_product_attention(
     >>> scaled_dot_product_attention(q, k, v, mask=no_keys)[0, 0].tolist()
     [0.0, 0.0, 0.0]
     """
-    scale = _check_attention(q, k, v, mask, is_causal, scale, fully_masked, return_weights)
-    lq, lk = q.shape[-2], k.shape[-2]
+    scores_shape = _check_qkv(q, k, v)
+    require_bool(is_causal, "is_causal")
+    require_bool(return_weights, "return_weights")
+    require_choice(fully_masked, "fully_masked", ("zero", "nan"))
+    if mask is not None:
+        _check_mask(mask, scores_shape, q)
+    nbytes = 3 * math.prod(scores_shape) * q.element_size()
+    require_allocation(nbytes, f"the attention scores of shape {scores_shape}", q.device)
+    # With head dim 0 every score is an empty dot product, 0, whatever the scale: use 1 (SDPA's result is
+    # the same: uniform weights, the mean of v) instead of dividing by sqrt(0).
+    e = q.shape[-1]
+    scale = require_number(scale, "scale") if scale is not None else 1.0 / math.sqrt(e) if e else 1.0
     scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk): one dot product per (query, key) pair
     scores = scores * scale
-    keep = None
-    if is_causal:
-        keep = causal_mask(lq, lk, device=q.device)
+    keep = causal_mask(q.shape[-2], k.shape[-2], device=q.device) if is_causal else None
     if mask is not None:
         if mask.dtype == torch.bool:
             keep = mask if keep is None else keep & mask
@@ -298,10 +251,9 @@ def scaled_dot_product_attention(
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(B, L, D)`` -> ``(B, H, L, D // H)``: a view (no copy), head ``h`` gets features ``h*Dh:(h+1)*Dh``.
 
-    ``num_heads`` is an int >= 1 that divides ``D``. Any dtype and device (including ``meta``).
+    ``num_heads``: an int >= 1 that divides ``D``. Any dtype and device, ``meta`` too.
 
-    >>> x = torch.arange(12.0).view(1, 2, 6)
-    >>> h = split_heads(x, 3)
+    >>> h = split_heads(torch.arange(12.0).view(1, 2, 6), 3)
     >>> tuple(h.shape), h.stride(), h[0, 1, 0].tolist()
     ((1, 3, 2, 2), (12, 2, 6, 1), [2.0, 3.0])
     """
@@ -323,18 +275,14 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(B, H, L, Dh)`` -> ``(B, L, H * Dh)``, the inverse of :func:`split_heads`.
 
-    On a contiguous ``(B, H, L, Dh)`` tensor with ``L > 1`` (what :func:`scaled_dot_product_attention`
-    returns, and PyTorch's SDPA on CPU) this copies: after the transpose one head's features and the
-    next head's are ``L * Dh`` apart, so ``reshape`` must gather them. When ``x.transpose(1, 2)`` is
-    contiguous it is a view: heads straight from :func:`split_heads` (the transposes cancel), or an
-    output a fused kernel wrote position by position, ``(B, L, H, Dh)`` in memory.
+    On a contiguous ``(B, H, L, Dh)`` tensor with ``L > 1`` (what attention returns) this copies: after the
+    transpose one head's features and the next head's are ``L * Dh`` apart, so ``reshape`` must gather
+    them. When ``x.transpose(1, 2)`` is contiguous it is a view: heads straight from :func:`split_heads`,
+    or an output a fused kernel wrote position by position, ``(B, L, H, Dh)`` in memory.
 
-    >>> x = torch.randn(2, 5, 6)
-    >>> torch.equal(merge_heads(split_heads(x, 3)), x)
-    True
-    >>> out = torch.randn(2, 3, 5, 2)                  # e.g. attention output
-    >>> merge_heads(out).untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
-    False
+    >>> x, out = torch.randn(2, 5, 6), torch.randn(2, 3, 5, 2)  # out: e.g. attention's output
+    >>> torch.equal(merge_heads(split_heads(x, 3)), x), merge_heads(out).data_ptr() == out.data_ptr()
+    (True, False)
     """
     x = require_tensor(x, "x")
     if x.dim() != 4:
@@ -356,16 +304,12 @@ def multi_head_self_attention(
 ) -> torch.Tensor:
     """Multi-head self-attention on ``x`` ``(B, L, D)``, weights laid out as in ``nn.MultiheadAttention``.
 
-    ``in_proj_weight`` is ``(3D, D)`` (q, k, v stacked), ``out_proj_weight`` is ``(D, D)``, the biases
-    ``(3D,)`` and ``(D,)`` or None; all floating point, of x's dtype, on x's device. ``num_heads``
-    divides ``D``. ``lengths`` (``(B,)`` ints, each ``<= L``) masks padded keys with
-    :func:`padding_mask`; ``causal`` adds :func:`causal_mask`. Both masks stay in their small
-    broadcastable shapes.
+    ``in_proj_weight`` ``(3D, D)`` (q, k, v stacked), ``out_proj_weight`` ``(D, D)``, biases ``(3D,)`` and
+    ``(D,)`` or None: floating point, x's dtype and device. ``lengths`` (``(B,)`` ints ``<= L``) masks padded
+    keys with :func:`padding_mask`, ``causal`` adds :func:`causal_mask`; both stay in their small shapes.
 
-    >>> mha = nn.MultiheadAttention(8, 2, batch_first=True)
-    >>> x = torch.randn(2, 5, 8)
-    >>> ours = multi_head_self_attention(x, 2, mha.in_proj_weight, mha.in_proj_bias,
-    ...                                  mha.out_proj.weight, mha.out_proj.bias)
+    >>> mha, x = nn.MultiheadAttention(8, 2, batch_first=True), torch.randn(2, 5, 8)
+    >>> ours = multi_head_self_attention(x, 2, *mha.parameters())  # in_proj weight, bias; out_proj weight, bias
     >>> torch.testing.assert_close(ours, mha(x, x, x, need_weights=False)[0])
     """
     require_tensor(x, "x", kinds=(FLOAT,))
@@ -403,13 +347,10 @@ def multi_head_self_attention(
 class SqueezeExcitation(nn.Module):
     """Squeeze-and-excitation channel attention (Hu et al., 2018): ``x * sigmoid(MLP(mean_hw(x)))``.
 
-    The per-channel weights have shape ``(B, C, 1, 1)``; they reach every pixel either by plain
-    broadcasting (``use_expand_as=False``, the default) or through an explicit ``expand_as(x)`` view.
-    Both give bit-identical results and neither copies the weights. ``x`` must be a floating-point
-    ``(B, C, H, W)`` tensor with ``H * W > 0``, of the module's dtype and on its device.
+    The ``(B, C, 1, 1)`` channel weights reach every pixel by broadcasting or an ``expand_as(x)`` view: the
+    same bits, and no copy. ``x``: floating-point ``(B, C, H, W)``, ``H * W > 0``, the module's dtype and device.
 
-    >>> se = SqueezeExcitation(8, reduction=4)
-    >>> x = torch.randn(2, 8, 3, 3)
+    >>> se, x = SqueezeExcitation(8, reduction=4), torch.randn(2, 8, 3, 3)
     >>> torch.equal(se(x), se(x, use_expand_as=True))
     True
     """
@@ -426,13 +367,9 @@ class SqueezeExcitation(nn.Module):
                 f"channels={channels}, reduction={reduction} give channels // reduction = 0 hidden units, "
                 f"so the attention would ignore its input. Use reduction <= {channels}.",
             )
-        require_allocation(
-            4 * (2 * channels * hidden + channels + hidden),
-            f"the weights of {channels} channels x {hidden} hidden units",
-        )
-        self.channels = channels
-        self.fc1 = nn.Linear(channels, hidden)
-        self.fc2 = nn.Linear(hidden, channels)
+        nbytes = 4 * (2 * channels * hidden + channels + hidden)
+        require_allocation(nbytes, f"the weights of {channels} channels x {hidden} hidden units")
+        self.channels, self.fc1, self.fc2 = channels, nn.Linear(channels, hidden), nn.Linear(hidden, channels)
 
     @entry("SqueezeExcitation")
     def weights(self, x: torch.Tensor) -> torch.Tensor:
@@ -464,17 +401,14 @@ class SqueezeExcitation(nn.Module):
                 f"they must match. Cast the input, x.to({weight.dtype}), or the module, se.to({x.dtype}).",
             )
         squeezed = x.mean(dim=(2, 3))  # (B, C)
-        w = torch.sigmoid(self.fc2(torch.relu(self.fc1(squeezed))))
-        return w[:, :, None, None]
+        return torch.sigmoid(self.fc2(torch.relu(self.fc1(squeezed))))[:, :, None, None]
 
     @entry("SqueezeExcitation")
     def forward(self, x: torch.Tensor, use_expand_as: bool = False) -> torch.Tensor:
         """``x`` scaled per channel by :meth:`weights`; ``use_expand_as`` picks how the weights reach each pixel.
 
-        >>> se = SqueezeExcitation(4, 2)
-        >>> se(torch.ones(1, 4, 2, 2)).shape
+        >>> SqueezeExcitation(4, 2)(torch.ones(1, 4, 2, 2)).shape
         torch.Size([1, 4, 2, 2])
         """
-        use_expand_as = require_bool(use_expand_as, "use_expand_as")
-        w = self.weights(x)
+        use_expand_as, w = require_bool(use_expand_as, "use_expand_as"), self.weights(x)
         return x * (w.expand_as(x) if use_expand_as else w)

@@ -1,12 +1,13 @@
 """Time several ways of doing one thing side by side, in one run, and report ratios and bandwidth.
 
-A single timing means little: the machine, the load and the clock all change between runs. Timing
-the candidates *together*, interleaved in rounds, and reporting each as a **ratio** to a reference
-cancels most of that. Reporting **achieved bandwidth** (bytes moved per second) next to a plain
-same-bytes copy says how close an operation gets to the physical limit of this machine's memory.
+Timing the candidates *together*, interleaved in rounds, and reporting each as a **ratio** to a reference
+cancels most of what changes between runs (the machine, the load, the clock); **achieved bandwidth** next
+to a plain same-bytes copy says how close an operation gets to this machine's memory limit. Timings come
+from ``torch.utils.benchmark.Timer`` (it synchronises CUDA and warms up); they vary from run to run by
+nature: print them, but assert only orderings with wide margins.
 
-Timings come from ``torch.utils.benchmark.Timer`` (which synchronises CUDA and warms up). Results
-vary from run to run by nature: print them, but assert only orderings with wide margins.
+>>> same_bytes_copy(torch.zeros(4))[1]  # the yardstick for 4 floats: 16 bytes read, 16 written
+32
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any
 import torch
 
 from ._checks import (
-    describe_value,
     entry,
     problem,
     require_allocation,
@@ -29,6 +29,7 @@ from ._checks import (
     require_str,
     require_tensor,
     type_error,
+    value_error,
 )
 from ._format import fmt_time
 
@@ -37,16 +38,9 @@ __all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "MAX_MIN_RUN_
 
 @dataclass(frozen=True)
 class BenchRow:
-    """One candidate of :func:`compare`.
-
-    Attributes:
-        name: the label passed in.
-        median_s: median seconds per call over all rounds.
-        iqr_s: interquartile range of the per-call times, in seconds (spread).
-        runs: how many timed blocks the median is taken over.
-        ratio: ``median_s / reference median_s`` (1.0 for the reference itself).
-        bytes_moved: bytes the caller says one call reads + writes, or None.
-        gb_per_s: achieved bandwidth ``bytes_moved / median_s / 1e9``, or None.
+    """One candidate of :func:`compare`: the median and interquartile range of its seconds per call over
+    ``runs`` timed blocks, its ``ratio`` to the reference's median (1.0 for the reference itself), and the
+    ``bytes_moved`` per call the caller gave (or None) with the achieved ``gb_per_s`` they make (or None).
     """
 
     name: str
@@ -83,16 +77,8 @@ class Comparison:
     def _table(self) -> list[tuple[str, ...]]:
         out = [("candidate", "median", "IQR", f"x {self.reference}", "bytes moved", "GB/s")]
         for r in self.rows:
-            out.append(
-                (
-                    r.name,
-                    fmt_time(r.median_s),
-                    fmt_time(r.iqr_s),
-                    f"{r.ratio:.3g}",
-                    "-" if r.bytes_moved is None else f"{r.bytes_moved:,}",
-                    "-" if r.gb_per_s is None else f"{r.gb_per_s:.3g}",
-                )
-            )
+            extra = ["-" if x is None else format(x, spec) for x, spec in ((r.bytes_moved, ","), (r.gb_per_s, ".3g"))]
+            out.append((r.name, fmt_time(r.median_s), fmt_time(r.iqr_s), f"{r.ratio:.3g}", *extra))
         return out
 
     def __str__(self) -> str:
@@ -113,22 +99,6 @@ MAX_MIN_RUN_TIME = 60.0  # seconds per timed block
 MAX_TOTAL_SECONDS = 600.0  # rounds x cases x min_run_time
 
 
-def _require_zero_arguments(fn: Callable[..., Any], name: str) -> None:
-    """A case must be callable with no arguments (what the timer does); say so before timing starts."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # builtins without a signature: the timer will tell
-        return
-    try:
-        signature.bind()
-    except TypeError:
-        raise problem(
-            TypeError,
-            f"case {name!r} takes arguments {signature}, but each case is called with none; "
-            "bind them first: lambda: fn(x).",
-        ) from None
-
-
 @entry("compare")
 def compare(
     cases: Mapping[str, Callable[[], Any]],
@@ -141,12 +111,11 @@ def compare(
 ) -> Comparison:
     """Time every zero-argument callable in ``cases``, interleaved over ``rounds``, side by side.
 
-    ``reference`` (default: the first case) is the denominator of every ratio. ``bytes_moved`` maps
-    names to the bytes one call reads plus writes; those rows also get achieved GB/s.
-    ``min_run_time`` is in seconds, finite, at most :data:`MAX_MIN_RUN_TIME`; ``rounds * len(cases) *
+    ``reference`` (default: the first case) is the denominator of every ratio. ``bytes_moved`` maps names
+    to the bytes one call reads plus writes; those rows also get achieved GB/s. Each round runs
+    ``blocked_autorange(min_run_time)`` once per case, in order, so slow drifts of the machine hit every
+    candidate alike. ``min_run_time``: seconds, at most :data:`MAX_MIN_RUN_TIME`; ``rounds * len(cases) *
     min_run_time`` may not exceed :data:`MAX_TOTAL_SECONDS` (so a call always ends).
-    Each round runs ``blocked_autorange(min_run_time)`` once per case, in order, so slow drifts of
-    the machine hit every candidate alike; the median is over all rounds' blocks.
 
     >>> x = torch.ones(1000)
     >>> c = compare({"clone": x.clone, "view": lambda: x.view(10, 100)}, rounds=1, min_run_time=0.01)
@@ -154,12 +123,8 @@ def compare(
     (['clone', 'view'], 1.0)
     """
     if not isinstance(cases, Mapping) or not cases:
-        raise problem(
-            ValueError,
-            "needs a non-empty dict of {name: zero-argument callable}, "
-            "e.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)}); "
-            f"got {describe_value(cases)}.",
-        )
+        example = "E.g. compare({'expand': lambda: x.expand(8, 512), 'repeat': lambda: x.repeat(8, 1)})."
+        raise value_error("cases", "a non-empty dict of {name: zero-argument callable}", cases, example)
     for name, fn in cases.items():
         if not isinstance(name, str):
             raise problem(TypeError, f"case names must be str, got {name!r}.")
@@ -168,10 +133,19 @@ def compare(
                 TypeError,
                 f"case {name!r} is a {type(fn).__name__}, not a callable; wrap the expression: lambda: <expression>.",
             )
-        _require_zero_arguments(fn, name)
-    if reference is not None:
-        require_str(reference, "reference", allow_none=True)
-    reference = next(iter(cases)) if reference is None else reference
+        try:  # the timer calls each case with no arguments: say so before timing starts
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):  # builtins without a signature: the timer will tell
+            continue
+        try:
+            signature.bind()
+        except TypeError:
+            raise problem(
+                TypeError,
+                f"case {name!r} takes arguments {signature}, but each case is called with none; "
+                "bind them first: lambda: fn(x).",
+            ) from None
+    reference = next(iter(cases)) if require_str(reference, "reference", allow_none=True) is None else reference
     if reference not in cases:
         raise problem(ValueError, f"reference={reference!r} is not one of the cases {list(cases)}.")
     if bytes_moved is not None and not isinstance(bytes_moved, Mapping):
@@ -183,12 +157,8 @@ def compare(
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
             raise problem(ValueError, f"bytes_moved[{name!r}] must be an int >= 0 (bytes per call), got {nbytes!r}.")
     rounds = require_int(rounds, "rounds", minimum=1)
-    if (
-        isinstance(min_run_time, bool)
-        or not isinstance(min_run_time, (int, float))
-        or not (0 < min_run_time <= MAX_MIN_RUN_TIME)
-    ):
-        # nan fails every comparison and inf never ends: both are refused here
+    number = isinstance(min_run_time, (int, float)) and not isinstance(min_run_time, bool)
+    if not (number and 0 < min_run_time <= MAX_MIN_RUN_TIME):  # nan fails every comparison, inf never ends
         raise problem(
             ValueError, f"min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}, got {min_run_time!r}."
         )
@@ -205,8 +175,7 @@ def compare(
     from torch.utils import benchmark  # imported here: it costs ~0.1 s, and `import viewlab` need not pay it
 
     timers = {
-        name: benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label=name)
-        for name, fn in cases.items()
+        n: benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label=n) for n, fn in cases.items()
     }
     blocks: dict[str, list[Any]] = {name: [] for name in cases}
     for _ in range(rounds):
@@ -217,33 +186,22 @@ def compare(
     rows = []
     for name, m in merged.items():
         nbytes = bytes_moved.get(name)
-        rows.append(
-            BenchRow(
-                name=name,
-                median_s=m.median,
-                iqr_s=m.iqr,
-                runs=len(m.times),
-                ratio=m.median / ref_median,
-                bytes_moved=nbytes,
-                gb_per_s=None if nbytes is None else nbytes / m.median / 1e9,
-            )
-        )
+        gb_per_s = None if nbytes is None else nbytes / m.median / 1e9
+        rows.append(BenchRow(name, m.median, m.iqr, len(m.times), m.median / ref_median, nbytes, gb_per_s))
     return Comparison(tuple(rows), reference)
 
 
 @entry("same_bytes_copy")
 def same_bytes_copy(like: torch.Tensor) -> tuple[Callable[[], Any], int]:
-    """A callable that copies as many bytes as ``like`` holds into a preallocated buffer, and the bytes
-    it moves per call (read + write = ``2 * numel * itemsize``): the bandwidth yardstick.
+    """A callable that copies as many bytes as ``like`` holds into a preallocated buffer, and the bytes it
+    moves per call (read + write = ``2 * numel * itemsize``): the bandwidth yardstick.
 
-    >>> fn, nbytes = same_bytes_copy(torch.zeros(4, 256))
-    >>> nbytes
+    >>> fn, nbytes = same_bytes_copy(torch.zeros(4, 256)); nbytes
     8192
     """
     like = require_tensor(like, "like", quantized=True)
     nbytes = like.numel() * like.element_size()
     require_allocation(2 * nbytes, f"two buffers of {nbytes:,} bytes", like.device)
-    src = torch.empty(nbytes, dtype=torch.uint8, device=like.device)
+    src = torch.ones(nbytes, dtype=torch.uint8, device=like.device)
     dst = torch.empty_like(src)
-    src.fill_(1)
     return (lambda: dst.copy_(src)), 2 * nbytes

@@ -4,7 +4,7 @@
 * :func:`held_by_ipython` / :func:`release_ipython_refs` -- tensors kept alive only by IPython's output
   history (``Out``, ``_``, ``__``, ``___``, ``_5``), its last result, or the last stored traceback.
 
-Nothing here imports IPython at module load; each function looks it up when called.
+Nothing here imports IPython at module load.
 
 >>> in_kernel(), on_colab()
 (False, False)
@@ -28,8 +28,7 @@ __all__ = ["in_kernel", "on_colab", "HeldTensor", "held_by_ipython", "release_ip
 
 def in_kernel() -> bool:
     """True inside a running Jupyter kernel (a shell with a ``kernel``), False in plain Python or a terminal IPython."""
-    ip = _running_shell()
-    return ip is not None and getattr(ip, "kernel", None) is not None
+    return getattr(_running_shell(), "kernel", None) is not None
 
 
 def on_colab() -> bool:
@@ -46,29 +45,27 @@ def _running_shell() -> Any:
     return get_ipython()
 
 
-# ---------------------------------------------------------------------- what IPython keeps alive
+_HISTORY_NAMES = ("_", "__", "___")
+_SOURCES = ("history", "result", "traceback")
 
 
 class HeldTensor:
-    """A tensor that IPython keeps alive: ``where`` (e.g. ``"Out[3]"``, ``"_"``, ``"traceback: f() local 'x'"``).
+    """A tensor that IPython keeps alive, and ``where`` (``"Out[3]"``, ``"_"``, ``"traceback: f() local 'x'"``).
 
     >>> HeldTensor("_", torch.zeros(2, 3))
     HeldTensor(_: shape (2, 3), torch.float32, cpu, 24 B)
     """
 
     def __init__(self, where: str, tensor: torch.Tensor) -> None:
-        self.where = where
-        self.shape = tuple(tensor.shape)
-        self.dtype = tensor.dtype
-        self.device = tensor.device
+        self.where, self.shape, self.dtype, self.device = where, tuple(tensor.shape), tensor.dtype, tensor.device
         self.bytes = tensor.untyped_storage().nbytes() if tensor.layout == torch.strided else 0
 
     def __repr__(self) -> str:
         return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {exact_bytes(self.bytes)})"
 
 
-def _shell(ip: Any) -> Any:
-    """The shell to look into: ``ip`` itself, or the running one; a clear error outside IPython."""
+def _shell(ip: Any, sources: Any) -> tuple[Any, tuple[str, ...]]:
+    """The shell to look into (``ip``, or the running one; a clear error outside IPython) and the sources."""
     if ip is not None and not isinstance(getattr(ip, "user_ns", None), dict):
         raise type_error("ip", "the IPython shell (get_ipython()) or None for the running one", ip)
     ip = _running_shell() if ip is None else ip
@@ -77,23 +74,15 @@ def _shell(ip: Any) -> Any:
             RuntimeError,
             "works inside IPython or Jupyter (get_ipython() is None here); in a script nothing keeps outputs alive.",
         )
-    return ip
-
-
-_HISTORY_NAMES = ("_", "__", "___")
-_SOURCES = ("history", "result", "traceback")
-
-
-def _sources(sources: Any) -> tuple[str, ...]:
     names = (sources,) if isinstance(sources, str) else sources
     known = isinstance(names, (list, tuple, set)) and all(isinstance(x, str) and x in _SOURCES for x in names)
     if not known or not names:
         what = f"some of {_SOURCES} (output history, the last result, the last stored traceback)"
         raise value_error("sources", what, sources)
-    return tuple(names)
+    return ip, tuple(names)
 
 
-def _history_slots(ip: Any, sources: tuple[str, ...] = _SOURCES) -> list[tuple[str, Any]]:
+def _history_slots(ip: Any, sources: tuple[str, ...]) -> list[tuple[str, Any]]:
     ns = ip.user_ns
     slots: list[tuple[str, Any]] = []
     if "history" in sources:
@@ -103,8 +92,7 @@ def _history_slots(ip: Any, sources: tuple[str, ...] = _SOURCES) -> list[tuple[s
         slots += [(name, value) for name, value in ns.items() if name.startswith("_") and name[1:].isdigit()]
     if "result" in sources:
         result = getattr(getattr(ip, "last_execution_result", None), "result", None)
-        if result is not None:
-            slots.append(("the last execution result", result))
+        slots += [("the last execution result", result)] if result is not None else []
     if "traceback" in sources:
         tb = getattr(sys, "last_traceback", None) or getattr(getattr(ip, "InteractiveTB", None), "tb", None)
         while tb is not None:
@@ -129,84 +117,72 @@ def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]
     """Tensors kept alive only by IPython: output history (``Out``, ``_``, ``__``, ``___``, ``_N``), the last
     execution result, or the locals of the last stored traceback (after an error such as an out-of-memory).
 
-    A tensor whose storage one of your own variables also reaches is not listed (releasing it would free nothing).
-    ``ip`` defaults to the running shell (``get_ipython()``); ``sources`` picks some of ``"history"``,
-    ``"result"`` and ``"traceback"``. See :func:`release_ipython_refs`.
+    Tensors whose storage one of your own variables also reaches are left out (releasing them frees nothing).
+    ``ip``: the shell (default: ``get_ipython()``); ``sources``: some of "history", "result", "traceback".
 
     >>> from types import SimpleNamespace                      # a stand-in shell: just its namespace
     >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
     >>> [(h.where, h.shape, h.bytes) for h in held_by_ipython(shell)]
     [('Out[3]', (250,), 1000)]
     """
-    ip, sources = _shell(ip), _sources(sources)
+    ip, sources = _shell(ip, sources)
     # Storages one of your own variables also reaches: releasing IPython's reference would free nothing.
     yours = [v for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ("Out", "In")]
     own = {storage_key(t) for v in yours for t in _held_in(v)}
     held, seen = [], set()
     for where, value in _history_slots(ip, sources):
         for t in _held_in(value):
-            key = storage_key(t)
-            if key in own or (where, key) in seen:
-                continue
-            seen.add((where, key))
-            held.append(HeldTensor(where, t))
+            key = (where, storage_key(t))
+            if key[1] not in own and key not in seen:
+                seen.add(key)
+                held.append(HeldTensor(where, t))
     return held
 
 
 @entry("release_ipython_refs")
 def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
-    """Drop IPython's own references to tensors (history entries, ``_``/``__``/``___``, ``_N``, the last
-    result, the last traceback) and return how many bytes of storage that freed (storages that really died).
-
-    Your own variables are untouched. ``sources`` as for :func:`held_by_ipython`.
+    """Drop IPython's own references to tensors (those :func:`held_by_ipython` lists; ``ip`` and ``sources``
+    as there) and return how many bytes of storage that freed. Your own variables are untouched.
 
     >>> from types import SimpleNamespace
     >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
     >>> release_ipython_refs(shell), shell.user_ns["Out"], shell.user_ns["kept"].shape
     (1000, {}, torch.Size([2]))
     """
-    ip, sources = _shell(ip), _sources(sources)
+    ip, sources = _shell(ip, sources)
     # Weak references only: no reference of ours may outlive this line (comprehension names do not leak).
     kept = [
         t.untyped_storage() for _, v in _history_slots(ip, sources) for t in _held_in(v) if t.layout == torch.strided
     ]
     watched = {s._cdata: (weakref.ref(s), s.nbytes()) for s in kept}  # storage key -> (weak reference, bytes)
     del kept
-    ns = ip.user_ns
-    out = ns.get("Out") if "history" in sources else None
-    if isinstance(out, dict):
-        for number in [n for n, v in out.items() if _held_in(v)]:
+    ns, last = ip.user_ns, getattr(ip, "last_execution_result", None)
+    if "history" in sources:
+        out = ns.get("Out")
+        for number in [n for n, v in out.items() if _held_in(v)] if isinstance(out, dict) else ():
             del out[number]
-    # IPython pushes _, __, ___ and _N with interactive=False, which also records them in user_ns_hidden.
-    for space in (ns, getattr(ip, "user_ns_hidden", None) or {}) if "history" in sources else ():
-        for name in [name for name, value in space.items() if _held_in(value)]:
-            if name in _HISTORY_NAMES:
-                space[name] = None
-            elif name.startswith("_") and name[1:].isdigit():
-                del space[name]
-    hook = getattr(ip, "displayhook", None) if "history" in sources else None
-    for attr in _HISTORY_NAMES:
-        if hook is not None and _held_in(getattr(hook, attr, None)):
-            setattr(hook, attr, None)
-    result = getattr(ip, "last_execution_result", None) if "result" in sources else None
-    if result is not None and _held_in(getattr(result, "result", None)):
-        result.result = None
-    if "traceback" in sources:
-        _forget_traceback(ip)
+        # IPython pushes _, __, ___ and _N with interactive=False, which also records them in user_ns_hidden.
+        for space in (ns, getattr(ip, "user_ns_hidden", None) or {}):
+            for name in [name for name, value in space.items() if _held_in(value)]:
+                if name in _HISTORY_NAMES:
+                    space[name] = None
+                elif name.startswith("_") and name[1:].isdigit():
+                    del space[name]
+        hook = getattr(ip, "displayhook", None)
+        for attr in _HISTORY_NAMES:
+            if _held_in(getattr(hook, attr, None)):
+                setattr(hook, attr, None)
+    if "result" in sources and _held_in(getattr(last, "result", None)):
+        last.result = None
+    if "traceback" in sources:  # every place the last error's traceback (so its frames' locals) is kept
+        if getattr(sys, "last_traceback", None) is not None:
+            sys.last_traceback = sys.last_value = sys.last_type = None
+            if hasattr(sys, "last_exc"):
+                sys.last_exc = None
+        if getattr(last, "error_in_exec", None) is not None:  # right after the failing cell
+            last.error_in_exec = None
+        for printer in ("InteractiveTB", "SyntaxTB"):
+            if getattr(getattr(ip, printer, None), "tb", None) is not None:
+                getattr(ip, printer).tb = None
     gc.collect()
     return sum(nbytes for ref, nbytes in watched.values() if ref() is None)
-
-
-def _forget_traceback(ip: Any) -> None:
-    """Every place the last error's traceback (and so its frames' locals) is kept: sys, the last execution
-    result right after the failing cell, and IPython's traceback printers."""
-    if getattr(sys, "last_traceback", None) is not None:
-        sys.last_traceback = sys.last_value = sys.last_type = None
-        if hasattr(sys, "last_exc"):
-            sys.last_exc = None
-    last = getattr(ip, "last_execution_result", None)
-    if getattr(last, "error_in_exec", None) is not None:
-        last.error_in_exec = None
-    for printer in ("InteractiveTB", "SyntaxTB"):
-        if getattr(getattr(ip, printer, None), "tb", None) is not None:
-            getattr(ip, printer).tb = None

@@ -1,14 +1,12 @@
 """Sentinels: guards that watch code run and speak up at the line that does something you did not mean.
 
-* :func:`views_only` -- inside it, any operator that returns a tensor with **new storage** raises
-  :class:`CopyError` (a guaranteed view instead of a silent copy: ``reshape`` and ``contiguous`` copy
-  when the layout forces them).
+* :func:`views_only` -- any operator that returns a tensor with **new storage** raises :class:`CopyError`
+  (``reshape`` and ``contiguous`` copy silently when the layout forces them).
 * :func:`watch_broadcasts` -- reports elementwise operators whose operands were stretched *against each
-  other* (``(N, 1) - (N,)`` gives ``(N, N)``) and loss functions called with input and target of
-  different shapes; one-sided broadcasts (a bias, a scale) are never reported.
+  other* (``(N, 1) - (N,)`` gives ``(N, N)``: no operand has the result's shape) and losses called with
+  input and target of different shapes; one-sided broadcasts (a bias, a scale, a scalar) never.
 
-Nothing here starts at import: the modes are entered only inside the ``with`` block (or the decorated
-call) and removed by identity when it ends. What IPython keeps alive is :mod:`viewlab.ipython`'s.
+Both work as ``with`` blocks and as decorators; their modes are entered only there, removed by identity after.
 
 >>> x = torch.zeros(2, 3)
 >>> with views_only(), watch_broadcasts(action="raise"):  # indexing and t() are views; nothing is stretched
@@ -34,22 +32,14 @@ from .errors import BroadcastStretchError, BroadcastWarning, CopyError
 __all__ = ["views_only", "watch_broadcasts"]
 
 
-def _describe(t: torch.Tensor) -> str:
-    return f"shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {t.storage_offset()}"
-
-
 class _CallRecorder(TorchFunctionMode):
     """Remembers the outermost torch function being called (``Tensor.reshape``, ``torch.zeros``)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.current: tuple[Any, tuple, dict] | None = None
+    current: tuple[Any, tuple, dict] | None = None  # (func, args, kwargs) while a call runs
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        kwargs = kwargs or {}
-        outer = self.current
-        if outer is None:
-            self.current = (func, args, kwargs)
+        outer, kwargs = self.current, kwargs or {}
+        self.current = outer or (func, args, kwargs)
         try:
             return func(*args, **kwargs)
         finally:
@@ -65,26 +55,19 @@ def _public_name(func: Any) -> str:
     return f"torch.nn.functional.{name}" if module.endswith("functional") else f"torch.{name}"
 
 
-# ---------------------------------------------------------------------- views_only
-
-
-def _blocking_dims(t: torch.Tensor) -> list[tuple[int, int]]:
-    """Adjacent dimension pairs that cannot be merged into one without a copy: for dims ``i, i+1`` (both of
-    size > 1), a view can merge them only when ``stride[i] == stride[i+1] * size[i+1]``."""
-    dims = [d for d in range(t.dim()) if t.shape[d] != 1]
-    return [(a, b) for a, b in zip(dims, dims[1:]) if t.stride(a) != t.stride(b) * t.shape[b]]
-
-
 def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
     name = _public_name(func) if func is not None else ""
     short = name.rsplit(".", 1)[-1]
     base = next((a for a in args if isinstance(a, torch.Tensor)), None)
     if base is None:
         return "it creates a tensor from scratch, which always allocates"
+    desc = f"shape {tuple(base.shape)}, stride {tuple(base.stride())}, offset {base.storage_offset()}"
     if short == "contiguous":
-        return f"the input ({_describe(base)}) was not contiguous, so contiguous() had to copy it"
+        return f"the input ({desc}) was not contiguous, so contiguous() had to copy it"
     if short in ("reshape", "reshape_as", "flatten", "ravel", "view_as"):
-        blocked = _blocking_dims(base)
+        # Adjacent dims (of size > 1) a, b merge into one without a copy only when stride[a] = stride[b] * size[b].
+        dims = [d for d in range(base.dim()) if base.shape[d] != 1]
+        blocked = [(a, b) for a, b in zip(dims, dims[1:]) if base.stride(a) != base.stride(b) * base.shape[b]]
         if blocked:
             pairs = "; ".join(
                 f"dims {a} and {b}: stride[{a}] = {base.stride(a)} but stride[{b}] * size[{b}] = "
@@ -92,21 +75,17 @@ def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
                 for a, b in blocked
             )
             return (
-                f"the input ({_describe(base)}) cannot be read in the new shape with strides alone; the "
+                f"the input ({desc}) cannot be read in the new shape with strides alone; the "
                 f"dimensions that would have to merge are not laid out back to back ({pairs})"
             )
-        return f"the input ({_describe(base)}) cannot be viewed in the new shape"
-    return f"{short} computes new values (input {_describe(base)}), which need new storage"
-
-
-_LIFT_FRESH = torch.ops.aten.lift_fresh.default
+        return f"the input ({desc}) cannot be viewed in the new shape"
+    return f"{short} computes new values (input {desc}), which need new storage"
 
 
 class _ViewsOnlyMode(TorchDispatchMode):
     def __init__(self, allow: frozenset[str]) -> None:
         super().__init__()
-        self.allow = allow
-        self.recorder = _CallRecorder()  # entered beside it by _Guard: which public call made the storage
+        self.allow, self.recorder = allow, _CallRecorder()  # recorder: which public call made the storage
 
     def _allowed(self, func: Any) -> bool:
         aten = str(func)  # e.g. "aten.clone.default"
@@ -118,7 +97,8 @@ class _ViewsOnlyMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
         # lift_fresh hands over a tensor torch.tensor(...) just built: new storage although it is the input.
-        inputs = set() if func is _LIFT_FRESH else {storage_key(t) for t in tensors_in((*args, *kwargs.values()))}
+        fresh = func is torch.ops.aten.lift_fresh.default
+        inputs = set() if fresh else {storage_key(t) for t in tensors_in((*args, *kwargs.values()))}
         out = func(*args, **kwargs)
         for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)):
             key = storage_key(t)
@@ -128,7 +108,7 @@ class _ViewsOnlyMode(TorchDispatchMode):
                 continue
             call = self.recorder.current
             called = _public_name(call[0]) if call else str(func)
-            why = _why_not_a_view(*(call if call else (None, args, kwargs)))
+            why = _why_not_a_view(*(call or (None, args, kwargs)))
             line = learner_line()
             # The learner's code runs here, after views_only() returned: named after the guard, not by problem().
             raise CopyError(
@@ -142,30 +122,28 @@ class _ViewsOnlyMode(TorchDispatchMode):
 
 
 class _Guard:
-    """A context manager that is also a decorator, entering its modes on the calling thread: a fresh dispatch
-    mode from ``make_mode`` and its ``recorder`` (a function mode). ``name``: the public function that made it."""
+    """A context manager and decorator that enters a fresh ``make_mode()`` and its ``recorder`` on the calling
+    thread. ``name``: the public function that made it."""
 
     def __init__(self, name: str, make_mode: Callable[[], TorchDispatchMode]) -> None:
-        self.name = name
-        self._make = make_mode
-        self._active: list[tuple[TorchFunctionMode, TorchDispatchMode]] = []
+        self.name, self._make = name, make_mode
+        self._active: list[TorchDispatchMode] = []
 
     def __enter__(self) -> _Guard:
-        dispatch_mode = self._make()
-        function_mode = dispatch_mode.recorder
-        function_mode.__enter__()
+        mode = self._make()
+        mode.recorder.__enter__()
         try:
-            enter_mode(dispatch_mode)
+            enter_mode(mode)
         except BaseException:
-            function_mode.__exit__(None, None, None)
+            mode.recorder.__exit__(None, None, None)
             raise
-        self._active.append((function_mode, dispatch_mode))
+        self._active.append(mode)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        function_mode, dispatch_mode = self._active.pop()
-        remove_mode(dispatch_mode)
-        function_mode.__exit__(None, None, None)
+        mode = self._active.pop()
+        remove_mode(mode)
+        mode.recorder.__exit__(None, None, None)
 
     def __call__(self, fn: Callable) -> Callable:
         if not callable(fn):  # named after the guard's maker: views_only()(5) names views_only
@@ -180,22 +158,12 @@ class _Guard:
         return guarded
 
 
-def _names(allow: Any) -> frozenset[str]:
-    names = (allow,) if isinstance(allow, str) else allow
-    if not isinstance(names, (list, tuple, set, frozenset)) or not all(isinstance(a, str) and a for a in names):
-        raise type_error("allow", "operator names such as ('reshape', 'clone')", allow, "Pass allow=('reshape',).")
-    return frozenset(names)
-
-
 @entry("views_only")
 def views_only(allow: Iterable[str] = ()) -> _Guard:
-    """Guarantee that the code inside makes no copy: an operator returning new storage raises :class:`CopyError`.
+    """Guarantee that the code inside makes no copy (views, in-place operators, metadata queries pass).
 
-    Views (``view``, ``t``, ``expand``, slicing, a ``reshape`` that can be a view), in-place operators on
-    existing storage and metadata queries pass. The error names the operator, the input's shape, stride and
-    offset, why it could not be a view, and how to copy on purpose. ``allow`` lists operators that may
-    allocate, by the name you call (``"reshape"``, ``"clone"``) or PyTorch's (``"aten.clone.default"``).
-    Works as ``with views_only(): ...`` or as a decorator ``@views_only()``.
+    The :class:`CopyError` says which operator copied, why it could not be a view, and how to copy on
+    purpose. ``allow``: operators that may allocate, by the name you call (``"reshape"``) or PyTorch's.
 
     >>> x = torch.arange(6).view(2, 3)
     >>> with views_only():
@@ -207,11 +175,10 @@ def views_only(allow: Iterable[str] = ()) -> _Guard:
     ...     print(str(err).split(" (")[0])
     views_only(): Tensor.reshape made new storage
     """
-    allowed = _names(allow)
-    return _Guard("views_only", lambda: _ViewsOnlyMode(allowed))
-
-
-# ---------------------------------------------------------------------- watch_broadcasts
+    names = (allow,) if isinstance(allow, str) else allow
+    if not isinstance(names, (list, tuple, set, frozenset)) or not all(isinstance(a, str) and a for a in names):
+        raise type_error("allow", "operator names such as ('reshape', 'clone')", allow, "Pass allow=('reshape',).")
+    return _Guard("views_only", lambda: _ViewsOnlyMode(frozenset(names)))
 
 
 # Losses that compare an input with a target elementwise: different shapes broadcast silently.
@@ -222,9 +189,8 @@ _LOSSES = frozenset(
 
 
 def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int, int]]] | None:
-    """For operand shapes that broadcast, which operand was stretched along which dim (right-aligned index in
-    the result, size before, size after) -- or None when the broadcast is one-sided (some operand already
-    has the result's shape, so the others were only stretched to fit it).
+    """For shapes that broadcast: operand -> [(dim in the result, size before, size after)] it was stretched
+    along; None when the broadcast is one-sided (some operand already has the result's shape).
 
     >>> _mutual_stretch([(5, 1), (5,)])
     {0: [(1, 1, 5)], 1: [(0, 0, 5)]}
@@ -246,46 +212,41 @@ def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, 
 class _BroadcastWatch(TorchDispatchMode):
     def __init__(self, report: Callable[[str], None], allow_outer: bool) -> None:
         super().__init__()
-        self.report = report
-        self.allow_outer = allow_outer
+        self.report, self.allow_outer = report, allow_outer
         self.recorder = _LossWatch(report)  # names the public call, and watches loss functions itself
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        kwargs = kwargs or {}
-        if torch.Tag.pointwise in func.tags and not self.allow_outer:
-            shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
-            if len(shapes) >= 2:
-                try:
-                    stretched = _mutual_stretch(shapes)
-                except RuntimeError:  # not broadcastable: torch raises its own error below
-                    stretched = None
-                if stretched and not called_from_viewlab(__file__):
-                    self.report(_stretch_message(func, self.recorder, shapes, stretched))
-        return func(*args, **kwargs)
+        shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
+        if torch.Tag.pointwise in func.tags and not self.allow_outer and len(shapes) >= 2:
+            try:
+                stretched = _mutual_stretch(shapes)
+            except RuntimeError:  # not broadcastable: torch raises its own error below
+                stretched = None
+            if stretched and not called_from_viewlab(__file__):
+                self.report(self._message(func, shapes, stretched))
+        return func(*args, **(kwargs or {}))
 
-
-def _stretch_message(func: Any, recorder: _CallRecorder, shapes: list, stretched: dict) -> str:
-    result = tuple(torch.broadcast_shapes(*shapes))
-    call = recorder.current
-    called = _public_name(call[0]) if call else str(func)
-    parts = []
-    for k, dims in stretched.items():
-        moves = ", ".join(f"dim {d} ({'missing' if b == 0 else b} -> {a})" for d, b, a in dims)
-        parts.append(f"operand {k} {shapes[k]} along {moves}")
-    numel = math.prod(result)
-    fix = "make the operands' shapes equal first (reshape or view_as one of them)"
-    for k, (mine, other) in enumerate([(shapes[0], shapes[1]), (shapes[1], shapes[0])]):
-        if mine[-1:] == (1,) and mine[:-1] == other:  # (N, 1) against (N,): a trailing 1 too many
-            fix = f"squeeze dim {len(mine) - 1} of operand {k} ({mine} -> {mine[:-1]})"
-            break
-    fix += "; if an outer product is what you meant, pass allow_outer=True"
-    line = learner_line()
-    # Reported while the learner's code runs: named after the guard, as views_only's CopyError is.
-    return (
-        f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
-        f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
-        f"{numel:,} elements, more than any operand. To compute elementwise, {fix}." + (f"\nAt {line}" if line else "")
-    )
+    def _message(self, func: Any, shapes: list, stretched: dict) -> str:
+        result, call = tuple(torch.broadcast_shapes(*shapes)), self.recorder.current
+        called = _public_name(call[0]) if call else str(func)
+        parts = []
+        for k, dims in stretched.items():
+            moves = ", ".join(f"dim {d} ({'missing' if b == 0 else b} -> {a})" for d, b, a in dims)
+            parts.append(f"operand {k} {shapes[k]} along {moves}")
+        fix = "make the operands' shapes equal first (reshape or view_as one of them)"
+        for k, (mine, other) in enumerate([(shapes[0], shapes[1]), (shapes[1], shapes[0])]):
+            if mine[-1:] == (1,) and mine[:-1] == other:  # (N, 1) against (N,): a trailing 1 too many
+                fix = f"squeeze dim {len(mine) - 1} of operand {k} ({mine} -> {mine[:-1]})"
+                break
+        fix += "; if an outer product is what you meant, pass allow_outer=True"
+        line = learner_line()
+        # Reported while the learner's code runs: named after the guard, as views_only's CopyError is.
+        return (
+            f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
+            f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
+            f"{math.prod(result):,} elements, more than any operand. To compute elementwise, {fix}."
+            + (f"\nAt {line}" if line else "")
+        )
 
 
 class _LossWatch(_CallRecorder):
@@ -301,10 +262,9 @@ class _LossWatch(_CallRecorder):
             if len(shapes) == 2 and shapes[0] != shapes[1] and not called_from_viewlab(__file__):
                 line = learner_line()
                 self.report(
-                    f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and "
-                    f"target of shape {shapes[1]}; the loss broadcasts them to "
-                    f"{tuple(torch.broadcast_shapes(*shapes))} before averaging, "
-                    "which is rarely what a loss should do. Reshape one to the other's shape first "
+                    f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and target of shape "
+                    f"{shapes[1]}; the loss broadcasts them to {tuple(torch.broadcast_shapes(*shapes))} before "
+                    "averaging, which is rarely what a loss should do. Reshape one to the other's shape first "
                     "(e.g. input.squeeze(-1) or target.view_as(input))." + (f"\nAt {line}" if line else "")
                 )
         return super().__torch_function__(func, types, args, kwargs)
@@ -312,17 +272,11 @@ class _LossWatch(_CallRecorder):
 
 @entry("watch_broadcasts")
 def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
-    """Report broadcasts that succeed but compute the wrong thing.
+    """Report broadcasts that succeed but compute the wrong thing (which: the module docstring), with a fix.
 
-    Inside it, an elementwise or comparison operator whose operands were stretched *against each other* --
-    no operand has the result's shape, as in ``(N, 1) - (N,)`` giving ``(N, N)`` -- is reported with the
-    operator, the shapes, the dimensions stretched and a likely fix; so is a loss function called with input
-    and target of different shapes. One-sided broadcasts (a bias ``(D,)`` on ``(N, D)``, a scale
-    ``(1, C, 1, 1)`` on ``(B, C, H, W)``, a scalar) are never reported. ``action="warn"`` issues a
-    :class:`BroadcastWarning`; ``"raise"`` raises :class:`BroadcastStretchError`; a function is called with
-    each report's text (to collect them, say) and the code goes on. Operations inside viewlab's own helpers
-    (a mask built by ``padding_mask``, say) are not reported: it watches your code. ``allow_outer=True``
-    silences intended outer products (loss-shape checks stay on).
+    ``action``: ``"warn"`` (a :class:`BroadcastWarning`), ``"raise"`` (:class:`BroadcastStretchError`) or a
+    function called with each report. viewlab's own helpers are not watched. ``allow_outer=True`` silences
+    intended outer products (loss-shape checks stay on).
 
     >>> pred, target = torch.zeros(4, 1), torch.zeros(4)
     >>> with warnings.catch_warnings(record=True) as seen:

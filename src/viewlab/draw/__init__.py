@@ -1,7 +1,6 @@
 """Pictures of memory, built without pyplot: layouts, broadcasting, and PNG outputs with alt text.
 
-Each picture is a pure function of its arguments that returns a matplotlib ``Figure``;
-:func:`show_figure` turns one into a PNG output that carries its alt text.
+Each picture is a pure function of its arguments returning a ``Figure``; :func:`show_figure` makes it a PNG output.
 
 >>> import torch
 >>> img = show_figure(draw_layout(torch.arange(3)), alt="three elements, stride 1")
@@ -13,13 +12,5 @@ from .broadcast import BROADCAST_OPS, MAX_DRAWN_CELLS, draw_broadcast
 from .layout import MAX_DRAWN_ELEMENTS, draw_layout
 from .png import PNGFigure, render_png, show_figure
 
-__all__ = [
-    "draw_layout",
-    "draw_broadcast",
-    "show_figure",
-    "PNGFigure",
-    "render_png",
-    "MAX_DRAWN_ELEMENTS",
-    "MAX_DRAWN_CELLS",
-    "BROADCAST_OPS",
-]
+__all__ = ["draw_layout", "draw_broadcast", "show_figure", "PNGFigure", "render_png"]
+__all__ += ["MAX_DRAWN_ELEMENTS", "MAX_DRAWN_CELLS", "BROADCAST_OPS"]

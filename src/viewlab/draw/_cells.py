@@ -1,9 +1,6 @@
-"""The palette and the one primitive every picture is made of: a grid of numbered cells.
+"""The palette and the one primitive every picture is made of: a grid of numbered unit squares.
 
-The layout picture (a view and its storage strip), the broadcast picture (operands, virtual copies,
-result) and the course's exercise failure picture (expected vs yours) are all grids of unit squares,
-each with a number inside. :func:`draw_cells` draws one such grid on a matplotlib ``Axes``; a
-:class:`Cell` says how one square looks.
+The layout, broadcast and exercise failure pictures are all such grids, drawn by :func:`draw_cells`.
 
 >>> from matplotlib.figure import Figure
 >>> ax = Figure().subplots()
@@ -21,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
     from matplotlib.axes import Axes
 
-__all__ = ["Cell", "draw_cells", "PALETTE", "UNUSED", "RESULT"]
+__all__ = ["Cell", "draw_cells", "colour", "PALETTE", "UNUSED", "RESULT"]
 
 # Colour-blind-safe palette (Okabe-Ito); every cell also carries its numbers, so colour is never the
 # only cue. UNUSED greys storage the view never reads; RESULT is new memory (the broadcast result).
@@ -31,18 +28,18 @@ RESULT = "#CCCCCC"
 _CENTRED = {"ha": "center", "va": "center"}
 
 
+def colour(k: int) -> str:
+    """The palette's colour number ``k``, repeating every 7 (the numbers in the cells tell repeats apart)."""
+    return PALETTE[k % len(PALETTE)]
+
+
 @dataclass(frozen=True)
 class Cell:
-    """How one unit square looks.
+    """How one unit square looks: ``text`` centred (9 pt, raised when there is a ``note``) on ``colour``.
 
-    Attributes:
-        text: the value, centred (9 pt; raised a little when there is a ``note``).
-        colour: the fill (``hatched``: the colour of the hatching on white instead).
-        note: a small second line inside, under the text (the layout picture's ``@k``), or "".
-        above, below: small labels just above / below the square (a strip's index, ``x3``), or "".
-        hatched: a virtual copy: hatched in ``colour``, the text on a white box so it stays readable.
-        edge, linewidth: the border (the failure picture outlines wrong cells in orange, 2.5 pt).
-        bold: the text in bold.
+    ``note``: a small second line inside (the layout picture's ``@k``); ``above``/``below``: small labels
+    just outside (a strip's index, ``x3``); ``hatched``: a virtual copy, hatched in ``colour`` on white with
+    the text on a white box; ``edge``/``linewidth``: the border; ``bold``: the text in bold.
     """
 
     text: str
@@ -66,16 +63,9 @@ def draw_cells(
     xlim: tuple[float, float] | None = None,
     ylim: tuple[float, float] | None = None,
 ) -> None:
-    """Draw ``grid`` (rows top to bottom, each a sequence of :class:`Cell`) on ``ax``, one unit square each.
-
-    Cell ``grid[r][c]`` covers ``x in [c, c + 1]``, ``y in [rows - 1 - r, rows - r]``, so row 0 is on top.
-    ``row_labels`` (one str per row) are written right-aligned left of the grid (8 pt); ``title`` above it
-    (``title_size`` pt). The axes get a white face, equal aspect and no frame; the limits default to the
-    grid plus 0.1 on each side (at least one cell wide and high, so an empty grid still draws) and can be
-    widened with ``xlim``/``ylim`` (e.g. to make room for the row labels). Pure drawing: it reads nothing
-    but its arguments and returns nothing; call it once per panel of a ``Figure``. The failure picture's
-    cells, for instance, are ``Cell(text, "#DCEBF7", linewidth=0.8)``, and for a wrong one
-    ``Cell(text + "!", "#F5C08A", edge="#D55E00", linewidth=2.5, bold=True)``.
+    """Draw ``grid`` (rows of :class:`Cell`, top to bottom) on ``ax``: ``grid[r][c]`` covers ``[c, c + 1]`` x
+    ``[rows - 1 - r, rows - r]``. ``row_labels`` go left of the grid, ``title`` above. No frame, equal aspect;
+    the limits are the grid (at least one cell) plus 0.1, unless ``xlim``/``ylim`` are given.
 
     >>> from matplotlib.figure import Figure
     >>> ax = Figure().subplots()
@@ -85,33 +75,20 @@ def draw_cells(
     """
     from matplotlib.patches import Rectangle
 
-    rows = len(grid)
-    cols = max((len(row) for row in grid), default=0)
+    rows, cols = len(grid), max((len(row) for row in grid), default=0)
     ax.set_facecolor("white")
     ax.set_aspect("equal")
     ax.axis("off")
     for r, row in enumerate(grid):
         y = rows - 1 - r
         for c, cell in enumerate(row):
-            border = {"edgecolor": cell.edge, "linewidth": cell.linewidth}
             if cell.hatched:  # hatch drawn in the operand's colour, then the border on top
-                ax.add_patch(
-                    Rectangle((c, y), 1, 1, facecolor="white", edgecolor=cell.colour, hatch="///", linewidth=0)
-                )
-                ax.add_patch(Rectangle((c, y), 1, 1, fill=False, **border))
-            else:
-                ax.add_patch(Rectangle((c, y), 1, 1, facecolor=cell.colour, **border))
+                ax.add_patch(Rectangle((c, y), 1, 1, facecolor="white", edgecolor=cell.colour, hatch="///", lw=0))
+            fill = {"fill": False} if cell.hatched else {"facecolor": cell.colour}
+            ax.add_patch(Rectangle((c, y), 1, 1, **fill, edgecolor=cell.edge, linewidth=cell.linewidth))
             box = {"facecolor": "white", "edgecolor": "none", "pad": 1.5} if cell.hatched else None
-            weight = "bold" if cell.bold else "normal"
-            ax.text(
-                c + 0.5,
-                y + (0.62 if cell.note else 0.5),
-                cell.text,
-                **_CENTRED,
-                fontsize=9,
-                bbox=box,
-                fontweight=weight,
-            )
+            weight, text_y = ("bold" if cell.bold else "normal"), y + (0.62 if cell.note else 0.5)
+            ax.text(c + 0.5, text_y, cell.text, **_CENTRED, fontsize=9, bbox=box, fontweight=weight)
             for label, dy in ((cell.note, 0.25), (cell.above, 1.18), (cell.below, -0.25)):
                 if label:
                     ax.text(c + 0.5, y + dy, label, **_CENTRED, fontsize=7)

@@ -15,7 +15,7 @@ import torch
 from .._checks import entry, problem, require_choice, require_str, require_tensor
 from .._format import cell_value
 from ..broadcast import explain_broadcast
-from ._cells import PALETTE, RESULT, Cell, draw_cells
+from ._cells import RESULT, Cell, colour, draw_cells
 
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
     from matplotlib.figure import Figure
@@ -38,29 +38,24 @@ BROADCAST_OPS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] =
 
 def _as_grid(shape: Sequence[int]) -> tuple[int, int]:
     """(rows, cols) of a shape of rank 0, 1 or 2 drawn as a 2-D grid."""
-    shape = tuple(shape)
-    return (1, 1) if not shape else (1, shape[0]) if len(shape) == 1 else (shape[0], shape[1])
+    return ((1, 1) + tuple(shape))[-2:]  # type: ignore[return-value]
 
 
 @entry("draw_broadcast")
 def draw_broadcast(
     *tensors: torch.Tensor, names: Sequence[str] | None = None, op: str = "+", title: str | None = None
 ) -> Figure:
-    """Draw ``tensors[0] op tensors[1] op ...`` as broadcasting computes it; return the ``Figure``.
+    """Draw ``tensors[0] op tensors[1] op ...`` as broadcasting computes it; return the ``Figure`` (no pyplot).
 
-    One panel per operand, drawn at the result's shape: cells the operand really stores are solid and
-    carry their value; its **virtual copies** (read again through stride 0, no memory) are hatched and
-    carry the value they repeat. The last panel is the result, computed by PyTorch. Works for results of
+    One panel per operand at the result's shape: stored cells solid, **virtual copies** (stride 0, no
+    memory) hatched, each with its value; the last panel is the result, computed by PyTorch. Results of
     rank 0, 1 or 2 with at most :data:`MAX_DRAWN_CELLS` elements (so every number stays readable).
-
-    Built without pyplot; display it with ``viewlab.show_figure(fig, alt=...)``.
 
     >>> fig = draw_broadcast(torch.arange(3).view(3, 1), torch.arange(4), names=["col", "row"])
     >>> [ax.get_title().split(":")[0] for ax in fig.axes]
     ['col', 'row', 'col + row']
     """
-    require_str(op, "op")
-    require_choice(op, "op", tuple(sorted(BROADCAST_OPS)))
+    require_choice(require_str(op, "op"), "op", tuple(sorted(BROADCAST_OPS)))
     require_str(title, "title", allow_none=True)
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
@@ -110,16 +105,10 @@ def draw_broadcast(
     for k, (t, info) in enumerate(zip(tensors, expl.operands)):
         values = t.detach().cpu().expand(shape).reshape(rows, cols).tolist()
         own_rows, own_cols = _as_grid(info.padded)  # the operand's own sizes, right-aligned to the result
-        colour = PALETTE[k % len(PALETTE)]
         # A virtual copy: a row (column) beyond the first of an operand that has one row (column) itself.
-        grid = [
-            [
-                Cell(cell_value(v), colour, hatched=(own_rows == 1 and r > 0) or (own_cols == 1 and c > 0))
-                for c, v in enumerate(row)
-            ]
-            for r, row in enumerate(values)
-        ]
-        copies = sum(cell.hatched for row in grid for cell in row)
+        copy = [[(own_rows == 1 and r > 0) or (own_cols == 1 and c > 0) for c in range(cols)] for r in range(rows)]
+        grid = [[Cell(cell_value(v), colour(k), hatched=h) for v, h in zip(vs, hs)] for vs, hs in zip(values, copy)]
+        copies = sum(map(sum, copy))
         label = f"{info.name}: shape {tuple(info.shape)}\nstride after expand {info.expanded_stride}"
         draw_cells(axes[k], grid, title=f"{label}\n{copies} virtual cop{'y' if copies == 1 else 'ies'}")
     joined = f" {op} ".join(o.name for o in expl.operands)

@@ -15,7 +15,7 @@ import torch
 from .._checks import entry, problem, require_str, require_tensor
 from .._format import cell_value
 from ..layout import layout, storage_indices
-from ._cells import PALETTE, UNUSED, Cell, draw_cells
+from ._cells import UNUSED, Cell, colour, draw_cells
 
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
     from matplotlib.figure import Figure
@@ -25,29 +25,16 @@ __all__ = ["draw_layout", "MAX_DRAWN_ELEMENTS"]
 MAX_DRAWN_ELEMENTS = 64
 
 
-def _colour(k: int) -> str:
-    # By storage index, not by position in the drawing: element k has the same colour in every figure of
-    # this storage. The palette repeats every 7 elements; the index printed in each cell tells them apart.
-    return PALETTE[k % len(PALETTE)]
-
-
 @entry("draw_layout")
 def draw_layout(t: Any, title: str | None = None) -> Figure:
-    """Draw how ``t`` maps onto its storage and return the matplotlib ``Figure``.
+    """Draw how ``t`` maps onto its storage and return the matplotlib ``Figure`` (built without pyplot).
 
-    Top: the tensor as the learner indexes it (2-D grid; leading dimensions are stacked as rows and
-    labelled with their index). Each cell shows its value and ``@k``, the storage index it reads.
-    Bottom: the storage strip, each element with its index, value and how many view cells read it
-    (``x3`` after an expand). Storage elements the view never reaches are grey. Colours follow the
-    storage element (element ``k`` has the same colour in every figure), and an arrow under the strip
-    marks the offset: the elements skipped before the first one the view reads.
+    Top: the tensor as indexed (leading dims stacked as labelled rows), each cell with its value and ``@k``,
+    the storage index it reads. Bottom: the storage strip, each element with its index, value and read
+    count (``x3`` after an expand), grey where never read; an arrow marks the offset. Element ``k`` has the
+    same colour in every figure. ``t``: a dense tensor with values of at most :data:`MAX_DRAWN_ELEMENTS`.
 
-    The figure is built without pyplot, so nothing global changes and nothing is shown until the
-    notebook displays the returned figure. ``t``: a dense tensor with values (not ``meta``, not
-    quantized) of at most :data:`MAX_DRAWN_ELEMENTS` elements; ``title``: a str or None.
-
-    >>> fig = draw_layout(torch.arange(6).view(2, 3).t())
-    >>> len(fig.axes)
+    >>> len(draw_layout(torch.arange(6).view(2, 3).t()).axes)
     2
     """
     t = require_tensor(t, "t")
@@ -62,9 +49,8 @@ def draw_layout(t: Any, title: str | None = None) -> Figure:
     if info.numel > MAX_DRAWN_ELEMENTS:
         raise problem(
             ValueError,
-            f"draws at most {MAX_DRAWN_ELEMENTS} elements so the numbers stay readable; "
-            f"this tensor has shape {tuple(t.shape)} = {info.numel} elements. "
-            "Draw a small slice instead, e.g. t[:2, :4].",
+            f"draws at most {MAX_DRAWN_ELEMENTS} elements so the numbers stay readable; this tensor has shape "
+            f"{tuple(t.shape)} = {info.numel} elements. Draw a small slice instead, e.g. t[:2, :4].",
         )
     idx = storage_indices(t).reshape(-1).tolist()
     n_storage = info.storage_bytes // info.itemsize
@@ -80,7 +66,6 @@ def draw_layout(t: Any, title: str | None = None) -> Figure:
         )
     data = t.detach()
     strip = torch.as_strided(data, (hi - lo,), (1,), lo).cpu().tolist() if hi > lo else []
-    values = data.cpu().reshape(-1).tolist()
     reads = Counter(idx)  # how many view cells read each storage element
 
     from matplotlib.figure import Figure
@@ -90,38 +75,26 @@ def draw_layout(t: Any, title: str | None = None) -> Figure:
     fig = Figure(figsize=(max(cols, hi - lo, 4) * 0.62 + 1.6, 1.0 + 0.55 * rows + 1.4), facecolor="white")
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [max(rows, 1), 1.2]})
 
-    view = [Cell(cell_value(v), _colour(k), note=f"@{k}") for v, k in zip(values, idx)]
+    view = [Cell(cell_value(v), colour(k), note=f"@{k}") for v, k in zip(data.cpu().reshape(-1).tolist(), idx)]
     # Row labels name the leading indices; a zero-size tensor has no rows to label.
     leading = tuple(t.shape[:-1]) if t.dim() >= 2 and info.numel else ()
-    labels = None
-    if len(leading) == 1:
-        labels = [str(r) for r in range(rows)]
-    elif leading:
+    labels = [str(r) for r in range(rows)] if len(leading) == 1 else None
+    if len(leading) > 1:
         labels = [str(tuple(int(i) for i in torch.unravel_index(torch.tensor(r), leading))) for r in range(rows)]
-    draw_cells(
-        top,
-        [view[r * cols : (r + 1) * cols] for r in range(rows)] if cols else [[]],
-        title=title or f"view: shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {t.storage_offset()}",
-        title_size=10,
-        row_labels=labels,
-        xlim=(-1.2, max(cols, 1) + 0.2),
-    )
+    grid = [view[r * cols : (r + 1) * cols] for r in range(rows)] if cols else [[]]
+    heading = title or f"view: shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {t.storage_offset()}"
+    draw_cells(top, grid, title=heading, title_size=10, row_labels=labels, xlim=(-1.2, max(cols, 1) + 0.2))
 
     offset = t.storage_offset()
     cells = []
-    for k, value in zip(range(lo, hi), strip):
-        used = reads[k]
-        below = f"x{used}" if used > 1 else ""
-        cells.append(Cell(cell_value(value), _colour(k) if used else UNUSED, above=str(k), below=below))
+    for k, v in zip(range(lo, hi), strip):
+        below = f"x{reads[k]}" if reads[k] > 1 else ""
+        cells.append(Cell(cell_value(v), colour(k) if reads[k] else UNUSED, above=str(k), below=below))
     shown = f"storage elements {lo}..{hi - 1} of {n_storage}" if hi > lo else f"storage: {n_storage} elements"
     # Two short lines: a one-line caption is wider than the strip for small tensors and gets clipped.
-    draw_cells(
-        bottom,
-        [cells],
-        title=f"{shown}\nindex above, value inside, xN below = read N times",
-        xlim=(-0.2, max(hi - lo, 1) + 0.2),
-        ylim=(-1.05 if offset else -0.5, 1.45),
-    )
+    caption = f"{shown}\nindex above, value inside, xN below = read N times"
+    ylim = (-1.05 if offset else -0.5, 1.45)
+    draw_cells(bottom, [cells], title=caption, xlim=(-0.2, max(hi - lo, 1) + 0.2), ylim=ylim)
     if offset and lo <= offset < hi:  # mark where the view starts reading, and what it skips
         x0, x1 = max(-lo, 0), offset - lo
         arrow = {"arrowstyle": "->", "color": "#444444", "lw": 1}

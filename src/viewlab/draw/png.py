@@ -1,5 +1,8 @@
 """Figures as PNG outputs with alt text: the one place a matplotlib figure becomes an image.
 
+A plain PNG output survives in the saved notebook and in the static book (no widget state, no backend
+needed), and its alt text describes it for screen readers, on IPython 7 (Colab) and later.
+
 >>> from matplotlib.figure import Figure
 >>> img = show_figure(Figure(figsize=(1, 1)), alt="an empty square")
 >>> img.data[:4], img.alt
@@ -8,6 +11,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 from typing import TYPE_CHECKING, Any
 
 from .._checks import entry, problem, require_number, type_error
@@ -28,17 +33,21 @@ def _require_alt(alt: Any) -> str:
     return alt.strip()
 
 
+def _require_figure(fig: Any) -> None:
+    from matplotlib.figure import Figure as _Figure
+
+    if not isinstance(fig, _Figure):
+        raise type_error("fig", "a matplotlib Figure (e.g. from draw_layout)", fig)
+
+
 class PNGFigure:
     """A rendered figure: PNG bytes plus the alt text that describes them, displayable in Jupyter.
 
-    It displays through ``_repr_mimebundle_`` (IPython 6.1 and later), not ``IPython.display.Image``:
-    IPython 7 (Colab's) has no ``alt`` argument there. The output holds the PNG, the alt text in the
-    PNG's output metadata (where the book build reads it), and a readable ``text/plain`` line for
-    viewers that show no images.
+    Its output (``_repr_mimebundle_``: ``IPython.display.Image`` has no ``alt`` in IPython 7) holds the PNG,
+    the alt text in its metadata (where the book build reads it) and a ``text/plain`` line.
 
-    >>> fig = PNGFigure(b"\\x89PNG...", alt="three elements")
-    >>> fig.alt, fig._repr_mimebundle_()[0]["text/plain"]
-    ('three elements', '[figure] three elements')
+    >>> PNGFigure(b"\\x89PNG...", alt="three elements")._repr_mimebundle_()[0]["text/plain"]
+    '[figure] three elements'
     """
 
     @entry("PNGFigure")
@@ -49,8 +58,6 @@ class PNGFigure:
         self.alt = _require_alt(alt)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
-        import base64
-
         data = {"image/png": base64.b64encode(self.data).decode("ascii"), "text/plain": f"[figure] {self.alt}"}
         return data, {"image/png": {"alt": self.alt}}
 
@@ -58,25 +65,13 @@ class PNGFigure:
         return f"PNGFigure({len(self.data):,} bytes, alt={self.alt!r})"
 
 
-def _require_figure(fig: Any) -> None:
-    from matplotlib.figure import Figure as _Figure
-
-    if not isinstance(fig, _Figure):
-        raise type_error("fig", "a matplotlib Figure (e.g. from draw_layout)", fig)
-
-
 @entry("show_figure")
 def show_figure(fig: Figure, alt: str, dpi: int = 100) -> PNGFigure:
-    """Render ``fig`` to a PNG and return a ``PNGFigure`` that carries ``alt`` text.
-
-    A plain PNG output survives in the saved notebook and in the static book (no widget state, no
-    backend needed), and the alt text describes it for screen readers. Works with IPython 7 (Colab)
-    and later.
+    """Render ``fig`` to a PNG (see :func:`render_png`) and return a ``PNGFigure`` that carries ``alt`` text.
 
     >>> import torch
     >>> from viewlab.draw import draw_layout
-    >>> img = show_figure(draw_layout(torch.arange(3)), alt="three elements, stride 1")
-    >>> img.alt
+    >>> show_figure(draw_layout(torch.arange(3)), alt="three elements, stride 1").alt
     'three elements, stride 1'
     """
     _require_figure(fig)
@@ -86,16 +81,12 @@ def show_figure(fig: Figure, alt: str, dpi: int = 100) -> PNGFigure:
 
 @entry("render_png")
 def render_png(fig: Figure, dpi: int = 100) -> bytes:
-    """The PNG bytes of ``fig``; identical bytes for identical figures, so re-executed notebooks diff cleanly.
-
-    ``dpi``: a number from 20 to 1000.
+    """The PNG bytes of ``fig`` at ``dpi`` (20 to 1000): the same for the same figure, so notebooks diff cleanly.
 
     >>> from matplotlib.figure import Figure
     >>> render_png(Figure(figsize=(1, 1)))[:4]
     b'\\x89PNG'
     """
-    import io
-
     _require_figure(fig)
     dpi = require_number(dpi, "dpi", minimum=20, maximum=1000)
     buffer = io.BytesIO()
