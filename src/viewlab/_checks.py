@@ -12,7 +12,7 @@ matplotlib. Each error is a ``TypeError`` (wrong kind of thing: type, dtype) or 
 The function's name is not passed around: the public function carries ``@entry("split_heads")``, and
 every message raised while it runs (by these validators or by :func:`problem`) starts with ``split_heads()``.
 The outermost public function wins, so a helper that calls another public helper still names the one the
-learner called.
+learner called; code run inside :func:`outside_entry` is outside every boundary again.
 
 >>> @entry("split_heads")
 ... def split_heads(x, num_heads):
@@ -26,49 +26,44 @@ split_heads(): `num_heads` must be an int >= 1; got float 2.5. Pass a whole numb
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import math
 import operator
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import torch
 
-# Dtype families, as names that read well in a message ("must hold floats").
+# Dtype families, as names that read well in a message ("must hold floats"), and the cast to each.
 FLOAT, COMPLEX, INT, BOOL = "float", "complex", "int", "bool"
 _KIND_WORDS = {FLOAT: "floating-point numbers", COMPLEX: "complex numbers", INT: "integers", BOOL: "booleans"}
-INT64_MAX = 2**63 - 1  # sizes beyond this do not fit torch's int64 sizes
 _KIND_FIX = {FLOAT: ".float()", COMPLEX: ".to(torch.complex64)", INT: ".long()", BOOL: ".bool()"}
+INT64_MAX = 2**63 - 1  # sizes beyond this do not fit torch's int64 sizes
+_QUANTIZED = {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
 
 
 def _short_repr(obj: Any, limit: int = 60) -> str:
     try:
-        text = repr(obj)
+        text = " ".join(repr(obj).split())
     except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
         text = f"<{type(obj).__name__} object>"
-    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def describe_value(obj: Any) -> str:
     """What came in, in words: tensors by type, shape, dtype and device, other values by type and value.
 
-    >>> describe_value(torch.zeros(2, 3, dtype=torch.float64))
-    'a tensor of shape (2, 3), dtype torch.float64, on cpu'
-    >>> describe_value([1, 2])
-    'list [1, 2]'
-    >>> describe_value(None)
-    'None'
+    >>> describe_value(torch.zeros(2, 3, dtype=torch.float64)), describe_value([1, 2]), describe_value(None)
+    ('a tensor of shape (2, 3), dtype torch.float64, on cpu', 'list [1, 2]', 'None')
     """
     if obj is None:
         return "None"
     if isinstance(obj, torch.Tensor):
-        extra = ""
-        if obj.layout != torch.strided:
-            extra = f", layout {obj.layout}"
-        elif getattr(obj, "is_nested", False):
+        extra = "" if obj.layout == torch.strided else f", layout {obj.layout}"
+        if not extra and getattr(obj, "is_nested", False):
             extra = ", nested"
         try:
             shape = str(tuple(obj.shape))
@@ -80,7 +75,7 @@ def describe_value(obj: Any) -> str:
     return f"{type(obj).__name__} {_short_repr(obj)}"
 
 
-# ----- the boundary: which public function the learner called -----------------------------------
+# The boundary: which public function the learner called.
 _CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("viewlab_caller", default=None)
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -112,6 +107,29 @@ def entry(name: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+@contextlib.contextmanager
+def outside_entry() -> Iterator[None]:
+    """Run the code inside outside the current :func:`entry` boundary, so a public function it calls names itself.
+
+    For code that is the learner's own, run by a viewlab function (an exercise check runs the learner's
+    solution): a viewlab function called from that code reports its own name, as in the learner's cell.
+
+    >>> twice = entry("twice")(lambda n: 2 * require_int(n, "n"))
+    >>> @entry("check")
+    ... def check(solution):
+    ...     with outside_entry():
+    ...         return solution()
+    >>> check(lambda: twice(1.5))
+    Traceback (most recent call last):
+    TypeError: twice(): `n` must be an int >= 0; got float 1.5. Pass a whole number, e.g. n=2.
+    """
+    token = _CALLER.set(None)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
 
 
 def caller() -> str:
@@ -157,17 +175,13 @@ def value_error(arg: str, want: str, got: Any, fix: str = "") -> ValueError:
     return problem(ValueError, _message(arg, want, got, fix))  # type: ignore[return-value]
 
 
-# ----- tensors ------------------------------------------------------------------------------------
+# Tensors.
 def _dtype_kind(dtype: torch.dtype) -> str | None:
     if dtype == torch.bool:
         return BOOL
-    if dtype.is_complex:
-        return COMPLEX
-    if dtype.is_floating_point:
-        return FLOAT
-    if is_quantized_dtype(dtype):
-        return None
-    return INT
+    if dtype.is_complex or dtype.is_floating_point:
+        return COMPLEX if dtype.is_complex else FLOAT
+    return None if is_quantized_dtype(dtype) else INT
 
 
 def is_quantized_dtype(dtype: torch.dtype) -> bool:
@@ -176,7 +190,7 @@ def is_quantized_dtype(dtype: torch.dtype) -> bool:
     >>> is_quantized_dtype(torch.qint8), is_quantized_dtype(torch.int8)
     (True, False)
     """
-    return dtype in {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
+    return dtype in _QUANTIZED
 
 
 def require_strided_tensor(obj: Any, arg: str = "t") -> torch.Tensor:
@@ -186,22 +200,18 @@ def require_strided_tensor(obj: Any, arg: str = "t") -> torch.Tensor:
     torch.Size([2])
     """
     if not isinstance(obj, torch.Tensor):
-        func, hint = caller(), ""
+        hint = ""
         if isinstance(obj, (list, tuple)):
-            hint = f" Wrap it first: {func}(torch.tensor({arg}))."
+            hint = f" Wrap it first: {caller()}(torch.tensor({arg}))."
         elif type(obj).__module__ == "numpy":
-            hint = f" Convert it without copying: {func}(torch.from_numpy({arg}))."
+            hint = f" Convert it without copying: {caller()}(torch.from_numpy({arg}))."
         raise problem(TypeError, f"expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}")
     if obj.layout != torch.strided:
-        raise problem(
-            ValueError,
-            f"works on dense (strided) tensors; `{arg}` has layout {obj.layout}, "
-            f"which has no strides. Pass `{arg}.to_dense()` to look at its dense layout.",
-        )
+        text = f"works on dense (strided) tensors; `{arg}` has layout {obj.layout}, which has no strides."
+        raise problem(ValueError, f"{text} Pass `{arg}.to_dense()` to look at its dense layout.")
     if getattr(obj, "is_nested", False):
-        raise problem(
-            ValueError, f"does not support nested tensors; pass one of its components, e.g. `{arg}.unbind()[0]`."
-        )
+        fix = f"pass one of its components, e.g. `{arg}.unbind()[0]`."
+        raise problem(ValueError, f"does not support nested tensors; {fix}")
     return obj
 
 
@@ -237,36 +247,31 @@ def require_tensor(
     if is_quantized_dtype(t.dtype) and not quantized:
         raise type_error(arg, "a tensor of plain numbers, not a quantized one", t, f"Pass {arg}.dequantize().")
     if not meta and t.device.type == "meta":
-        raise value_error(
-            arg,
-            "a tensor that holds values (not on the meta device)",
-            t,
-            "Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data.",
-        )
-    shape_words = f" {shape_hint}" if shape_hint else ""
-    if ndim is not None:
-        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
-        if t.dim() not in allowed:
-            dims = " or ".join(str(n) for n in allowed)
-            raise value_error(
-                arg,
-                f"a {dims}-D tensor{shape_words}",
-                t,
-                f"It has {t.dim()} dims; reshape or index it to {dims} dims.",
-            )
+        fix = "Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data."
+        raise value_error(arg, "a tensor that holds values (not on the meta device)", t, fix)
+    words = f" {shape_hint}" if shape_hint else ""
+    allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim or ())
+    if allowed and t.dim() not in allowed:
+        dims = " or ".join(str(n) for n in allowed)
+        fix = f"It has {t.dim()} dims; reshape or index it to {dims} dims."
+        raise value_error(arg, f"a {dims}-D tensor{words}", t, fix)
     if min_ndim is not None and t.dim() < min_ndim:
-        raise value_error(
-            arg,
-            f"a tensor with at least {min_ndim} dims{shape_words}",
-            t,
-            f"It has {t.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0).",
-        )
-    if kinds is not None:
-        kinds = tuple(kinds)
-        if _dtype_kind(t.dtype) not in kinds:
-            words = " or ".join(_KIND_WORDS[k] for k in kinds)
-            raise type_error(arg, f"a tensor of {words}", t, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
+        fix = f"It has {t.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0)."
+        raise value_error(arg, f"a tensor with at least {min_ndim} dims{words}", t, fix)
+    kinds = None if kinds is None else tuple(kinds)
+    if kinds is not None and _dtype_kind(t.dtype) not in kinds:
+        words = " or ".join(_KIND_WORDS[k] for k in kinds)
+        raise type_error(arg, f"a tensor of {words}", t, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
     return t
+
+
+def _require_same(tensors: dict[str, torch.Tensor], attr: str, kind: type[Exception], text: str) -> Any:
+    """The one ``attr`` (device, dtype) of all ``tensors`` (None skipped), or ``kind`` with ``text`` filled in."""
+    (first, value), *rest = [(n, getattr(t, attr)) for n, t in tensors.items() if t is not None]
+    for name, this in rest:
+        if this != value:
+            raise problem(kind, text.format(name=name, first=first, this=this, that=value))
+    return value
 
 
 def require_same_device(tensors: dict[str, torch.Tensor]) -> torch.device:
@@ -277,16 +282,8 @@ def require_same_device(tensors: dict[str, torch.Tensor]) -> torch.device:
     >>> require_same_device({"q": torch.zeros(1), "k": torch.zeros(1)})
     device(type='cpu')
     """
-    items = [(n, t) for n, t in tensors.items() if t is not None]
-    first_name, first = items[0]
-    for name, t in items[1:]:
-        if t.device != first.device:
-            raise problem(
-                ValueError,
-                f"`{name}` is on {t.device} but `{first_name}` is on {first.device}; "
-                f"every tensor must be on one device. Move it: {name}.to({first_name}.device).",
-            )
-    return first.device
+    text = "`{name}` is on {this} but `{first}` is on {that}; every tensor must be on one device."
+    return _require_same(tensors, "device", ValueError, text + " Move it: {name}.to({first}.device).")
 
 
 def require_same_dtype(tensors: dict[str, torch.Tensor]) -> torch.dtype:
@@ -295,16 +292,8 @@ def require_same_dtype(tensors: dict[str, torch.Tensor]) -> torch.dtype:
     >>> require_same_dtype({"q": torch.zeros(1), "k": torch.zeros(1)})
     torch.float32
     """
-    items = [(n, t) for n, t in tensors.items() if t is not None]
-    first_name, first = items[0]
-    for name, t in items[1:]:
-        if t.dtype != first.dtype:
-            raise problem(
-                TypeError,
-                f"`{name}` has dtype {t.dtype} but `{first_name}` has {first.dtype}; "
-                f"they must match. Cast one: {name}.to({first_name}.dtype).",
-            )
-    return first.dtype
+    text = "`{name}` has dtype {this} but `{first}` has {that}; they must match. Cast one: {name}.to({first}.dtype)."
+    return _require_same(tensors, "dtype", TypeError, text)
 
 
 def require_shape(t: torch.Tensor, arg: str, shape: tuple[int, ...], names: str = "", why: str = "") -> None:
@@ -317,12 +306,11 @@ def require_shape(t: torch.Tensor, arg: str, shape: tuple[int, ...], names: str 
     f(): lengths must have shape (B,) = (2,) (one length per batch item); got a tensor of shape (3,), dtype torch.float32, on cpu.
     """
     if tuple(t.shape) != tuple(shape):
-        letters = f"{names} = " if names else ""
-        reason = f" ({why})" if why else ""
+        letters, reason = f"{names} = " if names else "", f" ({why})" if why else ""
         raise problem(ValueError, f"{arg} must have shape {letters}{tuple(shape)}{reason}; got {describe_value(t)}.")
 
 
-# ----- plain Python values ------------------------------------------------------------------------
+# Plain Python values.
 def require_int(value: Any, arg: str, minimum: int | None = 0, maximum: int | None = None) -> int:
     """``value`` as an ``int`` (Python, NumPy or 0-dim integer tensor; never a bool), within bounds.
 
@@ -365,15 +353,9 @@ def require_number(
     >>> require_number(0.5, "min_run_time", above=0)
     0.5
     """
-    parts = ["a finite number" if finite else "a number"]
-    if minimum is not None:
-        parts.append(f">= {minimum}")
-    if above is not None:
-        parts.append(f"> {above}")
-    if maximum is not None:
-        parts.append(f"<= {maximum}")
-    want = " ".join(parts)
-    if isinstance(value, bool) or isinstance(value, complex) or isinstance(value, (str, bytes)):
+    bounds = ((">=", minimum), (">", above), ("<=", maximum))
+    want = " ".join(["a finite number" if finite else "a number"] + [f"{op} {b}" for op, b in bounds if b is not None])
+    if isinstance(value, (bool, complex, str, bytes)):
         raise type_error(arg, want, value)
     try:
         number = float(value)
@@ -381,13 +363,8 @@ def require_number(
         raise type_error(arg, want, value) from None
     if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.is_complex() or value.dtype == torch.bool):
         raise type_error(arg, want, value)
-    if math.isnan(number) or (finite and math.isinf(number)):
-        raise value_error(arg, want, value)
-    if (
-        (minimum is not None and number < minimum)
-        or (above is not None and number <= above)
-        or (maximum is not None and number > maximum)
-    ):
+    low = (minimum is not None and number < minimum) or (above is not None and number <= above)
+    if math.isnan(number) or (finite and math.isinf(number)) or low or (maximum is not None and number > maximum):
         raise value_error(arg, want, value)
     return number
 
@@ -411,9 +388,8 @@ def require_str(value: Any, arg: str, *, allow_none: bool = False, nonempty: boo
     """
     if value is None and allow_none:
         return None
-    want = "a str" + (" or None" if allow_none else "")
     if not isinstance(value, str):
-        raise type_error(arg, want, value)
+        raise type_error(arg, "a str" + (" or None" if allow_none else ""), value)
     if nonempty and not value.strip():
         raise value_error(arg, "a non-empty str", value)
     return value
@@ -430,8 +406,7 @@ def require_choice(value: Any, arg: str, choices: Sequence[Any]) -> Any:
     except Exception:  # noqa: BLE001 - an object whose == fails is not a valid choice
         ok = False
     if not ok:
-        listed = ", ".join(repr(c) for c in choices)
-        raise value_error(arg, f"one of {listed}", value)
+        raise value_error(arg, f"one of {', '.join(repr(c) for c in choices)}", value)
     return value
 
 
@@ -457,14 +432,11 @@ def require_environment_device(device: torch.device) -> None:
     >>> require_environment_device(torch.device("cpu"))
     """
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise problem(
-            RuntimeError,
-            f"device {device} was asked for, but this machine has no usable CUDA GPU. "
-            "Pass device='cpu', or run on a machine with a CUDA GPU.",
-        )
+        text = f"device {device} was asked for, but this machine has no usable CUDA GPU."
+        raise problem(RuntimeError, f"{text} Pass device='cpu', or run on a machine with a CUDA GPU.")
 
 
-# ----- resources ----------------------------------------------------------------------------------
+# Resources.
 def _physical_memory_bytes() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -483,13 +455,8 @@ def require_allocation(nbytes: int, what: str, device: torch.device | None = Non
     device = torch.device("cpu") if device is None else device
     if device.type == "meta":
         return
-    if device.type == "cuda" and torch.cuda.is_available():
-        limit = torch.cuda.get_device_properties(device).total_memory
-    else:
-        limit = _physical_memory_bytes()
+    cuda = device.type == "cuda" and torch.cuda.is_available()
+    limit = torch.cuda.get_device_properties(device).total_memory if cuda else _physical_memory_bytes()
     if nbytes > limit:
-        raise problem(
-            ValueError,
-            f"{what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} "
-            "device has in total. Use smaller sizes (or device='meta' to look at shapes only).",
-        )
+        text = f"{what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} device has"
+        raise problem(ValueError, f"{text} in total. Use smaller sizes (or device='meta' to look at shapes only).")
