@@ -2,12 +2,9 @@
 
 Every public function of viewlab checks its arguments with these helpers *before* it calls torch or
 matplotlib. Each error is a ``TypeError`` (wrong kind of thing: type, dtype) or a ``ValueError``
-(right kind, wrong value: rank, shape, device, range) whose message has four parts:
-
-1. the function the learner called, e.g. ``split_heads()``;
-2. the argument, e.g. ```num_heads```;
-3. what came in (:func:`describe_value`: type, shape, dtype, device, or the value itself);
-4. what to pass instead.
+(right kind, wrong value: rank, shape, device, range) whose message names the function the learner
+called (``split_heads()``), the argument (```num_heads```), what came in (:func:`describe_value`: type,
+shape, dtype, device, or the value itself) and what to pass instead.
 
 The function's name is not passed around: the public function carries ``@entry("split_heads")``, and
 every message raised while it runs (by these validators or by :func:`problem`) starts with ``split_heads()``.
@@ -17,11 +14,9 @@ learner called; code run inside :func:`outside_entry` is outside every boundary 
 >>> @entry("split_heads")
 ... def split_heads(x, num_heads):
 ...     return require_int(num_heads, "num_heads", minimum=1)
->>> try:
-...     split_heads(None, 2.5)
-... except TypeError as err:
-...     print(err)
-split_heads(): `num_heads` must be an int >= 1; got float 2.5. Pass a whole number, e.g. num_heads=2.
+>>> split_heads(None, 2.5)
+Traceback (most recent call last):
+TypeError: split_heads(): `num_heads` must be an int >= 1; got float 2.5. Pass a whole number, e.g. num_heads=2.
 """
 
 from __future__ import annotations
@@ -237,11 +232,9 @@ def require_tensor(
 
     >>> require_tensor(torch.zeros(2, 3), "x", ndim=2).shape
     torch.Size([2, 3])
-    >>> try:
-    ...     entry("f")(require_tensor)(torch.zeros(3, dtype=torch.int64), "q", kinds=("float",))
-    ... except TypeError as err:
-    ...     print(err)
-    f(): `q` must be a tensor of floating-point numbers; got a tensor of shape (3,), dtype torch.int64, on cpu. Pass q.float().
+    >>> entry("f")(require_tensor)(torch.zeros(3, dtype=torch.int64), "q", kinds=("float",))
+    Traceback (most recent call last):
+    TypeError: f(): `q` must be a tensor of floating-point numbers; got a tensor of shape (3,), dtype torch.int64, on cpu. Pass q.float().
     """
     t = require_strided_tensor(obj, arg)
     if is_quantized_dtype(t.dtype) and not quantized:
@@ -251,7 +244,7 @@ def require_tensor(
         raise value_error(arg, "a tensor that holds values (not on the meta device)", t, fix)
     words = f" {shape_hint}" if shape_hint else ""
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim or ())
-    if allowed and t.dim() not in allowed:
+    if ndim is not None and t.dim() not in allowed:
         dims = " or ".join(str(n) for n in allowed)
         fix = f"It has {t.dim()} dims; reshape or index it to {dims} dims."
         raise value_error(arg, f"a {dims}-D tensor{words}", t, fix)
@@ -299,11 +292,9 @@ def require_same_dtype(tensors: dict[str, torch.Tensor]) -> torch.dtype:
 def require_shape(t: torch.Tensor, arg: str, shape: tuple[int, ...], names: str = "", why: str = "") -> None:
     """``t.shape == shape``, or a ValueError saying which shape was expected (``names``: it in letters) and why.
 
-    >>> try:
-    ...     entry("f")(require_shape)(torch.zeros(3), "lengths", (2,), names="(B,)", why="one length per batch item")
-    ... except ValueError as err:
-    ...     print(err)
-    f(): lengths must have shape (B,) = (2,) (one length per batch item); got a tensor of shape (3,), dtype torch.float32, on cpu.
+    >>> entry("f")(require_shape)(torch.zeros(3), "lengths", (2,), names="(B,)", why="one length per batch item")
+    Traceback (most recent call last):
+    ValueError: f(): lengths must have shape (B,) = (2,) (one length per batch item); got a tensor of shape (3,), dtype torch.float32, on cpu.
     """
     if tuple(t.shape) != tuple(shape):
         letters, reason = f"{names} = " if names else "", f" ({why})" if why else ""
@@ -437,13 +428,6 @@ def require_environment_device(device: torch.device) -> None:
 
 
 # Resources.
-def _physical_memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
-        return 2**40
-
-
 def require_allocation(nbytes: int, what: str, device: torch.device | None = None) -> None:
     """A ValueError when making ``what`` would need more bytes than the device has in total.
 
@@ -455,8 +439,12 @@ def require_allocation(nbytes: int, what: str, device: torch.device | None = Non
     device = torch.device("cpu") if device is None else device
     if device.type == "meta":
         return
-    cuda = device.type == "cuda" and torch.cuda.is_available()
-    limit = torch.cuda.get_device_properties(device).total_memory if cuda else _physical_memory_bytes()
+    try:
+        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # this machine's physical memory
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        limit = 2**40
+    if device.type == "cuda" and torch.cuda.is_available():
+        limit = torch.cuda.get_device_properties(device).total_memory
     if nbytes > limit:
         text = f"{what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} device has"
         raise problem(ValueError, f"{text} in total. Use smaller sizes (or device='meta' to look at shapes only).")

@@ -25,13 +25,12 @@ def fmt_bytes(n: float | None) -> str:
         return "n/a"
     if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n:
         raise TypeError(f"fmt_bytes(): `n` must be a number of bytes or None; got {n!r}.")
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
+    sign, n = "-" if n < 0 else "", abs(n)
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
             return f"{sign}{int(n)} {unit}" if unit == "B" else f"{sign}{n:.1f} {unit}"
         n /= 1024
-    return f"{sign}{n:.1f} TiB"  # pragma: no cover
+    return f"{sign}{n:.1f} GiB"
 
 
 def exact_bytes(n: int | None) -> str:
@@ -40,9 +39,7 @@ def exact_bytes(n: int | None) -> str:
     >>> exact_bytes(1048576), exact_bytes(40), exact_bytes(None)
     ('1,048,576 B (1.0 MiB)', '40 B', 'n/a')
     """
-    if n is None:
-        return "n/a"
-    return f"{n:,} B" if abs(n) < 1024 else f"{n:,} B ({fmt_bytes(n)})"
+    return "n/a" if n is None else f"{n:,} B" if abs(n) < 1024 else f"{n:,} B ({fmt_bytes(n)})"
 
 
 def mib(n: int) -> str:

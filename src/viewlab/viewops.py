@@ -47,25 +47,14 @@ DOCUMENTED: tuple[str, ...] = ("view", "copy", "view or copy", "self or copy")
 
 @dataclass(frozen=True)
 class OpCase:
-    """One runnable example of an operation.
+    """One runnable example of an operation; ``documented`` is one of :data:`DOCUMENTED` (see the module docstring)."""
 
-    Attributes:
-        op: the name used in tables (matches :data:`OFFICIAL_VIEW_OPS` for documented view ops).
-        code: the expression learners see, written in terms of ``x``.
-        documented: what PyTorch's docs promise: ``"view"``, ``"copy"``, ``"view or copy"`` (``reshape``,
-            ``flatten``: a view when strides allow) or ``"self or copy"`` (``contiguous``, ``to``: the input
-            itself when it already has the layout/dtype/device asked for).
-        input: a short description of ``x``.
-        make_input: builds ``x`` afresh.
-        apply: computes the result from ``x`` (a tensor, or a sequence of tensors for split-like ops).
-    """
-
-    op: str
-    code: str
-    documented: str
-    input: str
-    make_input: Callable[[], torch.Tensor]
-    apply: Callable[[torch.Tensor], Any]
+    op: str  #: the name used in tables (matches :data:`OFFICIAL_VIEW_OPS` for documented view ops)
+    code: str  #: the expression learners see, written in terms of ``x``
+    documented: str  #: what PyTorch's docs promise: "view", "copy", "view or copy" or "self or copy"
+    input: str  #: a short description of ``x``
+    make_input: Callable[[], torch.Tensor]  #: builds ``x`` afresh
+    apply: Callable[[torch.Tensor], Any]  #: the result from ``x`` (a tensor, or a sequence for split-like ops)
 
 
 def _c(op: str, code: str, documented: str, input: str) -> OpCase:
@@ -74,6 +63,7 @@ def _c(op: str, code: str, documented: str, input: str) -> OpCase:
     return OpCase(op, code, documented, input, _INPUTS[input], fn)
 
 
+_RESHAPES = (("reshape", "x.reshape(12)"), ("reshape_as", "x.reshape_as(torch.empty(12))"), ("flatten", "x.flatten()"))
 OP_CASES: tuple[OpCase, ...] = (
     _c("basic indexing", "x[0, 1:, ::2]", "view", _R),
     _c("adjoint", "x.adjoint()", "view", _C),
@@ -114,14 +104,8 @@ OP_CASES: tuple[OpCase, ...] = (
     _c("values", "x.values()", "view", _S),
     # Layout-dependent: the docs say "may return a view or a copy"; one contiguous and one
     # non-contiguous input shows both outcomes.
-    _c("reshape", "x.reshape(12)", "view or copy", _M),
-    _c("reshape", "x.reshape(12)", "view or copy", _T),
-    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _M),
-    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _T),
-    _c("flatten", "x.flatten()", "view or copy", _M),
-    _c("flatten", "x.flatten()", "view or copy", _T),
-    _c("contiguous", "x.contiguous()", "self or copy", _M),
-    _c("contiguous", "x.contiguous()", "self or copy", _T),
+    *(_c(op, code, "view or copy", x) for op, code in _RESHAPES for x in (_M, _T)),
+    *(_c("contiguous", "x.contiguous()", "self or copy", x) for x in (_M, _T)),
     _c("to", "x.to(torch.float32)", "self or copy", _M + " (already float32)"),
     _c("to", "x.to(torch.float64)", "self or copy", _M),
     # Copies: new memory every time.
@@ -142,10 +126,6 @@ OP_CASES: tuple[OpCase, ...] = (
 )
 
 
-def _sparse_parts(x: torch.Tensor) -> list[torch.Tensor]:
-    return [x._indices(), x._values()]
-
-
 def _find_case(name: str) -> OpCase:
     matches = [c for c in OP_CASES if c.op == name]
     if len(matches) == 1:
@@ -155,16 +135,11 @@ def _find_case(name: str) -> OpCase:
 
         close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise problem(
-            ValueError,
-            f"no case for op {name!r} in OP_CASES.{hint} The ops with a case: [c.op for c in viewlab.OP_CASES].",
-        )
+        hint += " The ops with a case: [c.op for c in viewlab.OP_CASES]."
+        raise problem(ValueError, f"no case for op {name!r} in OP_CASES.{hint}")
     inputs = ", ".join(repr(c.input) for c in matches)
-    raise problem(
-        ValueError,
-        f"op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on "
-        f"which; pass one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...).",
-    )
+    text = f"op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on which; pass"
+    raise problem(ValueError, f"{text} one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...).")
 
 
 @entry("observe")
@@ -190,13 +165,9 @@ def observe(case: OpCase | str) -> str:
     if len(parts) == 1 and parts[0] is x:
         return "same tensor"
     # Sparse tensors have no single storage: compare with their internal index/value tensors.
-    bases = _sparse_parts(x) if x.layout == torch.sparse_coo else [x]
+    bases = [x._indices(), x._values()] if x.layout == torch.sparse_coo else [x]
     shared = [any(shares_storage(p, b) for b in bases) for p in parts]
-    if all(shared):
-        return "view"
-    if not any(shared):
-        return "copy"
-    return "mixed"
+    return "view" if all(shared) else "mixed" if any(shared) else "copy"
 
 
 @dataclass(frozen=True)
