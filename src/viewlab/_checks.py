@@ -188,28 +188,6 @@ def is_quantized_dtype(dtype: torch.dtype) -> bool:
     return dtype in _QUANTIZED
 
 
-def require_strided_tensor(obj: Any, arg: str = "t") -> torch.Tensor:
-    """Return ``obj`` if it is a dense (strided) tensor, else raise an error that says what to pass.
-
-    >>> require_strided_tensor(torch.zeros(2)).shape
-    torch.Size([2])
-    """
-    if not isinstance(obj, torch.Tensor):
-        hint = ""
-        if isinstance(obj, (list, tuple)):
-            hint = f" Wrap it first: {caller()}(torch.tensor({arg}))."
-        elif type(obj).__module__ == "numpy":
-            hint = f" Convert it without copying: {caller()}(torch.from_numpy({arg}))."
-        raise problem(TypeError, f"expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}")
-    if obj.layout != torch.strided:
-        text = f"works on dense (strided) tensors; `{arg}` has layout {obj.layout}, which has no strides."
-        raise problem(ValueError, f"{text} Pass `{arg}.to_dense()` to look at its dense layout.")
-    if getattr(obj, "is_nested", False):
-        fix = f"pass one of its components, e.g. `{arg}.unbind()[0]`."
-        raise problem(ValueError, f"does not support nested tensors; {fix}")
-    return obj
-
-
 def require_tensor(
     obj: Any,
     arg: str,
@@ -221,7 +199,7 @@ def require_tensor(
     quantized: bool = False,
     shape_hint: str = "",
 ) -> torch.Tensor:
-    """A dense tensor with the stated rank and dtype family, or a clear error.
+    """A dense (strided) tensor with the stated rank and dtype family, or an error that says what to pass.
 
     Args:
         ndim: the allowed number(s) of dims; ``min_ndim``: the fewest allowed.
@@ -236,7 +214,20 @@ def require_tensor(
     Traceback (most recent call last):
     TypeError: f(): `q` must be a tensor of floating-point numbers; got a tensor of shape (3,), dtype torch.int64, on cpu. Pass q.float().
     """
-    t = require_strided_tensor(obj, arg)
+    if not isinstance(obj, torch.Tensor):
+        hint = ""
+        if isinstance(obj, (list, tuple)):
+            hint = f" Wrap it first: {caller()}(torch.tensor({arg}))."
+        elif type(obj).__module__ == "numpy":
+            hint = f" Convert it without copying: {caller()}(torch.from_numpy({arg}))."
+        raise problem(TypeError, f"expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}")
+    if obj.layout != torch.strided:
+        text = f"works on dense (strided) tensors; `{arg}` has layout {obj.layout}, which has no strides."
+        raise problem(ValueError, f"{text} Pass `{arg}.to_dense()` to look at its dense layout.")
+    if getattr(obj, "is_nested", False):
+        fix = f"pass one of its components, e.g. `{arg}.unbind()[0]`."
+        raise problem(ValueError, f"does not support nested tensors; {fix}")
+    t = obj
     if is_quantized_dtype(t.dtype) and not quantized:
         raise type_error(arg, "a tensor of plain numbers, not a quantized one", t, f"Pass {arg}.dequantize().")
     if not meta and t.device.type == "meta":

@@ -109,27 +109,25 @@ class OperandInfo:
         return 0
 
 
-_HTML_STYLE = {EQUAL: "", STRETCHED: "background:#FFE7B3;color:#000", NEW_DIM: "background:#D6ECFA;color:#000;"}
-_HTML_STYLE[NEW_DIM] += "font-style:italic"
+_STYLE = {
+    EQUAL: "",
+    STRETCHED: "background:#FFE7B3;color:#000",
+    NEW_DIM: "background:#D6ECFA;color:#000;font-style:italic",
+}
 
 
+@dataclass(eq=False)
 class BroadcastExplanation:
     """Result of :func:`explain_broadcast`: the steps, the result shape, the memory story.
 
-    Attributes:
-        shape: the broadcast result (``torch.Size``), equal to ``torch.broadcast_shapes``.
-        operands: one :class:`OperandInfo` per operand, in the order given.
-        steps: one :class:`DimStep` per result dimension, from the right (``steps[0]`` is dim -1).
-
     >>> e = explain_broadcast((3, 1), (4,))
-    >>> e.shape
-    torch.Size([3, 4])
-    >>> [s.rules for s in e.steps]
-    [('stretched from 1', 'equal'), ('equal', 'new leading dim')]
+    >>> e.shape, [s.rules for s in e.steps]
+    (torch.Size([3, 4]), [('stretched from 1', 'equal'), ('equal', 'new leading dim')])
     """
 
-    def __init__(self, shape: torch.Size, operands: tuple[OperandInfo, ...], steps: tuple[DimStep, ...]):
-        self.shape, self.operands, self.steps = shape, operands, steps
+    shape: torch.Size  #: the broadcast result, equal to ``torch.broadcast_shapes``
+    operands: tuple[OperandInfo, ...]  #: one :class:`OperandInfo` per operand, in the order given
+    steps: tuple[DimStep, ...]  #: one :class:`DimStep` per result dimension, from the right (``steps[0]`` is dim -1)
 
     def __getitem__(self, key: int | str) -> OperandInfo:
         """An operand's info by position or by name."""
@@ -180,29 +178,25 @@ class BroadcastExplanation:
         if not op.expanded_dims:
             return f"{op.name}: not expanded (nothing to copy)"
         dims = f"dim{'s' if len(op.expanded_dims) > 1 else ''} {', '.join(str(d) for d in op.expanded_dims)}"
-        return (
-            f"{op.name}: expanded along result {dims}; "
-            f"{op.name}.expand{fmt_shape(self.shape)} has stride {fmt_shape(op.expanded_stride)}; "
-            f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype_name(op.dtype)}), broadcasting takes 0"
-        )
+        stride = f"{op.name}.expand{fmt_shape(self.shape)} has stride {fmt_shape(op.expanded_stride)}"
+        copy = f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype_name(op.dtype)}), broadcasting takes 0"
+        return f"{op.name}: expanded along result {dims}; {stride}; {copy}"
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
         rank, esc = len(self.shape), html.escape
         head = "".join(f"<th>dim {d}<br><small>(result dim {rank + d})</small></th>" for d in range(-rank, 0))
-        rows = []
+        th, rows = "<tr><th style='text-align:left'>{} <code>{}</code></th>", ""
         for op in self.operands:
-            tds = []
+            rows += th.format(esc(op.name), esc(fmt_shape(op.shape)))
             for n, rule, res in zip(op.padded, op.rules, self.shape):
                 text = {EQUAL: str(n), STRETCHED: f"1 &rarr; {res}", NEW_DIM: f"[1] &rarr; {res}"}[rule]
                 under = "" if rule == EQUAL else f"<br><small>{esc(rule)}</small>"
-                tds.append(f"<td style='text-align:center;{_HTML_STYLE[rule]}' title='{esc(rule)}'>{text}{under}</td>")
-            rows.append(f"<tr><th style='text-align:left'>{esc(op.name)} <code>{esc(fmt_shape(op.shape))}</code></th>")
-            rows[-1] += f"{''.join(tds)}</tr>"
-        res_tds = "".join(f"<td style='text-align:center'><b>{n}</b></td>" for n in self.shape)
-        rows.append(f"<tr><th style='text-align:left'>result <code>{esc(fmt_shape(self.shape))}</code></th>")
-        rows[-1] += res_tds + "</tr>"
+                rows += f"<td style='text-align:center;{_STYLE[rule]}' title='{esc(rule)}'>{text}{under}</td>"
+            rows += "</tr>"
+        rows += th.format("result", esc(fmt_shape(self.shape)))
+        rows += "".join(f"<td style='text-align:center'><b>{n}</b></td>" for n in self.shape) + "</tr>"
         names = [op.name for op in self.operands]
         steps = "".join(
             f"<li>dim {s.from_right}: "
@@ -220,7 +214,7 @@ class BroadcastExplanation:
         return (
             f"<div><p><b>{esc(self._title())} &rarr; {esc(fmt_shape(self.shape))}</b></p>"
             "<table><caption>Shapes right-aligned; [1] = missing leading dim padded with 1</caption>"
-            f"<tr><th></th>{head}</tr>{''.join(rows)}</table><ol>{steps}</ol>"
+            f"<tr><th></th>{head}</tr>{rows}</table><ol>{steps}</ol>"
             "<table><caption>Virtual copies (stride 0) cost no memory</caption>"
             "<tr><th>operand</th><th>dtype</th><th>expanded along result dims</th>"
             "<th>stride after expand</th><th>bytes if materialised</th><th>bytes broadcasting</th></tr>"

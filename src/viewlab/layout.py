@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ._checks import entry, problem, require_allocation, require_strided_tensor, require_tensor
+from ._checks import entry, problem, require_allocation, require_tensor
 from ._format import dtype_name
 
 __all__ = ["Layout", "layout", "storage_indices", "shares_storage"]
@@ -231,7 +231,7 @@ def _memory_range(obj: Any, arg: str) -> tuple[str, int, int, object]:
             root = root.base
         lo, hi = np.lib.array_utils.byte_bounds(root) if hasattr(np.lib, "array_utils") else np.byte_bounds(root)
         return "cpu", lo, hi, None
-    t = require_strided_tensor(obj, arg)
+    t = require_tensor(obj, arg, quantized=True)
     if t.device.type == "meta":
         text = f"`{arg}` is a meta tensor, which has no memory to share."
         raise problem(ValueError, f"{text} Compare tensors that hold data (create them on 'cpu' or 'cuda').")
