@@ -106,10 +106,8 @@ def entry(name: str) -> Callable[[F], F]:
 
 @contextlib.contextmanager
 def outside_entry() -> Iterator[None]:
-    """Run the code inside outside the current :func:`entry` boundary, so a public function it calls names itself.
-
-    For code that is the learner's own, run by a viewlab function (an exercise check runs the learner's
-    solution): a viewlab function called from that code reports its own name, as in the learner's cell.
+    """Run the learner's own code (an exercise check runs a solution) outside the current :func:`entry`
+    boundary, so a viewlab function called from it names itself, as in the learner's cell.
 
     >>> twice = entry("twice")(lambda n: 2 * require_int(n, "n"))
     >>> @entry("check")
@@ -137,9 +135,7 @@ def caller() -> str:
 
 
 def problem(kind: type[Exception], text: str) -> Exception:
-    """``kind`` with ``text`` after the caller's name: the one renderer of free-form messages.
-
-    Returned, so the caller writes ``raise problem(ValueError, "...")``.
+    """``kind`` with ``text`` after the caller's name, the one renderer of free-form messages (``raise problem(...)``).
 
     >>> str(entry("merge_heads")(lambda: problem(ValueError, "expects x of shape (B, H, L, Dh)."))())
     'merge_heads(): expects x of shape (B, H, L, Dh).'
@@ -328,9 +324,7 @@ def require_number(
     maximum: float | None = None,
     finite: bool = True,
 ) -> float:
-    """``value`` as a ``float`` (any real number but a bool), finite unless told, within bounds.
-
-    ``minimum`` is inclusive, ``above`` exclusive.
+    """``value`` as a ``float`` (a real number, not a bool), finite unless told, within bounds (``above``: exclusive).
 
     >>> require_number(0.5, "min_run_time", above=0)
     0.5
@@ -420,10 +414,8 @@ def require_environment_device(device: torch.device) -> None:
 
 # Resources.
 def require_allocation(nbytes: int, what: str, device: torch.device | None = None) -> None:
-    """A ValueError when making ``what`` would need more bytes than the device has in total.
-
-    Meta tensors allocate nothing and always pass; CUDA devices are compared with their total memory,
-    everything else with this machine's physical memory.
+    """A ValueError when making ``what`` would need more bytes than the device has in total (its total
+    memory for CUDA, this machine's physical memory otherwise; meta tensors allocate nothing and pass).
 
     >>> require_allocation(1024, "the mask")
     """
