@@ -229,22 +229,17 @@ def _as_shape(obj: Any, position: int, name: str) -> tuple[tuple[int, ...], torc
         t = require_tensor(obj, name, quantized=True)
         return tuple(t.shape), t
     if not isinstance(obj, (torch.Size, tuple, list)):
-        hint = ""
+        hint = "; pass a torch.Tensor, a torch.Size, or a tuple/list of ints."
         if isinstance(obj, (int, float, complex)) and not isinstance(obj, bool):
-            hint = " A Python number broadcasts like a 0-dim tensor: pass () or torch.tensor(value)."
+            hint += " A Python number broadcasts like a 0-dim tensor: pass () or torch.tensor(value)."
         elif type(obj).__module__ == "numpy":
-            hint = f" Pass its shape ({name}.shape) or the tensor torch.from_numpy({name})."
-        kind = type(obj).__name__
-        raise problem(
-            TypeError, f"{where} is a {kind}; pass a torch.Tensor, a torch.Size, or a tuple/list of ints.{hint}"
-        )
+            hint += f" Pass its shape ({name}.shape) or the tensor torch.from_numpy({name})."
+        raise problem(TypeError, f"{where} is a {type(obj).__name__}{hint}")
     shape = []
     for i, n in enumerate(obj):
         if isinstance(n, (list, tuple)):
-            text = f"{where} is a nested sequence, which looks like data, not a shape."
-            raise problem(
-                TypeError, f"{text} Pass a shape such as (2, 3), or the data as a tensor: torch.tensor({name})."
-            )
+            text = f"{where} is a nested sequence, which looks like data, not a shape. Pass a shape such as (2, 3),"
+            raise problem(TypeError, f"{text} or the data as a tensor: torch.tensor({name}).")
         try:
             value = None if isinstance(n, bool) else operator.index(n)  # True is an int to Python, not a size
         except TypeError:
@@ -288,9 +283,8 @@ def _find_fixes(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> l
         # No inserted dim is the alignment that already failed; inserting only size-1 dims that line up
         # with size-1 dims of the target changes nothing useful.
         if ones_at and _broadcast([new, target]) == tuple(target):
-            lined = ", ".join(
-                f"its dim {i} (size {n}) with dim {p - rt}" for i, (n, p) in enumerate(zip(shape, positions))
-            )
+            pairs = enumerate(zip(shape, positions))
+            lined = ", ".join(f"its dim {i} (size {n}) with dim {p - rt}" for i, (n, p) in pairs)
             code = name + "".join(f".unsqueeze({p})" for p in sorted(ones_at))
             fixes.append(BroadcastFix(name, code, new, tuple(target), f"lines up {lined} of the result"))
     # 2. reorder dims (small ranks only): a transposed operand.
@@ -360,15 +354,12 @@ def _operand(
 def explain_broadcast(
     *operands: _Operand, names: Sequence[str] | None = None, dtype: torch.dtype = torch.float32
 ) -> BroadcastExplanation:
-    """Explain, step by step, how ``operands`` broadcast together.
+    """Explain, step by step, how ``operands`` broadcast together: a :class:`BroadcastExplanation`.
 
     Args:
         *operands: two or more tensors, ``torch.Size`` objects, or tuples/lists of ints (mixed is fine).
         names: labels for the operands (default ``a``, ``b``, ``c``, ...), used in text and errors.
         dtype: element type assumed for shape operands when counting bytes (tensors use their own).
-
-    Returns:
-        A :class:`BroadcastExplanation`; ``.shape`` equals ``torch.broadcast_shapes`` of the shapes.
 
     Raises:
         BroadcastError: the shapes do not broadcast; the message names the dimension (from the right and
@@ -377,10 +368,8 @@ def explain_broadcast(
             operands were given.
 
     >>> e = explain_broadcast(torch.zeros(3, 1), (2, 1, 4), names=["col", "grid"])
-    >>> e.shape, e["col"].expanded_dims, e["col"].expanded_stride
-    (torch.Size([2, 3, 4]), (0, 2), (0, 1, 0))
-    >>> e["col"].copy_bytes, e["col"].broadcast_bytes
-    (96, 0)
+    >>> e.shape, e["col"].expanded_dims, e["col"].expanded_stride, e["col"].copy_bytes, e["col"].broadcast_bytes
+    (torch.Size([2, 3, 4]), (0, 2), (0, 1, 0), 96, 0)
     """
     if len(operands) < 2:
         func = caller()  # draw_broadcast validates through here too

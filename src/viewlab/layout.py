@@ -182,12 +182,9 @@ def layout(t: Any) -> Layout:
 
     Works for any dense tensor on any device, including ``meta`` tensors (no data is read).
 
-    >>> x = torch.zeros(2, 3)
-    >>> layout(x.t()).stride
-    (1, 3)
     >>> e = torch.zeros(1, 4).expand(3, 4)
-    >>> (layout(e).logical_bytes, layout(e).span_bytes, layout(e).broadcast_dims)
-    (48, 16, (0,))
+    >>> layout(torch.zeros(2, 3).t()).stride, layout(e).logical_bytes, layout(e).span_bytes, layout(e).broadcast_dims
+    ((1, 3), 48, 16, (0,))
     """
     t = require_tensor(t, "t", quantized=True)
     shape, stride, size, numel = tuple(t.shape), tuple(t.stride()), t.element_size(), t.numel()
@@ -205,19 +202,15 @@ def storage_indices(t: Any) -> torch.Tensor:
     This is the stride formula evaluated for every index at once, so it is exact by construction. The
     result is an int64 CPU tensor of ``t``'s shape (also for ``meta`` or CUDA ``t``: no data is read).
 
-    >>> storage_indices(torch.zeros(2, 3).t()).tolist()
-    [[0, 3], [1, 4], [2, 5]]
-    >>> storage_indices(torch.zeros(3)[1:].expand(2, 2)).tolist()
-    [[1, 2], [1, 2]]
+    >>> storage_indices(torch.zeros(2, 3).t()).tolist(), storage_indices(torch.zeros(3)[1:].expand(2, 2)).tolist()
+    ([[0, 3], [1, 4], [2, 5]], [[1, 2], [1, 2]])
     """
     t = require_tensor(t, "t", quantized=True)
     require_allocation(8 * t.numel(), f"the storage indices of a tensor of shape {tuple(t.shape)}")
     # offset + sum_d i_d * stride_d, one broadcast term per dim: costs numel int64s, never the storage.
     index = torch.full((), t.storage_offset(), dtype=torch.int64)
     for d, (n, s) in enumerate(zip(t.shape, t.stride())):
-        view = [1] * t.dim()
-        view[d] = n
-        index = index + (torch.arange(n, dtype=torch.int64) * s).view(view)
+        index = index + (torch.arange(n, dtype=torch.int64) * s).view([n if i == d else 1 for i in range(t.dim())])
     return index.expand(tuple(t.shape)).contiguous()
 
 
@@ -236,8 +229,7 @@ def _memory_range(obj: Any, arg: str) -> tuple[str, int, int, object]:
         text = f"`{arg}` is a meta tensor, which has no memory to share."
         raise problem(ValueError, f"{text} Compare tensors that hold data (create them on 'cpu' or 'cuda').")
     storage = t.untyped_storage()
-    start = storage.data_ptr()
-    return str(t.device), start, start + storage.nbytes(), storage._cdata
+    return str(t.device), storage.data_ptr(), storage.data_ptr() + storage.nbytes(), storage._cdata
 
 
 @entry("shares_storage")
@@ -249,12 +241,8 @@ def shares_storage(a: Any, b: Any) -> bool:
     can be checked: there, "same memory" means the byte ranges of the buffers overlap.
 
     >>> x = torch.arange(6)
-    >>> shares_storage(x, x[2:].view(2, 2))
-    True
-    >>> shares_storage(x, x.clone())
-    False
-    >>> shares_storage(x, x.numpy())
-    True
+    >>> shares_storage(x, x[2:].view(2, 2)), shares_storage(x, x.clone()), shares_storage(x, x.numpy())
+    (True, False, True)
     """
     dev_a, lo_a, hi_a, id_a = _memory_range(a, "a")
     dev_b, lo_b, hi_b, id_b = _memory_range(b, "b")

@@ -4,6 +4,9 @@
 view ops (docs page "Tensor Views"), the common copying ops, and the ops whose answer depends on the
 input: ``reshape``/``flatten`` return a view *or* a copy, ``contiguous``/``to`` return the input itself *or* a copy
 (never a new view), as their docs say. :func:`view_op_table` runs them all and reports what actually happened.
+
+>>> [(op, x, observed) for op, _, x, _, observed in view_op_table("view or copy").rows[:2]]
+[('reshape', '3x4 float', 'view'), ('reshape', '3x4 transposed (non-contiguous)', 'copy')]
 """
 
 from __future__ import annotations
@@ -150,10 +153,8 @@ def observe(case: OpCase | str) -> str:
     case (``"expand"``). ``"view"`` means every returned tensor shares memory with the input (see
     :func:`shares_storage`); ``"same tensor"`` means the op returned its input object unchanged.
 
-    >>> observe(next(c for c in OP_CASES if c.op == "expand"))
-    'view'
-    >>> observe("clone")
-    'copy'
+    >>> observe(next(c for c in OP_CASES if c.op == "expand")), observe("clone")
+    ('view', 'copy')
     """
     if isinstance(case, str):
         case = _find_case(case)
