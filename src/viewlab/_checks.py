@@ -295,10 +295,9 @@ def require_int(value: Any, arg: str, minimum: int | None = 0, maximum: int | No
     >>> require_int(3, "q_len")
     3
     """
-    bounds = "" if minimum is None else f" >= {minimum}"
+    want = "an int" + ("" if minimum is None else f" >= {minimum}")
     if maximum is not None:
-        bounds = f" in {minimum}..{maximum}" if minimum is not None else f" <= {maximum}"
-    want = f"an int{bounds}"
+        want = f"an int in {minimum}..{maximum}" if minimum is not None else f"an int <= {maximum}"
     if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
         raise type_error(arg, want, value, f"Pass a number such as {arg}={max(minimum or 0, 1)}, not a bool.")
     if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.device.type == "meta"):

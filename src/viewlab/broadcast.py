@@ -274,12 +274,9 @@ def _find_fixes(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> l
     for positions in itertools.combinations(range(rt), r) if r <= rt else ():
         if not all(n == target[p] or n == 1 for n, p in zip(shape, positions)):
             continue
-        start = positions[0]
-        new_shape = [1] * (rt - start)
-        for n, p in zip(shape, positions):
-            new_shape[p - start] = n
-        ones_at = [j for j in range(rt - start) if j + start not in positions]
-        new = tuple(new_shape)
+        start, own = positions[0], dict(zip(positions, shape))
+        new = tuple(own.get(p, 1) for p in range(start, rt))
+        ones_at = [p - start for p in range(start, rt) if p not in own]
         # No inserted dim is the alignment that already failed; inserting only size-1 dims that line up
         # with size-1 dims of the target changes nothing useful.
         if ones_at and _broadcast([new, target]) == tuple(target):

@@ -178,9 +178,7 @@ def _overlaps(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
 
 @entry("layout")
 def layout(t: Any) -> Layout:
-    """Describe how ``t`` maps onto its storage.
-
-    Works for any dense tensor on any device, including ``meta`` tensors (no data is read).
+    """Describe how ``t`` maps onto its storage: any dense tensor on any device, ``meta`` too (no data is read).
 
     >>> e = torch.zeros(1, 4).expand(3, 4)
     >>> layout(torch.zeros(2, 3).t()).stride, layout(e).logical_bytes, layout(e).span_bytes, layout(e).broadcast_dims
@@ -197,10 +195,10 @@ def layout(t: Any) -> Layout:
 
 @entry("storage_indices")
 def storage_indices(t: Any) -> torch.Tensor:
-    """For each element of ``t``, the index of the storage element it reads (same shape as ``t``).
+    """For each element of ``t``, the index of the storage element it reads: an int64 CPU tensor of ``t``'s shape.
 
-    This is the stride formula evaluated for every index at once, so it is exact by construction. The
-    result is an int64 CPU tensor of ``t``'s shape (also for ``meta`` or CUDA ``t``: no data is read).
+    The stride formula evaluated for every index at once, so exact by construction (no data is read: ``t``
+    may be on ``meta`` or CUDA).
 
     >>> storage_indices(torch.zeros(2, 3).t()).tolist(), storage_indices(torch.zeros(3)[1:].expand(2, 2)).tolist()
     ([[0, 3], [1, 4], [2, 5]], [[1, 2], [1, 2]])

@@ -11,6 +11,7 @@ input: ``reshape``/``flatten`` return a view *or* a copy, ``contiguous``/``to`` 
 
 from __future__ import annotations
 
+import difflib
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -134,8 +135,6 @@ def _find_case(name: str) -> OpCase:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        import difflib
-
         close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         hint += " The ops with a case: [c.op for c in viewlab.OP_CASES]."
@@ -181,9 +180,8 @@ class OpTable:
     def __str__(self) -> str:
         widths = [max(len(str(r[i])) for r in (self.header, *self.rows)) for i in range(len(self.header))]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-        lines = [fmt.format(*self.header), fmt.format(*("-" * w for w in widths))]
-        lines += [fmt.format(*r) for r in self.rows]
-        return "\n".join(line.rstrip() for line in lines)
+        rows = [self.header, ["-" * w for w in widths], *self.rows]
+        return "\n".join(fmt.format(*r).rstrip() for r in rows)
 
     __repr__ = __str__
 
