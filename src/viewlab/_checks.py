@@ -8,8 +8,6 @@ shape, dtype, device, or the value itself) and what to pass instead.
 
 The function's name is not passed around: the public function carries ``@entry("split_heads")``, and
 every message raised while it runs (by these validators or by :func:`problem`) starts with ``split_heads()``.
-The outermost public function wins, so a helper that calls another public helper still names the one the
-learner called; code run inside :func:`outside_entry` is outside every boundary again.
 
 >>> @entry("split_heads")
 ... def split_heads(x, num_heads):
@@ -197,12 +195,9 @@ def require_tensor(
 ) -> torch.Tensor:
     """A dense (strided) tensor with the stated rank and dtype family, or an error that says what to pass.
 
-    Args:
-        ndim: the allowed number(s) of dims; ``min_ndim``: the fewest allowed.
-        kinds: allowed dtype families among ``"float"``, ``"complex"``, ``"int"``, ``"bool"`` (None = any).
-        meta: whether a ``meta`` tensor (shape only, no values) is accepted.
-        quantized: whether quantized dtypes are accepted.
-        shape_hint: the expected shape in words, e.g. ``"(B, L, D)"``, used in the message.
+    ``ndim``: the allowed number(s) of dims, ``min_ndim``: the fewest; ``kinds``: allowed dtype families among
+    ``"float"``, ``"complex"``, ``"int"``, ``"bool"`` (None = any); ``meta``, ``quantized``: whether a meta tensor
+    (shape only, no values), a quantized dtype is accepted; ``shape_hint``: the shape in words, e.g. ``"(B, L, D)"``.
 
     >>> require_tensor(torch.zeros(2, 3), "x", ndim=2).shape
     torch.Size([2, 3])

@@ -4,8 +4,6 @@ storage behind an operator's arguments, and name the learner's own line of code.
 
 Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
 
->>> import torch
->>> from torch.utils._python_dispatch import TorchDispatchMode
 >>> class Count(TorchDispatchMode):
 ...     n = 0
 ...     def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -1,6 +1,5 @@
 """Numbers, sizes and dtypes as text: one spelling everywhere (messages, tables, figures, alt text).
 
->>> import torch
 >>> fmt_bytes(1536), exact_bytes(1536), fmt_time(2.5e-6), dtype_name(torch.float32), fmt_shape([2, 3])
 ('1.5 KiB', '1,536 B (1.5 KiB)', '2.5 us', 'float32', '(2, 3)')
 """

@@ -3,12 +3,8 @@
 Two shapes broadcast when, lined up from the **right**, every pair of sizes is equal or one of them
 is 1 (a missing leading dimension counts as 1). The result takes the larger size in every position.
 An operand of size 1 along a dimension is *virtually* copied along it: PyTorch reads the same stored
-element again and again (stride 0) instead of allocating the copy.
-
-:func:`explain_broadcast` performs those steps for any number of shapes or tensors and returns a
-:class:`BroadcastExplanation` (text and HTML table). Shapes that do not broadcast raise
-:class:`BroadcastError`, which names the dimension, the operands, the sizes and, when one exists,
-an ``unsqueeze`` or ``permute`` that fixes it.
+element again and again (stride 0) instead of allocating the copy. :func:`explain_broadcast` performs
+those steps for any number of shapes or tensors, or raises :class:`BroadcastError` with a fix.
 
 >>> explain_broadcast((3, 1), (4,)).shape, explain_broadcast((3, 1), (4,))["a"].expanded_stride
 (torch.Size([3, 4]), (1, 0))
