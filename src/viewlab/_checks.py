@@ -218,26 +218,25 @@ def require_tensor(
     if getattr(obj, "is_nested", False):
         fix = f"pass one of its components, e.g. `{arg}.unbind()[0]`."
         raise problem(ValueError, f"does not support nested tensors; {fix}")
-    t = obj
-    if is_quantized_dtype(t.dtype) and not quantized:
-        raise type_error(arg, "a tensor of plain numbers, not a quantized one", t, f"Pass {arg}.dequantize().")
-    if not meta and t.device.type == "meta":
+    if is_quantized_dtype(obj.dtype) and not quantized:
+        raise type_error(arg, "a tensor of plain numbers, not a quantized one", obj, f"Pass {arg}.dequantize().")
+    if not meta and obj.device.type == "meta":
         fix = "Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data."
-        raise value_error(arg, "a tensor that holds values (not on the meta device)", t, fix)
+        raise value_error(arg, "a tensor that holds values (not on the meta device)", obj, fix)
     words = f" {shape_hint}" if shape_hint else ""
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim or ())
-    if ndim is not None and t.dim() not in allowed:
+    if ndim is not None and obj.dim() not in allowed:
         dims = " or ".join(str(n) for n in allowed)
-        fix = f"It has {t.dim()} dims; reshape or index it to {dims} dims."
-        raise value_error(arg, f"a {dims}-D tensor{words}", t, fix)
-    if min_ndim is not None and t.dim() < min_ndim:
-        fix = f"It has {t.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0)."
-        raise value_error(arg, f"a tensor with at least {min_ndim} dims{words}", t, fix)
+        fix = f"It has {obj.dim()} dims; reshape or index it to {dims} dims."
+        raise value_error(arg, f"a {dims}-D tensor{words}", obj, fix)
+    if min_ndim is not None and obj.dim() < min_ndim:
+        fix = f"It has {obj.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0)."
+        raise value_error(arg, f"a tensor with at least {min_ndim} dims{words}", obj, fix)
     kinds = None if kinds is None else tuple(kinds)
-    if kinds is not None and _dtype_kind(t.dtype) not in kinds:
+    if kinds is not None and _dtype_kind(obj.dtype) not in kinds:
         words = " or ".join(_KIND_WORDS[k] for k in kinds)
-        raise type_error(arg, f"a tensor of {words}", t, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
-    return t
+        raise type_error(arg, f"a tensor of {words}", obj, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
+    return obj
 
 
 def _require_same(tensors: dict[str, torch.Tensor], attr: str, kind: type[Exception], text: str) -> Any:

@@ -57,10 +57,9 @@ class Layout:
         guessed from byte counts: sizes (3, 2), strides (3, 6), offset 2 read element 8 twice, even
         though the view spans more bytes than it holds.
 
-        >>> layout(torch.zeros(20).as_strided((3, 2), (3, 6), 2)).overlaps
-        True
-        >>> layout(torch.zeros(20).as_strided((3, 2), (2, 7))).overlaps
-        False
+        >>> x = torch.zeros(20)
+        >>> layout(x.as_strided((3, 2), (3, 6), 2)).overlaps, layout(x.as_strided((3, 2), (2, 7))).overlaps
+        (True, False)
         """
         return _overlaps(self.shape, self.stride)
 

@@ -5,10 +5,8 @@ PyTorch's release notes), where the course relies on it, and a check that runs i
 have. ``pyproject.toml`` and ``environment.yml`` declare ``torch>=TORCH_FLOOR``; a test keeps the three
 in step and runs every check.
 
->>> TORCH_FLOOR
-'2.5'
->>> all(b.check() for b in BEHAVIOURS)
-True
+>>> TORCH_FLOOR, all(b.check() for b in BEHAVIOURS)
+('2.5', True)
 """
 
 from __future__ import annotations
