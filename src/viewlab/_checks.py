@@ -38,14 +38,6 @@ INT64_MAX = 2**63 - 1  # sizes beyond this do not fit torch's int64 sizes
 _QUANTIZED = {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
 
 
-def _short_repr(obj: Any, limit: int = 60) -> str:
-    try:
-        text = " ".join(repr(obj).split())
-    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
-        text = f"<{type(obj).__name__} object>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def describe_value(obj: Any) -> str:
     """What came in, in words: tensors by type, shape, dtype and device, other values by type and value.
 
@@ -65,7 +57,11 @@ def describe_value(obj: Any) -> str:
         return f"a tensor of shape {shape}, dtype {obj.dtype}, on {obj.device}{extra}"
     if type(obj).__module__ == "numpy" and hasattr(obj, "shape") and hasattr(obj, "dtype"):
         return f"a numpy.{type(obj).__name__} of shape {tuple(obj.shape)}, dtype {obj.dtype}"
-    return f"{type(obj).__name__} {_short_repr(obj)}"
+    try:
+        text = " ".join(repr(obj).split())
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        text = f"<{type(obj).__name__} object>"
+    return f"{type(obj).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 # The boundary: which public function the learner called.

@@ -167,16 +167,13 @@ class BroadcastExplanation:
         lines += [f"   {step}" for step in self.steps] or ["   (no dimensions: every operand is a scalar)"]
         lines += [f"3. result: {fmt_shape(self.shape)}", ""]
         lines.append("virtual copies (stride 0: one stored element is read many times, no new memory):")
-        lines += ["   " + self._memory_sentence(op) for op in self.operands]
+        for op in self.operands:
+            dims = f"dim{'s' if len(op.expanded_dims) > 1 else ''} {', '.join(str(d) for d in op.expanded_dims)}"
+            stride = f"{op.name}.expand{fmt_shape(self.shape)} has stride {fmt_shape(op.expanded_stride)}"
+            copy = f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype_name(op.dtype)})"
+            expanded = f"{op.name}: expanded along result {dims}; {stride}; {copy}, broadcasting takes 0"
+            lines.append("   " + (expanded if op.expanded_dims else f"{op.name}: not expanded (nothing to copy)"))
         return "\n".join(lines)
-
-    def _memory_sentence(self, op: OperandInfo) -> str:
-        if not op.expanded_dims:
-            return f"{op.name}: not expanded (nothing to copy)"
-        dims = f"dim{'s' if len(op.expanded_dims) > 1 else ''} {', '.join(str(d) for d in op.expanded_dims)}"
-        stride = f"{op.name}.expand{fmt_shape(self.shape)} has stride {fmt_shape(op.expanded_stride)}"
-        copy = f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype_name(op.dtype)}), broadcasting takes 0"
-        return f"{op.name}: expanded along result {dims}; {stride}; {copy}"
 
     __repr__ = __str__
 
@@ -326,23 +323,6 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
     return BroadcastError("\n".join(lines), tuple(conflicts), tuple(fixes))
 
 
-def _operand(
-    name: str, shape: tuple[int, ...], t: torch.Tensor | None, result: tuple[int, ...], dtype: torch.dtype
-) -> OperandInfo:
-    rank, pad = len(result), len(result) - len(shape)
-    padded = (1,) * pad + shape
-    rules = tuple(NEW_DIM if d < pad else (EQUAL if padded[d] == result[d] else STRETCHED) for d in range(rank))
-    expanded = tuple(d for d in range(rank) if padded[d] == 1 and result[d] > 1)
-    sum_dims = tuple(d for d in range(rank) if rules[d] != EQUAL)
-    # The stride after expand is PyTorch's own answer, no data touched (a shape: a meta tensor of it).
-    probe = t.detach() if t is not None else torch.empty(shape, dtype=dtype, device="meta")
-    size, stride = probe.dtype.itemsize, tuple(probe.expand(result).stride())
-    own, copy = math.prod(shape) * size, (math.prod(result) * size if expanded else 0)
-    return OperandInfo(
-        name, torch.Size(shape), padded, rules, expanded, sum_dims, stride, probe.dtype, size, t is not None, own, copy
-    )
-
-
 @entry("explain_broadcast")
 def explain_broadcast(
     *operands: _Operand, names: Sequence[str] | None = None, dtype: torch.dtype = torch.float32
@@ -385,11 +365,23 @@ def explain_broadcast(
     result = _broadcast(shapes)
     if result is None:
         raise _incompatible(names, shapes)
-    infos = tuple(_operand(name, shape, t, result, dtype) for (shape, t), name in zip(parsed, names))
+    rank, infos = len(result), []
+    for (shape, t), name in zip(parsed, names):
+        pad = rank - len(shape)
+        padded = (1,) * pad + shape
+        rules = tuple(NEW_DIM if d < pad else (EQUAL if padded[d] == result[d] else STRETCHED) for d in range(rank))
+        expanded = tuple(d for d in range(rank) if padded[d] == 1 and result[d] > 1)
+        sums = tuple(d for d in range(rank) if rules[d] != EQUAL)
+        # The stride after expand is PyTorch's own answer, no data touched (a shape: a meta tensor of it).
+        probe = t.detach() if t is not None else torch.empty(shape, dtype=dtype, device="meta")
+        size, stride = probe.dtype.itemsize, tuple(probe.expand(result).stride())
+        own, copy = math.prod(shape) * size, (math.prod(result) * size if expanded else 0)
+        args = (padded, rules, expanded, sums, stride, probe.dtype, size, t is not None, own, copy)
+        infos.append(OperandInfo(name, torch.Size(shape), *args))
     steps = []
-    for k in range(1, len(result) + 1):
+    for k in range(1, rank + 1):
         sizes = tuple(s[-k] if len(s) >= k else None for s in shapes)
-        own = tuple(len(s) - k if len(s) >= k else None for s in shapes)
+        own_dims = tuple(len(s) - k if len(s) >= k else None for s in shapes)
         rules = tuple(info.rules[-k] for info in infos)
-        steps.append(DimStep(-k, len(result) - k, sizes, own, rules, result[-k], tuple(names)))
-    return BroadcastExplanation(torch.Size(result), infos, tuple(steps))
+        steps.append(DimStep(-k, rank - k, sizes, own_dims, rules, result[-k], tuple(names)))
+    return BroadcastExplanation(torch.Size(result), tuple(infos), tuple(steps))

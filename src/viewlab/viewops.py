@@ -130,20 +130,6 @@ OP_CASES: tuple[OpCase, ...] = (
 )
 
 
-def _find_case(name: str) -> OpCase:
-    matches = [c for c in OP_CASES if c.op == name]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        hint += " The ops with a case: [c.op for c in viewlab.OP_CASES]."
-        raise problem(ValueError, f"no case for op {name!r} in OP_CASES.{hint}")
-    inputs = ", ".join(repr(c.input) for c in matches)
-    text = f"op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on which; pass"
-    raise problem(ValueError, f"{text} one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...).")
-
-
 @entry("observe")
 def observe(case: OpCase | str) -> str:
     """Run ``case`` and say what happened: ``"same tensor"``, ``"view"``, ``"copy"`` (or ``"mixed"``).
@@ -156,7 +142,18 @@ def observe(case: OpCase | str) -> str:
     ('view', 'copy')
     """
     if isinstance(case, str):
-        case = _find_case(case)
+        name, matches = case, [c for c in OP_CASES if c.op == case]
+        if not matches:
+            close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            hint += " The ops with a case: [c.op for c in viewlab.OP_CASES]."
+            raise problem(ValueError, f"no case for op {name!r} in OP_CASES.{hint}")
+        if len(matches) > 1:
+            inputs = ", ".join(repr(c.input) for c in matches)
+            text = f"op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on"
+            pick = f"next(c for c in OP_CASES if c.op == {name!r} and c.input == ...)"
+            raise problem(ValueError, f"{text} which; pass one of them: {pick}.")
+        case = matches[0]
     elif not isinstance(case, OpCase):
         raise type_error("case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'", case)
     x = case.make_input()
