@@ -46,9 +46,8 @@ def remove_mode(mode: TorchDispatchMode) -> bool:
         return False
     above = []
     while stack[-1] is not mode:
-        top = stack.pop()
-        TorchDispatchMode.__exit__(top, None, None, None)
-        above.append(top)
+        above.append(stack.pop())
+        TorchDispatchMode.__exit__(above[-1], None, None, None)
     TorchDispatchMode.__exit__(mode, None, None, None)
     for top in reversed(above):
         TorchDispatchMode.__enter__(top)

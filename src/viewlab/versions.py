@@ -115,8 +115,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
 
 
 def check_torch() -> list[str]:
-    """Run every check on this torch; return the names of the behaviours that do not hold (none on a
-    torch at or above the floor).
+    """Run every check on this torch: the names of the behaviours that do not hold (none at or above the floor).
 
     >>> check_torch()
     []

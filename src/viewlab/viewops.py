@@ -83,12 +83,10 @@ OP_CASES: tuple[OpCase, ...] = (
     _c("squeeze", "x.squeeze(1)", "view", _COL),
     _c("transpose", "x.transpose(0, 2)", "view", _R),
     _c("t", "x.t()", "view", _M),
-    _c("T", "x.T", "view", _M),
-    _c("H", "x.H", "view", _C),
-    _c("mT", "x.mT", "view", _R),
-    _c("mH", "x.mH", "view", _C),
-    _c("real", "x.real", "view", _C),
-    _c("imag", "x.imag", "view", _C),
+    *(
+        _c(op, f"x.{op}", "view", x)
+        for op, x in (("T", _M), ("H", _C), ("mT", _R), ("mH", _C), ("real", _C), ("imag", _C))
+    ),
     _c("view_as_real", "torch.view_as_real(x)", "view", _C),
     _c("unflatten", "x.unflatten(2, (2, 2))", "view", _R),
     _c("unfold", "x.unfold(2, 2, 1)", "view", _R),
