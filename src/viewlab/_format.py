@@ -11,9 +11,12 @@ from typing import Any
 
 import torch
 
+from ._checks import entry, type_error
+
 __all__ = ["fmt_bytes", "exact_bytes", "mib", "fmt_time", "fmt_us", "dtype_name", "fmt_shape", "cell_value"]
 
 
+@entry("fmt_bytes")
 def fmt_bytes(n: float | None) -> str:
     """Bytes in a short human form with binary units ("n/a" for None).
 
@@ -23,7 +26,7 @@ def fmt_bytes(n: float | None) -> str:
     if n is None:
         return "n/a"
     if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n:
-        raise TypeError(f"fmt_bytes(): `n` must be a number of bytes or None; got {n!r}.")
+        raise type_error("n", "a number of bytes or None", n)
     sign, n = "-" if n < 0 else "", abs(n)
     for unit in ("B", "KiB", "MiB"):
         if n < 1024:
