@@ -2,73 +2,53 @@
 
 Every public function of viewlab checks its arguments with these helpers *before* it calls torch or
 matplotlib. Each error is a ``TypeError`` (wrong kind of thing: type, dtype) or a ``ValueError``
-(right kind, wrong value: rank, shape, device, range) whose message has four parts:
-
-1. the function the learner called, e.g. ``split_heads()``;
-2. the argument, e.g. ```num_heads```;
-3. what came in (:func:`describe_value`: type, shape, dtype, device, or the value itself);
-4. what to pass instead.
+(right kind, wrong value: rank, shape, device, range) whose message names the function the learner
+called (``split_heads()``), the argument (```num_heads```), what came in (:func:`describe_value`: type,
+shape, dtype, device, or the value itself) and what to pass instead.
 
 The function's name is not passed around: the public function carries ``@entry("split_heads")``, and
 every message raised while it runs (by these validators or by :func:`problem`) starts with ``split_heads()``.
-The outermost public function wins, so a helper that calls another public helper still names the one the
-learner called.
 
 >>> @entry("split_heads")
 ... def split_heads(x, num_heads):
 ...     return require_int(num_heads, "num_heads", minimum=1)
->>> try:
-...     split_heads(None, 2.5)
-... except TypeError as err:
-...     print(err)
-split_heads(): `num_heads` must be an int >= 1; got float 2.5. Pass a whole number, e.g. num_heads=2.
+>>> split_heads(None, 2.5)
+Traceback (most recent call last):
+TypeError: split_heads(): `num_heads` must be an int >= 1; got float 2.5. Pass a whole number, e.g. num_heads=2.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import math
 import operator
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import torch
 
-# Dtype families, as names that read well in a message ("must hold floats").
+# Dtype families, as names that read well in a message ("must hold floats"), and the cast to each.
 FLOAT, COMPLEX, INT, BOOL = "float", "complex", "int", "bool"
 _KIND_WORDS = {FLOAT: "floating-point numbers", COMPLEX: "complex numbers", INT: "integers", BOOL: "booleans"}
-INT64_MAX = 2**63 - 1  # sizes beyond this do not fit torch's int64 sizes
 _KIND_FIX = {FLOAT: ".float()", COMPLEX: ".to(torch.complex64)", INT: ".long()", BOOL: ".bool()"}
-
-
-def _short_repr(obj: Any, limit: int = 60) -> str:
-    try:
-        text = repr(obj)
-    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
-        text = f"<{type(obj).__name__} object>"
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+INT64_MAX = 2**63 - 1  # sizes beyond this do not fit torch's int64 sizes
+_QUANTIZED = {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
 
 
 def describe_value(obj: Any) -> str:
     """What came in, in words: tensors by type, shape, dtype and device, other values by type and value.
 
-    >>> describe_value(torch.zeros(2, 3, dtype=torch.float64))
-    'a tensor of shape (2, 3), dtype torch.float64, on cpu'
-    >>> describe_value([1, 2])
-    'list [1, 2]'
-    >>> describe_value(None)
-    'None'
+    >>> describe_value(torch.zeros(2, 3, dtype=torch.float64)), describe_value([1, 2]), describe_value(None)
+    ('a tensor of shape (2, 3), dtype torch.float64, on cpu', 'list [1, 2]', 'None')
     """
     if obj is None:
         return "None"
     if isinstance(obj, torch.Tensor):
-        extra = ""
-        if obj.layout != torch.strided:
-            extra = f", layout {obj.layout}"
-        elif getattr(obj, "is_nested", False):
+        extra = "" if obj.layout == torch.strided else f", layout {obj.layout}"
+        if not extra and getattr(obj, "is_nested", False):
             extra = ", nested"
         try:
             shape = str(tuple(obj.shape))
@@ -77,10 +57,14 @@ def describe_value(obj: Any) -> str:
         return f"a tensor of shape {shape}, dtype {obj.dtype}, on {obj.device}{extra}"
     if type(obj).__module__ == "numpy" and hasattr(obj, "shape") and hasattr(obj, "dtype"):
         return f"a numpy.{type(obj).__name__} of shape {tuple(obj.shape)}, dtype {obj.dtype}"
-    return f"{type(obj).__name__} {_short_repr(obj)}"
+    try:
+        text = " ".join(repr(obj).split())
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        text = f"<{type(obj).__name__} object>"
+    return f"{type(obj).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-# ----- the boundary: which public function the learner called -----------------------------------
+# The boundary: which public function the learner called.
 _CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("viewlab_caller", default=None)
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -114,6 +98,27 @@ def entry(name: str) -> Callable[[F], F]:
     return decorate
 
 
+@contextlib.contextmanager
+def outside_entry() -> Iterator[None]:
+    """Run the learner's own code (an exercise check runs a solution) outside the current :func:`entry`
+    boundary, so a viewlab function called from it names itself, as in the learner's cell.
+
+    >>> twice = entry("twice")(lambda n: 2 * require_int(n, "n"))
+    >>> @entry("check")
+    ... def check(solution):
+    ...     with outside_entry():
+    ...         return solution()
+    >>> check(lambda: twice(1.5))
+    Traceback (most recent call last):
+    TypeError: twice(): `n` must be an int >= 0; got float 1.5. Pass a whole number, e.g. n=2.
+    """
+    token = _CALLER.set(None)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
 def caller() -> str:
     """The public function the learner called (see :func:`entry`), or ``'viewlab'`` outside any.
 
@@ -124,9 +129,7 @@ def caller() -> str:
 
 
 def problem(kind: type[Exception], text: str) -> Exception:
-    """``kind`` with ``text`` after the caller's name: the one renderer of free-form messages.
-
-    Returned, so the caller writes ``raise problem(ValueError, "...")``.
+    """``kind`` with ``text`` after the caller's name, the one renderer of free-form messages (``raise problem(...)``).
 
     >>> str(entry("merge_heads")(lambda: problem(ValueError, "expects x of shape (B, H, L, Dh)."))())
     'merge_heads(): expects x of shape (B, H, L, Dh).'
@@ -157,17 +160,13 @@ def value_error(arg: str, want: str, got: Any, fix: str = "") -> ValueError:
     return problem(ValueError, _message(arg, want, got, fix))  # type: ignore[return-value]
 
 
-# ----- tensors ------------------------------------------------------------------------------------
+# Tensors.
 def _dtype_kind(dtype: torch.dtype) -> str | None:
     if dtype == torch.bool:
         return BOOL
-    if dtype.is_complex:
-        return COMPLEX
-    if dtype.is_floating_point:
-        return FLOAT
-    if is_quantized_dtype(dtype):
-        return None
-    return INT
+    if dtype.is_complex or dtype.is_floating_point:
+        return COMPLEX if dtype.is_complex else FLOAT
+    return None if is_quantized_dtype(dtype) else INT
 
 
 def is_quantized_dtype(dtype: torch.dtype) -> bool:
@@ -176,33 +175,7 @@ def is_quantized_dtype(dtype: torch.dtype) -> bool:
     >>> is_quantized_dtype(torch.qint8), is_quantized_dtype(torch.int8)
     (True, False)
     """
-    return dtype in {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
-
-
-def require_strided_tensor(obj: Any, arg: str = "t") -> torch.Tensor:
-    """Return ``obj`` if it is a dense (strided) tensor, else raise an error that says what to pass.
-
-    >>> require_strided_tensor(torch.zeros(2)).shape
-    torch.Size([2])
-    """
-    if not isinstance(obj, torch.Tensor):
-        func, hint = caller(), ""
-        if isinstance(obj, (list, tuple)):
-            hint = f" Wrap it first: {func}(torch.tensor({arg}))."
-        elif type(obj).__module__ == "numpy":
-            hint = f" Convert it without copying: {func}(torch.from_numpy({arg}))."
-        raise problem(TypeError, f"expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}")
-    if obj.layout != torch.strided:
-        raise problem(
-            ValueError,
-            f"works on dense (strided) tensors; `{arg}` has layout {obj.layout}, "
-            f"which has no strides. Pass `{arg}.to_dense()` to look at its dense layout.",
-        )
-    if getattr(obj, "is_nested", False):
-        raise problem(
-            ValueError, f"does not support nested tensors; pass one of its components, e.g. `{arg}.unbind()[0]`."
-        )
-    return obj
+    return dtype in _QUANTIZED
 
 
 def require_tensor(
@@ -216,57 +189,59 @@ def require_tensor(
     quantized: bool = False,
     shape_hint: str = "",
 ) -> torch.Tensor:
-    """A dense tensor with the stated rank and dtype family, or a clear error.
+    """A dense (strided) tensor with the stated rank and dtype family, or an error that says what to pass.
 
-    Args:
-        ndim: the allowed number(s) of dims; ``min_ndim``: the fewest allowed.
-        kinds: allowed dtype families among ``"float"``, ``"complex"``, ``"int"``, ``"bool"`` (None = any).
-        meta: whether a ``meta`` tensor (shape only, no values) is accepted.
-        quantized: whether quantized dtypes are accepted.
-        shape_hint: the expected shape in words, e.g. ``"(B, L, D)"``, used in the message.
+    ``ndim``: the allowed number(s) of dims, ``min_ndim``: the fewest; ``kinds``: allowed dtype families among
+    ``"float"``, ``"complex"``, ``"int"``, ``"bool"`` (None = any); ``meta``, ``quantized``: whether a meta tensor
+    (shape only, no values), a quantized dtype is accepted; ``shape_hint``: the shape in words, e.g. ``"(B, L, D)"``.
 
     >>> require_tensor(torch.zeros(2, 3), "x", ndim=2).shape
     torch.Size([2, 3])
-    >>> try:
-    ...     entry("f")(require_tensor)(torch.zeros(3, dtype=torch.int64), "q", kinds=("float",))
-    ... except TypeError as err:
-    ...     print(err)
-    f(): `q` must be a tensor of floating-point numbers; got a tensor of shape (3,), dtype torch.int64, on cpu. Pass q.float().
+    >>> entry("f")(require_tensor)(torch.zeros(3, dtype=torch.int64), "q", kinds=("float",))
+    Traceback (most recent call last):
+    TypeError: f(): `q` must be a tensor of floating-point numbers; got a tensor of shape (3,), dtype torch.int64, on cpu. Pass q.float().
     """
-    t = require_strided_tensor(obj, arg)
-    if is_quantized_dtype(t.dtype) and not quantized:
-        raise type_error(arg, "a tensor of plain numbers, not a quantized one", t, f"Pass {arg}.dequantize().")
-    if not meta and t.device.type == "meta":
-        raise value_error(
-            arg,
-            "a tensor that holds values (not on the meta device)",
-            t,
-            "Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data.",
-        )
-    shape_words = f" {shape_hint}" if shape_hint else ""
-    if ndim is not None:
-        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
-        if t.dim() not in allowed:
-            dims = " or ".join(str(n) for n in allowed)
-            raise value_error(
-                arg,
-                f"a {dims}-D tensor{shape_words}",
-                t,
-                f"It has {t.dim()} dims; reshape or index it to {dims} dims.",
-            )
-    if min_ndim is not None and t.dim() < min_ndim:
-        raise value_error(
-            arg,
-            f"a tensor with at least {min_ndim} dims{shape_words}",
-            t,
-            f"It has {t.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0).",
-        )
-    if kinds is not None:
-        kinds = tuple(kinds)
-        if _dtype_kind(t.dtype) not in kinds:
-            words = " or ".join(_KIND_WORDS[k] for k in kinds)
-            raise type_error(arg, f"a tensor of {words}", t, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
-    return t
+    if not isinstance(obj, torch.Tensor):
+        hint = ""
+        if isinstance(obj, (list, tuple)):
+            hint = f" Wrap it first: {caller()}(torch.tensor({arg}))."
+        elif type(obj).__module__ == "numpy":
+            hint = f" Convert it without copying: {caller()}(torch.from_numpy({arg}))."
+        raise problem(TypeError, f"expects a torch.Tensor for `{arg}`, got {type(obj).__name__}.{hint}")
+    if obj.layout != torch.strided:
+        text = f"works on dense (strided) tensors; `{arg}` has layout {obj.layout}, which has no strides."
+        raise problem(ValueError, f"{text} Pass `{arg}.to_dense()` to look at its dense layout.")
+    if getattr(obj, "is_nested", False):
+        fix = f"pass one of its components, e.g. `{arg}.unbind()[0]`."
+        raise problem(ValueError, f"does not support nested tensors; {fix}")
+    if is_quantized_dtype(obj.dtype) and not quantized:
+        raise type_error(arg, "a tensor of plain numbers, not a quantized one", obj, f"Pass {arg}.dequantize().")
+    if not meta and obj.device.type == "meta":
+        fix = "Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data."
+        raise value_error(arg, "a tensor that holds values (not on the meta device)", obj, fix)
+    words = f" {shape_hint}" if shape_hint else ""
+    allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim or ())
+    if ndim is not None and obj.dim() not in allowed:
+        dims = " or ".join(str(n) for n in allowed)
+        fix = f"It has {obj.dim()} dims; reshape or index it to {dims} dims."
+        raise value_error(arg, f"a {dims}-D tensor{words}", obj, fix)
+    if min_ndim is not None and obj.dim() < min_ndim:
+        fix = f"It has {obj.dim()}; add the missing dims, e.g. {arg}.unsqueeze(0)."
+        raise value_error(arg, f"a tensor with at least {min_ndim} dims{words}", obj, fix)
+    kinds = None if kinds is None else tuple(kinds)
+    if kinds is not None and _dtype_kind(obj.dtype) not in kinds:
+        words = " or ".join(_KIND_WORDS[k] for k in kinds)
+        raise type_error(arg, f"a tensor of {words}", obj, f"Pass {arg}{_KIND_FIX[kinds[0]]}.")
+    return obj
+
+
+def _require_same(tensors: dict[str, torch.Tensor], attr: str, kind: type[Exception], text: str) -> Any:
+    """The one ``attr`` (device, dtype) of all ``tensors`` (None skipped), or ``kind`` with ``text`` filled in."""
+    (first, value), *rest = [(n, getattr(t, attr)) for n, t in tensors.items() if t is not None]
+    for name, this in rest:
+        if this != value:
+            raise problem(kind, text.format(name=name, first=first, this=this, that=value))
+    return value
 
 
 def require_same_device(tensors: dict[str, torch.Tensor]) -> torch.device:
@@ -277,16 +252,8 @@ def require_same_device(tensors: dict[str, torch.Tensor]) -> torch.device:
     >>> require_same_device({"q": torch.zeros(1), "k": torch.zeros(1)})
     device(type='cpu')
     """
-    items = [(n, t) for n, t in tensors.items() if t is not None]
-    first_name, first = items[0]
-    for name, t in items[1:]:
-        if t.device != first.device:
-            raise problem(
-                ValueError,
-                f"`{name}` is on {t.device} but `{first_name}` is on {first.device}; "
-                f"every tensor must be on one device. Move it: {name}.to({first_name}.device).",
-            )
-    return first.device
+    text = "`{name}` is on {this} but `{first}` is on {that}; every tensor must be on one device."
+    return _require_same(tensors, "device", ValueError, text + " Move it: {name}.to({first}.device).")
 
 
 def require_same_dtype(tensors: dict[str, torch.Tensor]) -> torch.dtype:
@@ -295,44 +262,32 @@ def require_same_dtype(tensors: dict[str, torch.Tensor]) -> torch.dtype:
     >>> require_same_dtype({"q": torch.zeros(1), "k": torch.zeros(1)})
     torch.float32
     """
-    items = [(n, t) for n, t in tensors.items() if t is not None]
-    first_name, first = items[0]
-    for name, t in items[1:]:
-        if t.dtype != first.dtype:
-            raise problem(
-                TypeError,
-                f"`{name}` has dtype {t.dtype} but `{first_name}` has {first.dtype}; "
-                f"they must match. Cast one: {name}.to({first_name}.dtype).",
-            )
-    return first.dtype
+    text = "`{name}` has dtype {this} but `{first}` has {that}; they must match. Cast one: {name}.to({first}.dtype)."
+    return _require_same(tensors, "dtype", TypeError, text)
 
 
 def require_shape(t: torch.Tensor, arg: str, shape: tuple[int, ...], names: str = "", why: str = "") -> None:
     """``t.shape == shape``, or a ValueError saying which shape was expected (``names``: it in letters) and why.
 
-    >>> try:
-    ...     entry("f")(require_shape)(torch.zeros(3), "lengths", (2,), names="(B,)", why="one length per batch item")
-    ... except ValueError as err:
-    ...     print(err)
-    f(): lengths must have shape (B,) = (2,) (one length per batch item); got a tensor of shape (3,), dtype torch.float32, on cpu.
+    >>> entry("f")(require_shape)(torch.zeros(3), "lengths", (2,), names="(B,)", why="one length per batch item")
+    Traceback (most recent call last):
+    ValueError: f(): lengths must have shape (B,) = (2,) (one length per batch item); got a tensor of shape (3,), dtype torch.float32, on cpu.
     """
     if tuple(t.shape) != tuple(shape):
-        letters = f"{names} = " if names else ""
-        reason = f" ({why})" if why else ""
+        letters, reason = f"{names} = " if names else "", f" ({why})" if why else ""
         raise problem(ValueError, f"{arg} must have shape {letters}{tuple(shape)}{reason}; got {describe_value(t)}.")
 
 
-# ----- plain Python values ------------------------------------------------------------------------
+# Plain Python values.
 def require_int(value: Any, arg: str, minimum: int | None = 0, maximum: int | None = None) -> int:
     """``value`` as an ``int`` (Python, NumPy or 0-dim integer tensor; never a bool), within bounds.
 
     >>> require_int(3, "q_len")
     3
     """
-    bounds = "" if minimum is None else f" >= {minimum}"
+    want = "an int" + ("" if minimum is None else f" >= {minimum}")
     if maximum is not None:
-        bounds = f" in {minimum}..{maximum}" if minimum is not None else f" <= {maximum}"
-    want = f"an int{bounds}"
+        want = f"an int in {minimum}..{maximum}" if minimum is not None else f"an int <= {maximum}"
     if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
         raise type_error(arg, want, value, f"Pass a number such as {arg}={max(minimum or 0, 1)}, not a bool.")
     if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.device.type == "meta"):
@@ -358,22 +313,14 @@ def require_number(
     maximum: float | None = None,
     finite: bool = True,
 ) -> float:
-    """``value`` as a ``float`` (any real number but a bool), finite unless told, within bounds.
-
-    ``minimum`` is inclusive, ``above`` exclusive.
+    """``value`` as a ``float`` (a real number, not a bool), finite unless told, within bounds (``above``: exclusive).
 
     >>> require_number(0.5, "min_run_time", above=0)
     0.5
     """
-    parts = ["a finite number" if finite else "a number"]
-    if minimum is not None:
-        parts.append(f">= {minimum}")
-    if above is not None:
-        parts.append(f"> {above}")
-    if maximum is not None:
-        parts.append(f"<= {maximum}")
-    want = " ".join(parts)
-    if isinstance(value, bool) or isinstance(value, complex) or isinstance(value, (str, bytes)):
+    bounds = ((">=", minimum), (">", above), ("<=", maximum))
+    want = " ".join(["a finite number" if finite else "a number"] + [f"{op} {b}" for op, b in bounds if b is not None])
+    if isinstance(value, (bool, complex, str, bytes)):
         raise type_error(arg, want, value)
     try:
         number = float(value)
@@ -381,13 +328,8 @@ def require_number(
         raise type_error(arg, want, value) from None
     if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.is_complex() or value.dtype == torch.bool):
         raise type_error(arg, want, value)
-    if math.isnan(number) or (finite and math.isinf(number)):
-        raise value_error(arg, want, value)
-    if (
-        (minimum is not None and number < minimum)
-        or (above is not None and number <= above)
-        or (maximum is not None and number > maximum)
-    ):
+    low = (minimum is not None and number < minimum) or (above is not None and number <= above)
+    if math.isnan(number) or (finite and math.isinf(number)) or low or (maximum is not None and number > maximum):
         raise value_error(arg, want, value)
     return number
 
@@ -411,9 +353,8 @@ def require_str(value: Any, arg: str, *, allow_none: bool = False, nonempty: boo
     """
     if value is None and allow_none:
         return None
-    want = "a str" + (" or None" if allow_none else "")
     if not isinstance(value, str):
-        raise type_error(arg, want, value)
+        raise type_error(arg, "a str" + (" or None" if allow_none else ""), value)
     if nonempty and not value.strip():
         raise value_error(arg, "a non-empty str", value)
     return value
@@ -430,8 +371,7 @@ def require_choice(value: Any, arg: str, choices: Sequence[Any]) -> Any:
     except Exception:  # noqa: BLE001 - an object whose == fails is not a valid choice
         ok = False
     if not ok:
-        listed = ", ".join(repr(c) for c in choices)
-        raise value_error(arg, f"one of {listed}", value)
+        raise value_error(arg, f"one of {', '.join(repr(c) for c in choices)}", value)
     return value
 
 
@@ -457,39 +397,26 @@ def require_environment_device(device: torch.device) -> None:
     >>> require_environment_device(torch.device("cpu"))
     """
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise problem(
-            RuntimeError,
-            f"device {device} was asked for, but this machine has no usable CUDA GPU. "
-            "Pass device='cpu', or run on a machine with a CUDA GPU.",
-        )
+        text = f"device {device} was asked for, but this machine has no usable CUDA GPU."
+        raise problem(RuntimeError, f"{text} Pass device='cpu', or run on a machine with a CUDA GPU.")
 
 
-# ----- resources ----------------------------------------------------------------------------------
-def _physical_memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
-        return 2**40
-
-
+# Resources.
 def require_allocation(nbytes: int, what: str, device: torch.device | None = None) -> None:
-    """A ValueError when making ``what`` would need more bytes than the device has in total.
-
-    Meta tensors allocate nothing and always pass; CUDA devices are compared with their total memory,
-    everything else with this machine's physical memory.
+    """A ValueError when making ``what`` would need more bytes than the device has in total (its total
+    memory for CUDA, this machine's physical memory otherwise; meta tensors allocate nothing and pass).
 
     >>> require_allocation(1024, "the mask")
     """
     device = torch.device("cpu") if device is None else device
     if device.type == "meta":
         return
+    try:
+        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # this machine's physical memory
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        limit = 2**40
     if device.type == "cuda" and torch.cuda.is_available():
         limit = torch.cuda.get_device_properties(device).total_memory
-    else:
-        limit = _physical_memory_bytes()
     if nbytes > limit:
-        raise problem(
-            ValueError,
-            f"{what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} "
-            "device has in total. Use smaller sizes (or device='meta' to look at shapes only).",
-        )
+        text = f"{what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} device has"
+        raise problem(ValueError, f"{text} in total. Use smaller sizes (or device='meta' to look at shapes only).")

@@ -4,8 +4,6 @@ storage behind an operator's arguments, and name the learner's own line of code.
 
 Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
 
->>> import torch
->>> from torch.utils._python_dispatch import TorchDispatchMode
 >>> class Count(TorchDispatchMode):
 ...     n = 0
 ...     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -21,7 +19,7 @@ True
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -48,9 +46,8 @@ def remove_mode(mode: TorchDispatchMode) -> bool:
         return False
     above = []
     while stack[-1] is not mode:
-        top = stack.pop()
-        TorchDispatchMode.__exit__(top, None, None, None)
-        above.append(top)
+        above.append(stack.pop())
+        TorchDispatchMode.__exit__(above[-1], None, None, None)
     TorchDispatchMode.__exit__(mode, None, None, None)
     for top in reversed(above):
         TorchDispatchMode.__enter__(top)
@@ -86,17 +83,16 @@ def tensors_in(items: Iterable[Any]) -> list[torch.Tensor]:
     >>> len(tensors_in([torch.zeros(1), 3, (torch.ones(2), "a")]))
     2
     """
-    found = []
-    for a in items:
-        if isinstance(a, torch.Tensor):
-            found.append(a)
-        elif isinstance(a, (list, tuple)):
-            found.extend(x for x in a if isinstance(x, torch.Tensor))
-    return found
+    nested = (x for a in items for x in (a if isinstance(a, (list, tuple)) else (a,)))
+    return [x for x in nested if isinstance(x, torch.Tensor)]
 
 
-def _is_machinery(name: str) -> bool:
-    return "/torch/" in name or name.endswith(("contextlib.py", "functools.py"))
+def _outer_frames() -> Iterator[tuple[str, traceback.FrameSummary]]:
+    """(file name with "/", frame) from the innermost frame out, without torch's and the standard library's plumbing."""
+    for frame in reversed(traceback.extract_stack()):
+        name = frame.filename.replace("\\", "/")
+        if "/torch/" not in name and not name.endswith(("contextlib.py", "functools.py")):
+            yield name, frame
 
 
 def learner_line(skip: tuple[str, ...] = (PACKAGE_DIR,)) -> str | None:
@@ -106,9 +102,8 @@ def learner_line(skip: tuple[str, ...] = (PACKAGE_DIR,)) -> str | None:
     >>> learner_line() is None or "line" in learner_line() or ":" in learner_line()
     True
     """
-    for frame in reversed(traceback.extract_stack()):
-        name = frame.filename.replace("\\", "/")
-        if _is_machinery(name) or name.startswith(skip):
+    for name, frame in _outer_frames():
+        if name.startswith(skip):
             continue
         # A notebook cell's file is a temporary name (ipykernel_<pid>/<hash>.py): say "this cell" instead.
         in_cell = "ipykernel_" in name or name.startswith("<ipython-input")
@@ -128,12 +123,8 @@ def called_from_viewlab(this_file: str = "") -> bool:
     >>> called_from_viewlab()
     False
     """
-    own = this_file.replace("\\", "/")
-    for frame in reversed(traceback.extract_stack()):
-        name = frame.filename.replace("\\", "/")
-        if _is_machinery(name) or name == own or name == __file__.replace("\\", "/"):
-            continue
-        if frame.name == "__torch_dispatch__" and name.startswith(PACKAGE_DIR):
-            continue
-        return name.startswith(PACKAGE_DIR)
+    own = (this_file.replace("\\", "/"), __file__.replace("\\", "/"))
+    for name, frame in _outer_frames():
+        if name not in own and not (frame.name == "__torch_dispatch__" and name.startswith(PACKAGE_DIR)):
+            return name.startswith(PACKAGE_DIR)
     return False

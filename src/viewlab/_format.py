@@ -1,6 +1,5 @@
 """Numbers, sizes and dtypes as text: one spelling everywhere (messages, tables, figures, alt text).
 
->>> import torch
 >>> fmt_bytes(1536), exact_bytes(1536), fmt_time(2.5e-6), dtype_name(torch.float32), fmt_shape([2, 3])
 ('1.5 KiB', '1,536 B (1.5 KiB)', '2.5 us', 'float32', '(2, 3)')
 """
@@ -12,9 +11,12 @@ from typing import Any
 
 import torch
 
+from ._checks import entry, type_error
+
 __all__ = ["fmt_bytes", "exact_bytes", "mib", "fmt_time", "fmt_us", "dtype_name", "fmt_shape", "cell_value"]
 
 
+@entry("fmt_bytes")
 def fmt_bytes(n: float | None) -> str:
     """Bytes in a short human form with binary units ("n/a" for None).
 
@@ -24,14 +26,13 @@ def fmt_bytes(n: float | None) -> str:
     if n is None:
         return "n/a"
     if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n:
-        raise TypeError(f"fmt_bytes(): `n` must be a number of bytes or None; got {n!r}.")
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
+        raise type_error("n", "a number of bytes or None", n)
+    sign, n = "-" if n < 0 else "", abs(n)
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
             return f"{sign}{int(n)} {unit}" if unit == "B" else f"{sign}{n:.1f} {unit}"
         n /= 1024
-    return f"{sign}{n:.1f} TiB"  # pragma: no cover
+    return f"{sign}{n:.1f} GiB"
 
 
 def exact_bytes(n: int | None) -> str:
@@ -40,9 +41,7 @@ def exact_bytes(n: int | None) -> str:
     >>> exact_bytes(1048576), exact_bytes(40), exact_bytes(None)
     ('1,048,576 B (1.0 MiB)', '40 B', 'n/a')
     """
-    if n is None:
-        return "n/a"
-    return f"{n:,} B" if abs(n) < 1024 else f"{n:,} B ({fmt_bytes(n)})"
+    return "n/a" if n is None else f"{n:,} B" if abs(n) < 1024 else f"{n:,} B ({fmt_bytes(n)})"
 
 
 def mib(n: int) -> str:

@@ -3,12 +3,11 @@
 Two shapes broadcast when, lined up from the **right**, every pair of sizes is equal or one of them
 is 1 (a missing leading dimension counts as 1). The result takes the larger size in every position.
 An operand of size 1 along a dimension is *virtually* copied along it: PyTorch reads the same stored
-element again and again (stride 0) instead of allocating the copy.
+element again and again (stride 0) instead of allocating the copy. :func:`explain_broadcast` performs
+those steps for any number of shapes or tensors, or raises :class:`BroadcastError` with a fix.
 
-:func:`explain_broadcast` performs those steps for any number of shapes or tensors and returns a
-:class:`BroadcastExplanation` (text and HTML table). Shapes that do not broadcast raise
-:class:`BroadcastError`, which names the dimension, the operands, the sizes and, when one exists,
-an ``unsqueeze`` or ``permute`` that fixes it.
+>>> explain_broadcast((3, 1), (4,)).shape, explain_broadcast((3, 1), (4,))["a"].expanded_stride
+(torch.Size([3, 4]), (1, 0))
 """
 
 from __future__ import annotations
@@ -27,22 +26,12 @@ from ._checks import caller, entry, is_quantized_dtype, problem, require_tensor
 from ._format import dtype_name, fmt_shape
 from .errors import BroadcastError
 
-__all__ = [
-    "BroadcastExplanation",
-    "BroadcastFix",
-    "OperandInfo",
-    "DimStep",
-    "explain_broadcast",
-    "EQUAL",
-    "STRETCHED",
-    "NEW_DIM",
-]
+__all__ = ["BroadcastExplanation", "BroadcastFix", "OperandInfo", "DimStep", "explain_broadcast"]
+__all__ += ["EQUAL", "STRETCHED", "NEW_DIM"]
 
 _Operand = torch.Tensor | torch.Size | Sequence[int]
 
-EQUAL = "equal"
-STRETCHED = "stretched from 1"
-NEW_DIM = "new leading dim"
+EQUAL, STRETCHED, NEW_DIM = "equal", "stretched from 1", "new leading dim"  # the rule at one dim, per operand
 
 _MAX_FIX_RANK = 12  # searching for unsqueeze fixes is combinatorial; beyond this rank we do not try
 _MAX_FIXES_SHOWN = 3
@@ -54,43 +43,26 @@ def _default_name(i: int) -> str:
 
 @dataclass(frozen=True)
 class BroadcastFix:
-    """One way to make the shapes broadcast: change one operand (``code`` is runnable PyTorch).
+    """One way to make the shapes broadcast: change one operand (``code`` is runnable PyTorch)."""
 
-    Attributes:
-        operand: name of the operand to change.
-        code: expression in terms of that name, e.g. ``"b.unsqueeze(1)"``.
-        new_shape: the operand's shape after the fix.
-        result_shape: the broadcast result after the fix (always the shape of the other operands).
-        note: what the fix lines up with, in words.
-    """
-
-    operand: str
-    code: str
-    new_shape: tuple[int, ...]
-    result_shape: tuple[int, ...]
-    note: str
+    operand: str  #: name of the operand to change
+    code: str  #: expression in terms of that name, e.g. ``"b.unsqueeze(1)"``
+    new_shape: tuple[int, ...]  #: the operand's shape after the fix
+    result_shape: tuple[int, ...]  #: the broadcast result after the fix (always the shape of the other operands)
+    note: str  #: what the fix lines up with, in words
 
 
 @dataclass(frozen=True)
 class DimStep:
-    """The rule applied at one dimension of the result.
+    """The rule applied at one dimension of the result."""
 
-    Attributes:
-        from_right: -1 for the last dimension, -2 for the one before, ...
-        result_dim: the same dimension counted from the left of the result.
-        sizes: each operand's size here, ``None`` where the operand has no such dimension (padded with 1).
-        own_dims: each operand's own index of this dimension, ``None`` where it has none.
-        rules: per operand, :data:`EQUAL`, :data:`STRETCHED` or :data:`NEW_DIM`.
-        result: the result's size here.
-    """
-
-    from_right: int
-    result_dim: int
-    sizes: tuple[int | None, ...]
-    own_dims: tuple[int | None, ...]
-    rules: tuple[str, ...]
-    result: int
-    names: tuple[str, ...] = ()
+    from_right: int  #: -1 for the last dimension, -2 for the one before, ...
+    result_dim: int  #: the same dimension counted from the left of the result
+    sizes: tuple[int | None, ...]  #: each operand's size here, None where it has no such dim (padded with 1)
+    own_dims: tuple[int | None, ...]  #: each operand's own index of this dimension, None where it has none
+    rules: tuple[str, ...]  #: per operand, :data:`EQUAL`, :data:`STRETCHED` or :data:`NEW_DIM`
+    result: int  #: the result's size here
+    names: tuple[str, ...] = ()  #: the operands' names (default ``a``, ``b``, ...)
 
     def _names(self) -> tuple[str, ...]:
         return self.names or tuple(_default_name(i) for i in range(len(self.rules)))
@@ -110,37 +82,22 @@ class DimStep:
 class OperandInfo:
     """One operand as broadcasting sees it.
 
-    Attributes:
-        name: label used in text, HTML and error messages.
-        shape: the operand's own shape.
-        padded: the shape right-aligned to the result's rank, missing leading dims as 1.
-        rules: per result dim, :data:`EQUAL`, :data:`STRETCHED` or :data:`NEW_DIM`.
-        expanded_dims: result dims along which the operand is virtually copied: padded size 1, result
-            size > 1. In ``operand.expand(result_shape)`` exactly these dims get stride 0 (for an operand
-            that had no stride-0 dims of its own).
-        sum_dims: result dims a gradient must be summed over to get back to this operand's shape
-            (every dim whose rule is not :data:`EQUAL`); autograd does this for you.
-        expanded_stride: ``stride()`` of ``operand.expand(result_shape)``, as PyTorch computes it (for a
-            shape operand: of a contiguous tensor of that shape).
-        dtype, itemsize: the tensor's (or the ``dtype`` argument's for shape operands).
-        is_tensor: the operand was a tensor (its bytes are real) rather than a shape.
-        own_bytes: ``numel * itemsize`` of the operand itself.
-        copy_bytes: bytes a materialised copy at the result shape would allocate (``repeat`` or
-            ``expand(...).contiguous()``); 0 when the operand is not expanded at all.
+    ``expanded_dims`` are exactly the dims that get stride 0 in ``operand.expand(result_shape)`` (for an
+    operand with no stride-0 dims of its own); autograd sums a gradient over ``sum_dims`` for you.
     """
 
-    name: str
-    shape: torch.Size
-    padded: tuple[int, ...]
-    rules: tuple[str, ...]
-    expanded_dims: tuple[int, ...]
-    sum_dims: tuple[int, ...]
-    expanded_stride: tuple[int, ...]
-    dtype: torch.dtype
-    itemsize: int
-    is_tensor: bool
-    own_bytes: int
-    copy_bytes: int
+    name: str  #: label used in text, HTML and error messages
+    shape: torch.Size  #: the operand's own shape
+    padded: tuple[int, ...]  #: the shape right-aligned to the result's rank, missing leading dims as 1
+    rules: tuple[str, ...]  #: per result dim, :data:`EQUAL`, :data:`STRETCHED` or :data:`NEW_DIM`
+    expanded_dims: tuple[int, ...]  #: result dims it is virtually copied along: padded size 1, result size > 1
+    sum_dims: tuple[int, ...]  #: result dims a gradient is summed over to get its shape back (rule not EQUAL)
+    expanded_stride: tuple[int, ...]  #: ``stride()`` of ``operand.expand(result_shape)``, as PyTorch computes it
+    dtype: torch.dtype  #: the tensor's (the ``dtype`` argument's for a shape operand)
+    itemsize: int  #: bytes per element of ``dtype``
+    is_tensor: bool  #: the operand was a tensor (its bytes are real) rather than a shape
+    own_bytes: int  #: ``numel * itemsize`` of the operand itself
+    copy_bytes: int  #: bytes a copy at the result shape (``repeat``) would allocate; 0 when not expanded
 
     @property
     def broadcast_bytes(self) -> int:
@@ -148,40 +105,38 @@ class OperandInfo:
         return 0
 
 
+_STYLE = {
+    EQUAL: "",
+    STRETCHED: "background:#FFE7B3;color:#000",
+    NEW_DIM: "background:#D6ECFA;color:#000;font-style:italic",
+}
+
+
+@dataclass(eq=False)
 class BroadcastExplanation:
     """Result of :func:`explain_broadcast`: the steps, the result shape, the memory story.
 
-    Attributes:
-        shape: the broadcast result (``torch.Size``), equal to ``torch.broadcast_shapes``.
-        operands: one :class:`OperandInfo` per operand, in the order given.
-        steps: one :class:`DimStep` per result dimension, from the right (``steps[0]`` is dim -1).
-
     >>> e = explain_broadcast((3, 1), (4,))
-    >>> e.shape
-    torch.Size([3, 4])
-    >>> [s.rules for s in e.steps]
-    [('stretched from 1', 'equal'), ('equal', 'new leading dim')]
+    >>> e.shape, [s.rules for s in e.steps]
+    (torch.Size([3, 4]), [('stretched from 1', 'equal'), ('equal', 'new leading dim')])
     """
 
-    def __init__(self, shape: torch.Size, operands: tuple[OperandInfo, ...], steps: tuple[DimStep, ...]):
-        self.shape = shape
-        self.operands = operands
-        self.steps = steps
+    shape: torch.Size  #: the broadcast result, equal to ``torch.broadcast_shapes``
+    operands: tuple[OperandInfo, ...]  #: one :class:`OperandInfo` per operand, in the order given
+    steps: tuple[DimStep, ...]  #: one :class:`DimStep` per result dimension, from the right (``steps[0]`` is dim -1)
 
     def __getitem__(self, key: int | str) -> OperandInfo:
         """An operand's info by position or by name."""
+        names, n = [o.name for o in self.operands], len(self.operands)
         if isinstance(key, str):
-            for op in self.operands:
-                if op.name == key:
-                    return op
-            raise KeyError(f"no operand named {key!r}; the names are {[o.name for o in self.operands]}")
+            if key in names:
+                return self.operands[names.index(key)]
+            raise KeyError(f"no operand named {key!r}; the names are {names}")
         if isinstance(key, bool) or not hasattr(key, "__index__"):
             raise TypeError(f"BroadcastExplanation[...] takes an operand's position (int) or name (str), got {key!r}.")
-        if not -len(self.operands) <= operator.index(key) < len(self.operands):
-            raise IndexError(
-                f"BroadcastExplanation[{key!r}]: there are {len(self.operands)} operands (positions "
-                f"0..{len(self.operands) - 1}, or -1 for the last)."
-            )
+        if not -n <= operator.index(key) < n:
+            text = f"there are {n} operands (positions 0..{n - 1}, or -1 for the last)."
+            raise IndexError(f"BroadcastExplanation[{key!r}]: {text}")
         return self.operands[key]
 
     @property
@@ -195,75 +150,47 @@ class BroadcastExplanation:
         """Total bytes materialising every expanded operand would allocate (broadcasting: 0)."""
         return sum(op.copy_bytes for op in self.operands)
 
-    # ----- text -----------------------------------------------------------------------------
-    def _label(self, op: OperandInfo) -> str:
-        return f"{op.name} {fmt_shape(op.shape)}"
+    def _title(self) -> str:
+        return f"broadcast {', '.join(f'{op.name} {fmt_shape(op.shape)}' for op in self.operands)}"
 
     def __str__(self) -> str:
         rank = len(self.shape)
-        labels = [self._label(op) for op in self.operands]
+        labels = [f"{op.name} {fmt_shape(op.shape)}" for op in self.operands]
         lw = max(len(s) for s in labels + ["result"])
         cells = [[("[1]" if r == NEW_DIM else str(n)) for n, r in zip(op.padded, op.rules)] for op in self.operands]
         cw = max([3] + [len(c) for row in cells for c in row] + [len(str(n)) for n in self.shape] + [len(str(-rank))])
-        lines = [f"broadcast {', '.join(labels)} -> {fmt_shape(self.shape)}", ""]
+        lines = [f"{self._title()} -> {fmt_shape(self.shape)}", ""]
         lines.append("1. right-align the shapes; pad missing leading dims with 1 (shown [1]):")
-        header = " ".join(f"{d:>{cw}}" for d in range(-rank, 0))
-        lines.append(f"   {'dim':<{lw}}  {header}".rstrip())
-        for label, row in zip(labels, cells):
+        for label, row in [("dim", range(-rank, 0)), *zip(labels, cells)]:
             lines.append(f"   {label:<{lw}}  {' '.join(f'{c:>{cw}}' for c in row)}".rstrip())
         lines.append("2. each dimension from the right: sizes must be equal, or 1 (stretched to the other):")
-        if not self.steps:
-            lines.append("   (no dimensions: every operand is a scalar)")
-        for step in self.steps:
-            lines.append(f"   {step}")
-        lines.append(f"3. result: {fmt_shape(self.shape)}")
-        lines.append("")
+        lines += [f"   {step}" for step in self.steps] or ["   (no dimensions: every operand is a scalar)"]
+        lines += [f"3. result: {fmt_shape(self.shape)}", ""]
         lines.append("virtual copies (stride 0: one stored element is read many times, no new memory):")
         for op in self.operands:
-            lines.append("   " + self._memory_sentence(op))
+            dims = f"dim{'s' if len(op.expanded_dims) > 1 else ''} {', '.join(str(d) for d in op.expanded_dims)}"
+            stride = f"{op.name}.expand{fmt_shape(self.shape)} has stride {fmt_shape(op.expanded_stride)}"
+            copy = f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype_name(op.dtype)})"
+            expanded = f"{op.name}: expanded along result {dims}; {stride}; {copy}, broadcasting takes 0"
+            lines.append("   " + (expanded if op.expanded_dims else f"{op.name}: not expanded (nothing to copy)"))
         return "\n".join(lines)
-
-    def _memory_sentence(self, op: OperandInfo) -> str:
-        if not op.expanded_dims:
-            return f"{op.name}: not expanded (nothing to copy)"
-        dims = ", ".join(str(d) for d in op.expanded_dims)
-        return (
-            f"{op.name}: expanded along result dim{'s' if len(op.expanded_dims) > 1 else ''} {dims}; "
-            f"{op.name}.expand{fmt_shape(self.shape)} has stride {fmt_shape(op.expanded_stride)}; "
-            f"a materialised copy would take {op.copy_bytes:,} bytes ({dtype_name(op.dtype)}), broadcasting takes 0"
-        )
 
     __repr__ = __str__
 
-    # ----- HTML -----------------------------------------------------------------------------
     def _repr_html_(self) -> str:
-        names = [op.name for op in self.operands]
-        rank = len(self.shape)
-        esc = html.escape
-        style = {
-            EQUAL: "",
-            STRETCHED: "background:#FFE7B3;color:#000",
-            NEW_DIM: "background:#D6ECFA;color:#000;font-style:italic",
-        }
+        rank, esc = len(self.shape), html.escape
         head = "".join(f"<th>dim {d}<br><small>(result dim {rank + d})</small></th>" for d in range(-rank, 0))
-        rows = []
+        th, rows = "<tr><th style='text-align:left'>{} <code>{}</code></th>", ""
         for op in self.operands:
-            tds = []
+            rows += th.format(esc(op.name), esc(fmt_shape(op.shape)))
             for n, rule, res in zip(op.padded, op.rules, self.shape):
                 text = {EQUAL: str(n), STRETCHED: f"1 &rarr; {res}", NEW_DIM: f"[1] &rarr; {res}"}[rule]
-                tip = esc(rule)
-                tds.append(
-                    f"<td style='text-align:center;{style[rule]}' title='{tip}'>{text}"
-                    f"{'' if rule == EQUAL else f'<br><small>{tip}</small>'}</td>"
-                )
-            rows.append(
-                f"<tr><th style='text-align:left'>{esc(op.name)} <code>{esc(fmt_shape(op.shape))}</code>"
-                f"</th>{''.join(tds)}</tr>"
-            )
-        res_tds = "".join(f"<td style='text-align:center'><b>{n}</b></td>" for n in self.shape)
-        rows.append(
-            f"<tr><th style='text-align:left'>result <code>{esc(fmt_shape(self.shape))}</code></th>{res_tds}</tr>"
-        )
+                under = "" if rule == EQUAL else f"<br><small>{esc(rule)}</small>"
+                rows += f"<td style='text-align:center;{_STYLE[rule]}' title='{esc(rule)}'>{text}{under}</td>"
+            rows += "</tr>"
+        rows += th.format("result", esc(fmt_shape(self.shape)))
+        rows += "".join(f"<td style='text-align:center'><b>{n}</b></td>" for n in self.shape) + "</tr>"
+        names = [op.name for op in self.operands]
         steps = "".join(
             f"<li>dim {s.from_right}: "
             + ", ".join(f"{esc(n)} {'&ndash;' if z is None else z}" for n, z in zip(names, s.sizes))
@@ -278,11 +205,9 @@ class BroadcastExplanation:
             for op in self.operands
         )
         return (
-            f"<div><p><b>broadcast {esc(', '.join(self._label(o) for o in self.operands))} &rarr; "
-            f"{esc(fmt_shape(self.shape))}</b></p>"
+            f"<div><p><b>{esc(self._title())} &rarr; {esc(fmt_shape(self.shape))}</b></p>"
             "<table><caption>Shapes right-aligned; [1] = missing leading dim padded with 1</caption>"
-            f"<tr><th></th>{head}</tr>{''.join(rows)}</table>"
-            f"<ol>{steps}</ol>"
+            f"<tr><th></th>{head}</tr>{rows}</table><ol>{steps}</ol>"
             "<table><caption>Virtual copies (stride 0) cost no memory</caption>"
             "<tr><th>operand</th><th>dtype</th><th>expanded along result dims</th>"
             "<th>stride after expand</th><th>bytes if materialised</th><th>bytes broadcasting</th></tr>"
@@ -290,127 +215,91 @@ class BroadcastExplanation:
         )
 
 
-# ----- input validation ---------------------------------------------------------------------------
 def _as_shape(obj: Any, position: int, name: str) -> tuple[tuple[int, ...], torch.Tensor | None]:
     """(shape, tensor-or-None) for one operand, or a clear TypeError / ValueError."""
     where = f"operand {position} ({name})"
     if isinstance(obj, torch.Tensor):
         t = require_tensor(obj, name, quantized=True)
         return tuple(t.shape), t
-    if isinstance(obj, (torch.Size, tuple, list)):
-        shape = []
-        for i, n in enumerate(obj):
-            if isinstance(n, (list, tuple)):
-                raise problem(
-                    TypeError,
-                    f"{where} is a nested sequence, which looks like data, not a shape. "
-                    f"Pass a shape such as (2, 3), or the data as a tensor: torch.tensor({name}).",
-                )
-            try:
-                value = None if isinstance(n, bool) else operator.index(n)  # True is an int to Python, not a size
-            except TypeError:
-                value = None
-            if value is None:
-                raise problem(
-                    TypeError, f"{where}: size at index {i} is {n!r} ({type(n).__name__}); sizes must be ints."
-                )
-            if value < 0:
-                raise problem(
-                    ValueError,
-                    f"{where}: size at index {i} is {value}; sizes must be >= 0 "
-                    f"(-1 means 'infer' only in view/reshape/expand, not in a shape to broadcast).",
-                )
-            shape.append(value)
-        return tuple(shape), None
-    hint = ""
-    if isinstance(obj, (int, float, complex)) and not isinstance(obj, bool):
-        hint = " A Python number broadcasts like a 0-dim tensor: pass () or torch.tensor(value)."
-    elif type(obj).__module__ == "numpy":
-        hint = f" Pass its shape ({name}.shape) or the tensor torch.from_numpy({name})."
-    raise problem(
-        TypeError,
-        f"{where} is a {type(obj).__name__}; pass a torch.Tensor, a torch.Size, or a tuple/list of ints.{hint}",
-    )
+    if not isinstance(obj, (torch.Size, tuple, list)):
+        hint = "; pass a torch.Tensor, a torch.Size, or a tuple/list of ints."
+        if isinstance(obj, (int, float, complex)) and not isinstance(obj, bool):
+            hint += " A Python number broadcasts like a 0-dim tensor: pass () or torch.tensor(value)."
+        elif type(obj).__module__ == "numpy":
+            hint += f" Pass its shape ({name}.shape) or the tensor torch.from_numpy({name})."
+        raise problem(TypeError, f"{where} is a {type(obj).__name__}{hint}")
+    shape = []
+    for i, n in enumerate(obj):
+        if isinstance(n, (list, tuple)):
+            text = f"{where} is a nested sequence, which looks like data, not a shape. Pass a shape such as (2, 3),"
+            raise problem(TypeError, f"{text} or the data as a tensor: torch.tensor({name}).")
+        try:
+            value = None if isinstance(n, bool) else operator.index(n)  # True is an int to Python, not a size
+        except TypeError:
+            value = None
+        if value is None:
+            raise problem(TypeError, f"{where}: size at index {i} is {n!r} ({type(n).__name__}); sizes must be ints.")
+        if value < 0:
+            infer = "(-1 means 'infer' only in view/reshape/expand, not in a shape to broadcast)."
+            raise problem(ValueError, f"{where}: size at index {i} is {value}; sizes must be >= 0 {infer}")
+        shape.append(value)
+    return tuple(shape), None
 
 
-# ----- fixes --------------------------------------------------------------------------------------
 def _broadcast(shapes: Sequence[Sequence[int]]) -> tuple[int, ...] | None:
     """Broadcast shape, or None if they do not broadcast."""
-    rank = max((len(s) for s in shapes), default=0)
     out = []
-    for k in range(rank, 0, -1):
-        sizes = {s[-k] for s in shapes if len(s) >= k}
-        big = sizes - {1}
+    for k in range(max((len(s) for s in shapes), default=0), 0, -1):
+        big = {s[-k] for s in shapes if len(s) >= k} - {1}
         if len(big) > 1:
             return None
         out.append(big.pop() if big else 1)
     return tuple(out)
 
 
-def _unsqueeze_code(name: str, ones_at: Sequence[int]) -> str:
-    return name + "".join(f".unsqueeze({p})" for p in sorted(ones_at))
-
-
 def _find_fixes(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> list[BroadcastFix]:
-    """Ways to make ``shape`` broadcast with ``target`` without changing ``target``."""
+    """Ways to make ``shape`` broadcast with ``target`` without changing ``target``, in no particular order."""
     fixes: list[BroadcastFix] = []
     r, rt = len(shape), len(target)
     if r == 0 or rt > _MAX_FIX_RANK:
         return fixes
     # 1. insert size-1 dims: map the operand's dims, in order, onto dims of target.
-    if r <= rt:
-        for positions in itertools.combinations(range(rt), r):
-            if not all(n == target[p] or n == 1 for n, p in zip(shape, positions)):
-                continue
-            start = positions[0]
-            new_shape = [1] * (rt - start)
-            for n, p in zip(shape, positions):
-                new_shape[p - start] = n
-            ones_at = [j for j in range(rt - start) if j + start not in positions]
-            if not ones_at:
-                continue  # no change: that is the alignment that already failed
-            # Inserting only size-1 dims that line up with size-1 dims of the target changes nothing useful.
-            new = tuple(new_shape)
-            if _broadcast([new, target]) != tuple(target):
-                continue
-            lined = ", ".join(
-                f"its dim {i} (size {n}) with dim {p - rt}" for i, (n, p) in enumerate(zip(shape, positions))
-            )
-            fixes.append(
-                BroadcastFix(
-                    name, _unsqueeze_code(name, ones_at), new, tuple(target), f"lines up {lined} of the result"
-                )
-            )
+    for positions in itertools.combinations(range(rt), r) if r <= rt else ():
+        if not all(n == target[p] or n == 1 for n, p in zip(shape, positions)):
+            continue
+        start, own = positions[0], dict(zip(positions, shape))
+        new = tuple(own.get(p, 1) for p in range(start, rt))
+        ones_at = [p - start for p in range(start, rt) if p not in own]
+        # No inserted dim is the alignment that already failed; inserting only size-1 dims that line up
+        # with size-1 dims of the target changes nothing useful.
+        if ones_at and _broadcast([new, target]) == tuple(target):
+            pairs = enumerate(zip(shape, positions))
+            lined = ", ".join(f"its dim {i} (size {n}) with dim {p - rt}" for i, (n, p) in pairs)
+            code = name + "".join(f".unsqueeze({p})" for p in sorted(ones_at))
+            fixes.append(BroadcastFix(name, code, new, tuple(target), f"lines up {lined} of the result"))
     # 2. reorder dims (small ranks only): a transposed operand.
-    if 2 <= r <= 4:
-        for perm in itertools.permutations(range(r)):
-            if perm == tuple(range(r)):
-                continue
-            new = tuple(shape[p] for p in perm)
-            if _broadcast([new, target]) == tuple(target) and new != shape:
-                code = f"{name}.mT" if r == 2 else f"{name}.permute{perm}"
-                fixes.append(BroadcastFix(name, code, new, tuple(target), "reorders its dims"))
-    return fixes  # in no particular order: _incompatible sorts every operand's fixes together
+    for perm in itertools.permutations(range(r)) if 2 <= r <= 4 else ():
+        new = tuple(shape[p] for p in perm)
+        if perm != tuple(range(r)) and new != shape and _broadcast([new, target]) == tuple(target):
+            code = f"{name}.mT" if r == 2 else f"{name}.permute{perm}"
+            fixes.append(BroadcastFix(name, code, new, tuple(target), "reorders its dims"))
+    return fixes
 
 
 def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> BroadcastError:
-    rank = max(len(s) for s in shapes)
     conflicts = []
-    for k in range(1, rank + 1):
+    for k in range(1, max(len(s) for s in shapes) + 1):
         present = tuple((n, len(s) - k, s[-k]) for n, s in zip(names, shapes) if len(s) >= k)
         if len({size for _, _, size in present if size != 1}) > 1:
             conflicts.append((-k, present))
-    involved = [i for i, n in enumerate(names) if any(n == m and z != 1 for _, p in conflicts for m, _, z in p)]
     fixes: list[BroadcastFix] = []
-    for i in involved:
-        others = [s for j, s in enumerate(shapes) if j != i]
-        target = _broadcast(others)
-        if target is not None:
-            fixes.extend(_find_fixes(names[i], shapes[i], target))
+    for i, name in enumerate(names):
+        target = _broadcast([s for j, s in enumerate(shapes) if j != i])
+        if target is not None and any(name == m and z != 1 for _, p in conflicts for m, _, z in p):
+            fixes.extend(_find_fixes(name, shapes[i], target))
     # fewest inserted dims first, then unsqueeze before permute, then by code
     fixes.sort(key=lambda f: (f.code.count(".unsqueeze(") if "unsqueeze" in f.code else 99, f.code))
-    operand_list = ", ".join(f"{n} {fmt_shape(s)}" for n, s in zip(names, shapes))
-    lines = [f"cannot broadcast {operand_list}."]
+    lines = [f"cannot broadcast {', '.join(f'{n} {fmt_shape(s)}' for n, s in zip(names, shapes))}."]
     for dim, present in conflicts:
         parts = [f"{n} has size {z} at its dim {d}" for n, d, z in present]
         desc = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
@@ -419,13 +308,9 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
     if fixes:
         lines.append("Possible fix" + ("es" if len(fixes) > 1 else "") + ":")
         for f in fixes[:_MAX_FIXES_SHOWN]:
-            extra = ""
-            if "unsqueeze" in f.code:
-                extra = " (if it came from a reduction, keepdim=True keeps that dim)"
-            lines.append(
-                f"  {f.code} -> shape {fmt_shape(f.new_shape)}, broadcasts to "
-                f"{fmt_shape(f.result_shape)}; {f.note}{extra}."
-            )
+            extra = " (if it came from a reduction, keepdim=True keeps that dim)" if "unsqueeze" in f.code else ""
+            shapes_text = f"shape {fmt_shape(f.new_shape)}, broadcasts to {fmt_shape(f.result_shape)}"
+            lines.append(f"  {f.code} -> {shapes_text}; {f.note}{extra}.")
         if len(fixes) > _MAX_FIXES_SHOWN:
             lines.append(f"  ... and {len(fixes) - _MAX_FIXES_SHOWN} more (see the error's .fixes).")
         if len(fixes) > 1:
@@ -438,22 +323,16 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
     return BroadcastError("\n".join(lines), tuple(conflicts), tuple(fixes))
 
 
-# ----- the explainer ------------------------------------------------------------------------------
 @entry("explain_broadcast")
 def explain_broadcast(
-    *operands: _Operand,
-    names: Sequence[str] | None = None,
-    dtype: torch.dtype = torch.float32,
+    *operands: _Operand, names: Sequence[str] | None = None, dtype: torch.dtype = torch.float32
 ) -> BroadcastExplanation:
-    """Explain, step by step, how ``operands`` broadcast together.
+    """Explain, step by step, how ``operands`` broadcast together: a :class:`BroadcastExplanation`.
 
     Args:
         *operands: two or more tensors, ``torch.Size`` objects, or tuples/lists of ints (mixed is fine).
         names: labels for the operands (default ``a``, ``b``, ``c``, ...), used in text and errors.
         dtype: element type assumed for shape operands when counting bytes (tensors use their own).
-
-    Returns:
-        A :class:`BroadcastExplanation`; ``.shape`` equals ``torch.broadcast_shapes`` of the shapes.
 
     Raises:
         BroadcastError: the shapes do not broadcast; the message names the dimension (from the right and
@@ -462,78 +341,47 @@ def explain_broadcast(
             operands were given.
 
     >>> e = explain_broadcast(torch.zeros(3, 1), (2, 1, 4), names=["col", "grid"])
-    >>> e.shape, e["col"].expanded_dims, e["col"].expanded_stride
-    (torch.Size([2, 3, 4]), (0, 2), (0, 1, 0))
-    >>> e["col"].copy_bytes, e["col"].broadcast_bytes
-    (96, 0)
+    >>> e.shape, e["col"].expanded_dims, e["col"].expanded_stride, e["col"].copy_bytes, e["col"].broadcast_bytes
+    (torch.Size([2, 3, 4]), (0, 2), (0, 1, 0), 96, 0)
     """
     if len(operands) < 2:
         func = caller()  # draw_broadcast validates through here too
         example = " or explain_broadcast((3, 1), (4,))." if func == "explain_broadcast" else "."
-        raise problem(
-            TypeError,
-            f"needs at least two operands (tensors or shapes), got {len(operands)}. Example: {func}(x, y){example}",
-        )
+        text = f"needs at least two operands (tensors or shapes), got {len(operands)}."
+        raise problem(TypeError, f"{text} Example: {func}(x, y){example}")
     if not isinstance(dtype, torch.dtype) or is_quantized_dtype(dtype):
         raise problem(TypeError, f"dtype must be a torch.dtype such as torch.float32, got {dtype!r}.")
     if names is None:
         names = [_default_name(i) for i in range(len(operands))]
-    else:
-        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
-            raise problem(TypeError, f"names must be a list of non-empty strings, got {names!r}.")
-        names = list(names)
-        if len(names) != len(operands):
-            raise problem(ValueError, f"got {len(operands)} operands but {len(names)} names; give one name each.")
-        if len(set(names)) != len(names):
-            raise problem(ValueError, f"names must be different from each other, got {names!r}.")
+    elif not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
+        raise problem(TypeError, f"names must be a list of non-empty strings, got {names!r}.")
+    elif len(names) != len(operands):
+        raise problem(ValueError, f"got {len(operands)} operands but {len(names)} names; give one name each.")
+    elif len(set(names)) != len(names):
+        raise problem(ValueError, f"names must be different from each other, got {list(names)!r}.")
+    names = list(names)
     parsed = [_as_shape(obj, i, n) for i, (obj, n) in enumerate(zip(operands, names))]
     shapes = [s for s, _ in parsed]
-
     result = _broadcast(shapes)
     if result is None:
         raise _incompatible(names, shapes)
-    rank = len(result)
-    result_size = torch.Size(result)
-    result_numel = math.prod(result)
-
-    infos = []
-    for (shape, tensor), name in zip(parsed, names):
+    rank, infos = len(result), []
+    for (shape, t), name in zip(parsed, names):
         pad = rank - len(shape)
         padded = (1,) * pad + shape
         rules = tuple(NEW_DIM if d < pad else (EQUAL if padded[d] == result[d] else STRETCHED) for d in range(rank))
         expanded = tuple(d for d in range(rank) if padded[d] == 1 and result[d] > 1)
-        sum_dims = tuple(d for d in range(rank) if rules[d] != EQUAL)
+        sums = tuple(d for d in range(rank) if rules[d] != EQUAL)
         # The stride after expand is PyTorch's own answer, no data touched (a shape: a meta tensor of it).
-        probe = tensor.detach() if tensor is not None else torch.empty(shape, dtype=dtype, device="meta")
-        itemsize = probe.dtype.itemsize
-        infos.append(
-            OperandInfo(
-                name=name,
-                shape=torch.Size(shape),
-                padded=padded,
-                rules=rules,
-                expanded_dims=expanded,
-                sum_dims=sum_dims,
-                expanded_stride=tuple(probe.expand(result).stride()),
-                dtype=probe.dtype,
-                itemsize=itemsize,
-                is_tensor=tensor is not None,
-                own_bytes=math.prod(shape) * itemsize,
-                copy_bytes=result_numel * itemsize if expanded else 0,
-            )
-        )
+        probe = t.detach() if t is not None else torch.empty(shape, dtype=dtype, device="meta")
+        size, stride = probe.dtype.itemsize, tuple(probe.expand(result).stride())
+        own, copy = math.prod(shape) * size, (math.prod(result) * size if expanded else 0)
+        args = (padded, rules, expanded, sums, stride, probe.dtype, size, t is not None, own, copy)
+        infos.append(OperandInfo(name, torch.Size(shape), *args))
     steps = []
     for k in range(1, rank + 1):
-        d = rank - k
-        steps.append(
-            DimStep(
-                from_right=-k,
-                result_dim=d,
-                sizes=tuple(s[-k] if len(s) >= k else None for s in shapes),
-                own_dims=tuple(len(s) - k if len(s) >= k else None for s in shapes),
-                rules=tuple(info.rules[d] for info in infos),
-                result=result[d],
-                names=tuple(names),
-            )
-        )
-    return BroadcastExplanation(result_size, tuple(infos), tuple(steps))
+        sizes = tuple(s[-k] if len(s) >= k else None for s in shapes)
+        own_dims = tuple(len(s) - k if len(s) >= k else None for s in shapes)
+        rules = tuple(info.rules[-k] for info in infos)
+        steps.append(DimStep(-k, rank - k, sizes, own_dims, rules, result[-k], tuple(names)))
+    return BroadcastExplanation(torch.Size(result), tuple(infos), tuple(steps))

@@ -30,8 +30,7 @@ class BroadcastError(ValueError):
 
     def __init__(self, message: str, conflicts: tuple, fixes: tuple[Any, ...]):
         super().__init__(message)
-        self.conflicts = conflicts
-        self.fixes = fixes
+        self.conflicts, self.fixes = conflicts, fixes
 
 
 class CopyError(RuntimeError):

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ._checks import entry, problem, require_allocation, require_strided_tensor, require_tensor
+from ._checks import entry, problem, require_allocation, require_tensor
 from ._format import dtype_name
 
 __all__ = ["Layout", "layout", "storage_indices", "shares_storage"]
@@ -28,36 +28,21 @@ __all__ = ["Layout", "layout", "storage_indices", "shares_storage"]
 
 @dataclass(frozen=True)
 class Layout:
-    """Memory layout of a strided tensor (see :func:`layout`). All byte counts are exact.
+    """Memory layout of a strided tensor (see :func:`layout`). All byte counts are exact."""
 
-    Attributes:
-        shape: sizes of each dimension.
-        stride: elements to step in storage for +1 along each dimension (0 = broadcast/expanded).
-        storage_offset: storage index of element ``[0, 0, ...]``.
-        dtype, device: as on the tensor.
-        itemsize: bytes per element.
-        numel: number of logical elements.
-        logical_bytes: ``numel * itemsize`` -- what a contiguous copy of this tensor would occupy.
-        span_bytes: bytes from the first to the last storage element this view can reach.
-        storage_bytes: size of the whole underlying storage (shared by every view of it).
-        is_contiguous: ``t.is_contiguous()`` (row-major, no gaps, no overlap).
-        is_view: the tensor was produced by a view op from another tensor (``t._base is not None``).
-        broadcast_dims: dimensions with stride 0 and size > 1 (one memory element read many times).
-    """
-
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    storage_offset: int
-    dtype: torch.dtype
-    device: torch.device
-    itemsize: int
-    numel: int
-    logical_bytes: int
-    span_bytes: int
-    storage_bytes: int
-    is_contiguous: bool
-    is_view: bool
-    broadcast_dims: tuple[int, ...]
+    shape: tuple[int, ...]  #: sizes of each dimension
+    stride: tuple[int, ...]  #: elements to step in storage for +1 along each dimension (0 = broadcast/expanded)
+    storage_offset: int  #: storage index of element ``[0, 0, ...]``
+    dtype: torch.dtype  #: as on the tensor
+    device: torch.device  #: as on the tensor
+    itemsize: int  #: bytes per element
+    numel: int  #: number of logical elements
+    logical_bytes: int  #: ``numel * itemsize``: what a contiguous copy of this tensor would occupy
+    span_bytes: int  #: bytes from the first to the last storage element this view can reach
+    storage_bytes: int  #: size of the whole underlying storage (shared by every view of it)
+    is_contiguous: bool  #: ``t.is_contiguous()`` (row-major, no gaps, no overlap)
+    is_view: bool  #: the tensor was produced by a view op from another tensor (``t._base is not None``)
+    broadcast_dims: tuple[int, ...]  #: dims with stride 0 and size > 1 (one memory element read many times)
 
     @property
     def stride_bytes(self) -> tuple[int, ...]:
@@ -72,10 +57,9 @@ class Layout:
         guessed from byte counts: sizes (3, 2), strides (3, 6), offset 2 read element 8 twice, even
         though the view spans more bytes than it holds.
 
-        >>> layout(torch.zeros(20).as_strided((3, 2), (3, 6), 2)).overlaps
-        True
-        >>> layout(torch.zeros(20).as_strided((3, 2), (2, 7))).overlaps
-        False
+        >>> x = torch.zeros(20)
+        >>> layout(x.as_strided((3, 2), (3, 6), 2)).overlaps, layout(x.as_strided((3, 2), (2, 7))).overlaps
+        (True, False)
         """
         return _overlaps(self.shape, self.stride)
 
@@ -95,10 +79,8 @@ class Layout:
         ]
 
     def __str__(self) -> str:
-        rows = self._rows()
-        width = max(len(k) for k, _ in rows)
-        body = "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
-        return f"Layout on {self.device}\n{body}"
+        width = max(len(k) for k, _ in self._rows())
+        return f"Layout on {self.device}\n" + "\n".join(f"  {k:<{width}}  {v}" for k, v in self._rows())
 
     __repr__ = __str__
 
@@ -134,9 +116,7 @@ _MAX_BITSET_SPAN = 2**24
 
 def _multiples(bits: int, step: int, count: int) -> int:
     """The set ``bits`` with 0, step, 2*step, ..., count*step added to each member (bitsets as ints)."""
-    acc = bits
-    done = 0
-    power = 1
+    acc, done, power = bits, 0, 1
     # binary splitting: after adding 1, 2, 4, ... more copies, every multiple 0..done is in the set
     while done < count:
         take = min(power, count - done)
@@ -195,92 +175,58 @@ def _overlaps(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
     return bool(torch.unique(flat).numel() < flat.numel())
 
 
-def _span_elements(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
-    if any(n == 0 for n in shape):
-        return 0
-    # PyTorch strides are never negative, so the first element is the lowest address.
-    return 1 + sum((n - 1) * s for n, s in zip(shape, stride))
-
-
 @entry("layout")
 def layout(t: Any) -> Layout:
-    """Describe how ``t`` maps onto its storage.
+    """Describe how ``t`` maps onto its storage: any dense tensor on any device, ``meta`` too (no data is read).
 
-    Works for any dense tensor on any device, including ``meta`` tensors (no data is read).
-
-    >>> x = torch.zeros(2, 3)
-    >>> layout(x.t()).stride
-    (1, 3)
     >>> e = torch.zeros(1, 4).expand(3, 4)
-    >>> (layout(e).logical_bytes, layout(e).span_bytes, layout(e).broadcast_dims)
-    (48, 16, (0,))
+    >>> layout(torch.zeros(2, 3).t()).stride, layout(e).logical_bytes, layout(e).span_bytes, layout(e).broadcast_dims
+    ((1, 3), 48, 16, (0,))
     """
     t = require_tensor(t, "t", quantized=True)
-    shape = tuple(t.shape)
-    stride = tuple(t.stride())
-    itemsize = t.element_size()
-    return Layout(
-        shape=shape,
-        stride=stride,
-        storage_offset=t.storage_offset(),
-        dtype=t.dtype,
-        device=t.device,
-        itemsize=itemsize,
-        numel=t.numel(),
-        logical_bytes=t.numel() * itemsize,
-        span_bytes=_span_elements(shape, stride) * itemsize,
-        storage_bytes=t.untyped_storage().nbytes(),
-        is_contiguous=t.is_contiguous(),
-        is_view=t._base is not None,
-        broadcast_dims=tuple(d for d, (n, s) in enumerate(zip(shape, stride)) if s == 0 and n > 1),
-    )
+    shape, stride, size, numel = tuple(t.shape), tuple(t.stride()), t.element_size(), t.numel()
+    # PyTorch strides are never negative, so the first element is the lowest address.
+    span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+    where = (shape, stride, t.storage_offset(), t.dtype, t.device, size, numel, numel * size, span * size)
+    flags = (t.untyped_storage().nbytes(), t.is_contiguous(), t._base is not None)
+    return Layout(*where, *flags, tuple(d for d, (n, s) in enumerate(zip(shape, stride)) if s == 0 and n > 1))
 
 
 @entry("storage_indices")
 def storage_indices(t: Any) -> torch.Tensor:
-    """For each element of ``t``, the index of the storage element it reads (same shape as ``t``).
+    """For each element of ``t``, the index of the storage element it reads: an int64 CPU tensor of ``t``'s shape.
 
-    This is the stride formula evaluated for every index at once, so it is exact by construction. The
-    result is an int64 CPU tensor of ``t``'s shape (also for ``meta`` or CUDA ``t``: no data is read).
+    The stride formula evaluated for every index at once, so exact by construction (no data is read: ``t``
+    may be on ``meta`` or CUDA).
 
-    >>> storage_indices(torch.zeros(2, 3).t()).tolist()
-    [[0, 3], [1, 4], [2, 5]]
-    >>> storage_indices(torch.zeros(3)[1:].expand(2, 2)).tolist()
-    [[1, 2], [1, 2]]
+    >>> storage_indices(torch.zeros(2, 3).t()).tolist(), storage_indices(torch.zeros(3)[1:].expand(2, 2)).tolist()
+    ([[0, 3], [1, 4], [2, 5]], [[1, 2], [1, 2]])
     """
     t = require_tensor(t, "t", quantized=True)
     require_allocation(8 * t.numel(), f"the storage indices of a tensor of shape {tuple(t.shape)}")
     # offset + sum_d i_d * stride_d, one broadcast term per dim: costs numel int64s, never the storage.
     index = torch.full((), t.storage_offset(), dtype=torch.int64)
     for d, (n, s) in enumerate(zip(t.shape, t.stride())):
-        view = [1] * t.dim()
-        view[d] = n
-        index = index + (torch.arange(n, dtype=torch.int64) * s).view(view)
+        index = index + (torch.arange(n, dtype=torch.int64) * s).view([n if i == d else 1 for i in range(t.dim())])
     return index.expand(tuple(t.shape)).contiguous()
 
 
 def _memory_range(obj: Any, arg: str) -> tuple[str, int, int, object]:
     """(device, first byte address, one-past-last address, identity of the storage object)."""
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - numpy is a dependency
-        np = None
-    if np is not None and isinstance(obj, np.ndarray):
+    import numpy as np
+
+    if isinstance(obj, np.ndarray):
         root = obj
         while isinstance(root.base, np.ndarray):  # walk views back to the array that owns the buffer
             root = root.base
         lo, hi = np.lib.array_utils.byte_bounds(root) if hasattr(np.lib, "array_utils") else np.byte_bounds(root)
         return "cpu", lo, hi, None
-    t = require_strided_tensor(obj, arg)
+    t = require_tensor(obj, arg, quantized=True)
     if t.device.type == "meta":
-        raise problem(
-            ValueError,
-            f"`{arg}` is a meta tensor, which has no memory to share. "
-            "Compare tensors that hold data (create them on 'cpu' or 'cuda').",
-        )
+        text = f"`{arg}` is a meta tensor, which has no memory to share."
+        raise problem(ValueError, f"{text} Compare tensors that hold data (create them on 'cpu' or 'cuda').")
     storage = t.untyped_storage()
-    start = storage.data_ptr()
-    return str(t.device), start, start + storage.nbytes(), storage._cdata
+    return str(t.device), storage.data_ptr(), storage.data_ptr() + storage.nbytes(), storage._cdata
 
 
 @entry("shares_storage")
@@ -292,12 +238,8 @@ def shares_storage(a: Any, b: Any) -> bool:
     can be checked: there, "same memory" means the byte ranges of the buffers overlap.
 
     >>> x = torch.arange(6)
-    >>> shares_storage(x, x[2:].view(2, 2))
-    True
-    >>> shares_storage(x, x.clone())
-    False
-    >>> shares_storage(x, x.numpy())
-    True
+    >>> shares_storage(x, x[2:].view(2, 2)), shares_storage(x, x.clone()), shares_storage(x, x.numpy())
+    (True, False, True)
     """
     dev_a, lo_a, hi_a, id_a = _memory_range(a, "a")
     dev_b, lo_b, hi_b, id_b = _memory_range(b, "b")

@@ -5,15 +5,15 @@ PyTorch's release notes), where the course relies on it, and a check that runs i
 have. ``pyproject.toml`` and ``environment.yml`` declare ``torch>=TORCH_FLOOR``; a test keeps the three
 in step and runs every check.
 
->>> TORCH_FLOOR
-'2.5'
->>> all(b.check() for b in BEHAVIOURS)
-True
+>>> TORCH_FLOOR, all(b.check() for b in BEHAVIOURS)
+('2.5', True)
 """
 
 from __future__ import annotations
 
+import inspect
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +26,11 @@ __all__ = ["TORCH_FLOOR", "BEHAVIOURS", "Behaviour", "torch_at_least", "check_to
 TORCH_FLOOR = "2.5"
 
 
+def _parts(text: str) -> tuple[int, ...]:
+    match = re.match(r"\d+(?:\.\d+)*", text.strip())  # "2.11.0+cu128" -> (2, 11, 0); "cuda:7" -> ()
+    return tuple(int(p) for p in match.group(0).split(".")) if match else ()
+
+
 @entry("torch_at_least")
 def torch_at_least(version: str, installed: str | None = None) -> bool:
     """True when the installed torch (or ``installed``) is at least ``version`` ("2.5", "2.5.1").
@@ -36,16 +41,9 @@ def torch_at_least(version: str, installed: str | None = None) -> bool:
     if not isinstance(version, str):
         raise type_error("version", "a string such as '2.5'", version)
     if installed is not None and not isinstance(installed, str):
-        raise type_error(
-            "installed", "a version string such as '2.11.0+cu128' or None (the torch running here)", installed
-        )
-
-    def parts(text: str) -> tuple[int, ...]:
-        match = re.match(r"\d+(?:\.\d+)*", text.strip())  # "2.11.0+cu128" -> (2, 11, 0); "cuda:7" -> ()
-        return tuple(int(p) for p in match.group(0).split(".")) if match else ()
-
-    have = parts(installed if installed is not None else torch.__version__)
-    want = parts(version)
+        want = "a version string such as '2.11.0+cu128' or None (the torch running here)"
+        raise type_error("installed", want, installed)
+    have, want = _parts(installed if installed is not None else torch.__version__), _parts(version)
     if not want:
         raise problem(ValueError, f"version={version!r}: pass a version such as '2.5' or '2.5.1'.")
     if not have:
@@ -76,23 +74,17 @@ def _untyped_storage_is_shared_by_views() -> bool:
 
 
 def _typed_storage_warns_deprecated() -> bool:
-    import warnings
-
-    from torch.storage import _reset_warn_typed_storage_removal
-
-    _reset_warn_typed_storage_removal()  # the warning is shown once per process...
+    torch.storage._reset_warn_typed_storage_removal()  # the warning is shown once per process...
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             torch.zeros(1).storage()
     finally:
-        _reset_warn_typed_storage_removal()  # ...so the learner's own first .storage() still shows it
+        torch.storage._reset_warn_typed_storage_removal()  # ...so the learner's own first .storage() still shows it
     return any("TypedStorage is deprecated" in str(w.message) for w in caught)
 
 
 def _memory_history_takes_python_stacks() -> bool:
-    import inspect
-
     record = getattr(torch.cuda.memory, "_record_memory_history", None)
     return record is not None and "stacks" in inspect.signature(record).parameters
 
@@ -123,8 +115,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
 
 
 def check_torch() -> list[str]:
-    """Run every check on this torch; return the names of the behaviours that do not hold (none on a
-    torch at or above the floor).
+    """Run every check on this torch: the names of the behaviours that do not hold (none at or above the floor).
 
     >>> check_torch()
     []

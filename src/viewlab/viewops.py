@@ -4,10 +4,14 @@
 view ops (docs page "Tensor Views"), the common copying ops, and the ops whose answer depends on the
 input: ``reshape``/``flatten`` return a view *or* a copy, ``contiguous``/``to`` return the input itself *or* a copy
 (never a new view), as their docs say. :func:`view_op_table` runs them all and reports what actually happened.
+
+>>> [(op, x, observed) for op, _, x, _, observed in view_op_table("view or copy").rows[:2]]
+[('reshape', '3x4 float', 'view'), ('reshape', '3x4 transposed (non-contiguous)', 'copy')]
 """
 
 from __future__ import annotations
 
+import difflib
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,25 +51,14 @@ DOCUMENTED: tuple[str, ...] = ("view", "copy", "view or copy", "self or copy")
 
 @dataclass(frozen=True)
 class OpCase:
-    """One runnable example of an operation.
+    """One runnable example of an operation; ``documented`` is one of :data:`DOCUMENTED` (see the module docstring)."""
 
-    Attributes:
-        op: the name used in tables (matches :data:`OFFICIAL_VIEW_OPS` for documented view ops).
-        code: the expression learners see, written in terms of ``x``.
-        documented: what PyTorch's docs promise: ``"view"``, ``"copy"``, ``"view or copy"`` (``reshape``,
-            ``flatten``: a view when strides allow) or ``"self or copy"`` (``contiguous``, ``to``: the input
-            itself when it already has the layout/dtype/device asked for).
-        input: a short description of ``x``.
-        make_input: builds ``x`` afresh.
-        apply: computes the result from ``x`` (a tensor, or a sequence of tensors for split-like ops).
-    """
-
-    op: str
-    code: str
-    documented: str
-    input: str
-    make_input: Callable[[], torch.Tensor]
-    apply: Callable[[torch.Tensor], Any]
+    op: str  #: the name used in tables (matches :data:`OFFICIAL_VIEW_OPS` for documented view ops)
+    code: str  #: the expression learners see, written in terms of ``x``
+    documented: str  #: what PyTorch's docs promise: "view", "copy", "view or copy" or "self or copy"
+    input: str  #: a short description of ``x``
+    make_input: Callable[[], torch.Tensor]  #: builds ``x`` afresh
+    apply: Callable[[torch.Tensor], Any]  #: the result from ``x`` (a tensor, or a sequence for split-like ops)
 
 
 def _c(op: str, code: str, documented: str, input: str) -> OpCase:
@@ -74,6 +67,7 @@ def _c(op: str, code: str, documented: str, input: str) -> OpCase:
     return OpCase(op, code, documented, input, _INPUTS[input], fn)
 
 
+_RESHAPES = (("reshape", "x.reshape(12)"), ("reshape_as", "x.reshape_as(torch.empty(12))"), ("flatten", "x.flatten()"))
 OP_CASES: tuple[OpCase, ...] = (
     _c("basic indexing", "x[0, 1:, ::2]", "view", _R),
     _c("adjoint", "x.adjoint()", "view", _C),
@@ -89,12 +83,10 @@ OP_CASES: tuple[OpCase, ...] = (
     _c("squeeze", "x.squeeze(1)", "view", _COL),
     _c("transpose", "x.transpose(0, 2)", "view", _R),
     _c("t", "x.t()", "view", _M),
-    _c("T", "x.T", "view", _M),
-    _c("H", "x.H", "view", _C),
-    _c("mT", "x.mT", "view", _R),
-    _c("mH", "x.mH", "view", _C),
-    _c("real", "x.real", "view", _C),
-    _c("imag", "x.imag", "view", _C),
+    *(
+        _c(op, f"x.{op}", "view", x)
+        for op, x in (("T", _M), ("H", _C), ("mT", _R), ("mH", _C), ("real", _C), ("imag", _C))
+    ),
     _c("view_as_real", "torch.view_as_real(x)", "view", _C),
     _c("unflatten", "x.unflatten(2, (2, 2))", "view", _R),
     _c("unfold", "x.unfold(2, 2, 1)", "view", _R),
@@ -114,14 +106,8 @@ OP_CASES: tuple[OpCase, ...] = (
     _c("values", "x.values()", "view", _S),
     # Layout-dependent: the docs say "may return a view or a copy"; one contiguous and one
     # non-contiguous input shows both outcomes.
-    _c("reshape", "x.reshape(12)", "view or copy", _M),
-    _c("reshape", "x.reshape(12)", "view or copy", _T),
-    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _M),
-    _c("reshape_as", "x.reshape_as(torch.empty(12))", "view or copy", _T),
-    _c("flatten", "x.flatten()", "view or copy", _M),
-    _c("flatten", "x.flatten()", "view or copy", _T),
-    _c("contiguous", "x.contiguous()", "self or copy", _M),
-    _c("contiguous", "x.contiguous()", "self or copy", _T),
+    *(_c(op, code, "view or copy", x) for op, code in _RESHAPES for x in (_M, _T)),
+    *(_c("contiguous", "x.contiguous()", "self or copy", x) for x in (_M, _T)),
     _c("to", "x.to(torch.float32)", "self or copy", _M + " (already float32)"),
     _c("to", "x.to(torch.float64)", "self or copy", _M),
     # Copies: new memory every time.
@@ -142,31 +128,6 @@ OP_CASES: tuple[OpCase, ...] = (
 )
 
 
-def _sparse_parts(x: torch.Tensor) -> list[torch.Tensor]:
-    return [x._indices(), x._values()]
-
-
-def _find_case(name: str) -> OpCase:
-    matches = [c for c in OP_CASES if c.op == name]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        import difflib
-
-        close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise problem(
-            ValueError,
-            f"no case for op {name!r} in OP_CASES.{hint} The ops with a case: [c.op for c in viewlab.OP_CASES].",
-        )
-    inputs = ", ".join(repr(c.input) for c in matches)
-    raise problem(
-        ValueError,
-        f"op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on "
-        f"which; pass one of them: next(c for c in OP_CASES if c.op == {name!r} and c.input == ...).",
-    )
-
-
 @entry("observe")
 def observe(case: OpCase | str) -> str:
     """Run ``case`` and say what happened: ``"same tensor"``, ``"view"``, ``"copy"`` (or ``"mixed"``).
@@ -175,13 +136,22 @@ def observe(case: OpCase | str) -> str:
     case (``"expand"``). ``"view"`` means every returned tensor shares memory with the input (see
     :func:`shares_storage`); ``"same tensor"`` means the op returned its input object unchanged.
 
-    >>> observe(next(c for c in OP_CASES if c.op == "expand"))
-    'view'
-    >>> observe("clone")
-    'copy'
+    >>> observe(next(c for c in OP_CASES if c.op == "expand")), observe("clone")
+    ('view', 'copy')
     """
     if isinstance(case, str):
-        case = _find_case(case)
+        name, matches = case, [c for c in OP_CASES if c.op == case]
+        if not matches:
+            close = difflib.get_close_matches(name, sorted({c.op for c in OP_CASES}), n=3)
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            hint += " The ops with a case: [c.op for c in viewlab.OP_CASES]."
+            raise problem(ValueError, f"no case for op {name!r} in OP_CASES.{hint}")
+        if len(matches) > 1:
+            inputs = ", ".join(repr(c.input) for c in matches)
+            text = f"op {name!r} has {len(matches)} cases, one per input ({inputs}), and the answer depends on"
+            pick = f"next(c for c in OP_CASES if c.op == {name!r} and c.input == ...)"
+            raise problem(ValueError, f"{text} which; pass one of them: {pick}.")
+        case = matches[0]
     elif not isinstance(case, OpCase):
         raise type_error("case", "an OpCase (e.g. viewlab.OP_CASES[0]) or an op name such as 'expand'", case)
     x = case.make_input()
@@ -190,13 +160,9 @@ def observe(case: OpCase | str) -> str:
     if len(parts) == 1 and parts[0] is x:
         return "same tensor"
     # Sparse tensors have no single storage: compare with their internal index/value tensors.
-    bases = _sparse_parts(x) if x.layout == torch.sparse_coo else [x]
+    bases = [x._indices(), x._values()] if x.layout == torch.sparse_coo else [x]
     shared = [any(shares_storage(p, b) for b in bases) for p in parts]
-    if all(shared):
-        return "view"
-    if not any(shared):
-        return "copy"
-    return "mixed"
+    return "view" if all(shared) else "mixed" if any(shared) else "copy"
 
 
 @dataclass(frozen=True)
@@ -209,9 +175,8 @@ class OpTable:
     def __str__(self) -> str:
         widths = [max(len(str(r[i])) for r in (self.header, *self.rows)) for i in range(len(self.header))]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-        lines = [fmt.format(*self.header), fmt.format(*("-" * w for w in widths))]
-        lines += [fmt.format(*r) for r in self.rows]
-        return "\n".join(line.rstrip() for line in lines)
+        rows = [self.header, ["-" * w for w in widths], *self.rows]
+        return "\n".join(fmt.format(*r).rstrip() for r in rows)
 
     __repr__ = __str__
 
