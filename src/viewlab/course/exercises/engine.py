@@ -28,14 +28,22 @@ not solved yet
 from __future__ import annotations
 
 import contextlib
-import contextvars
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from viewlab._checks import _CALLER, caller, describe_value, entry, problem, require_number, require_str, type_error
+from viewlab._checks import (
+    caller,
+    describe_value,
+    entry,
+    outside_entry,
+    problem,
+    require_number,
+    require_str,
+    type_error,
+)
 from viewlab._format import dtype_name
 
 from . import picture
@@ -91,9 +99,8 @@ def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """``fn(*args)`` outside the boundary of the check that runs it: a viewlab function the learner's (or the
     reference's) code calls then names itself in its errors, as it would in the learner's own cell, instead of
     ``check()`` (the outermost ``@entry`` names every message raised while it runs)."""
-    ctx = contextvars.copy_context()
-    ctx.run(_CALLER.set, None)
-    return ctx.run(fn, *args)
+    with outside_entry():
+        return fn(*args)
 
 
 def _values_text(t: torch.Tensor) -> str:
