@@ -2,23 +2,23 @@
 
 Two backends (:mod:`.backends`), chosen from ``device`` and always named in ``m.backend``:
 
-* **tensor storages** (the default, ``device=None``: storages on every device; ``device="cpu"`` or another
-  device: only that one): every operator run inside the block passes a ``TorchDispatchMode`` (:mod:`._tracker`);
-  each output whose storage is new is counted with its exact ``nbytes``, and subtracted again when its last
-  tensor dies. So ``expand`` counts 0 bytes, ``repeat`` counts ``numel * itemsize``, and a temporary freed
-  inside the block shows up in the peak but not in what is still allocated. It sees what operators *return*:
-  kernels' scratch buffers, storages made before the block and other threads are outside it.
-  (``tracemalloc`` is no substitute: it sees only Python's own allocator, never torch's.)
+* **tensor storages** (the default, ``device=None``: storages on every device; ``device="cpu"`` or another device: only
+  that one): every operator run inside the block passes a ``TorchDispatchMode`` (:mod:`._tracker`); each output whose
+  storage is new is counted with its exact ``nbytes``, and subtracted again when its last tensor dies. So ``expand``
+  counts 0 bytes, ``repeat`` counts ``numel * itemsize``, and a temporary freed inside the block shows up in the peak
+  but not in what is still allocated. It sees what operators *return*: kernels' scratch buffers, storages made before
+  the block and other threads are outside it. (``tracemalloc`` is no substitute: it sees only Python's own allocator,
+  never torch's.)
 * **cuda allocator** (``device="cuda"``, opt-in): the caching allocator's counters. *Allocated* is what
-  ``torch.cuda.memory_allocated()`` counts: whole blocks, multiples of 512 bytes; ``requested_bytes`` is the
-  exact size asked for, printed beside it where the two differ; ``reserved_bytes`` is what the allocator holds
-  from the driver. The peak is the allocator's own counter, so no short-lived peak is missed -- but that
-  counter is **process-global**: ``measure`` resets it on entry (``torch.cuda.reset_peak_memory_stats``), and
-  ``m.cuda_counters_before`` keeps what your counters read before. Nested windows compose (:mod:`._cuda`): an
-  inner ``measure`` never loses the peak of an outer one or of a ``MemoryMonitor``.
+  ``torch.cuda.memory_allocated()`` counts: whole blocks, multiples of 512 bytes; ``requested_bytes`` is the exact size
+  asked for, printed beside it where the two differ; ``reserved_bytes`` is what the allocator holds from the driver. The
+  peak is the allocator's own counter, so no short-lived peak is missed -- but that counter is **process-global**:
+  ``measure`` resets it on entry (``torch.cuda.reset_peak_memory_stats``), and ``m.cuda_counters_before`` keeps what
+  your counters read before. Nested windows compose (:mod:`._cuda`): an inner ``measure`` never loses the peak of an
+  outer one or of a ``MemoryMonitor``.
 
-The default is device-agnostic on purpose: the same cell, run on a laptop or on a Colab GPU runtime, reports
-the same exact bytes. Nothing here initialises CUDA at import time.
+The default is device-agnostic on purpose: the same cell, run on a laptop or on a Colab GPU runtime, reports the same
+exact bytes. Nothing here initialises CUDA at import time.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from .._checks import entry, problem, require_bool, type_error, value_error
-from ._cuda import _CUDA_LEDGER
+from ._cuda import _CUDA_LEDGER, KINDS
 from ._tracker import OpRecord
 from .backends import Backend, Reading, open_backend, rss_bytes
 
@@ -84,7 +84,12 @@ def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
         raise problem(ValueError, f"device={device!r}: pass a CUDA device such as 'cuda' or 'cuda:0'.")
     if dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
-    return {k: _CUDA_LEDGER.process_peak(dev, f"{k}_bytes.all.peak") for k in ("allocated", "requested", "reserved")}
+    return {k: _CUDA_LEDGER.process_peak(dev, f"{k}_bytes.all.peak") for k in KINDS}
+
+
+def _bytes(blocks: int, requested: int) -> str:
+    """``blocks`` bytes, with the ``requested`` (exact) size beside it where the two differ."""
+    return f"{blocks:,} B" + (f" (requested {requested:,} B)" if requested != blocks else "")
 
 
 @dataclass
@@ -92,15 +97,13 @@ class Measurement:
     """What :func:`measure` found. Read it after the ``with`` block (inside it, values are live).
 
     Attributes:
-        backend: which backend measured, e.g. ``"tensor storages (cpu)"`` or ``"cuda allocator (cuda:0)"``.
-        allocated_bytes: net bytes still held at exit (created inside and not yet freed). On CUDA: whole
-            allocator blocks, as ``torch.cuda.memory_allocated()`` counts them (multiples of 512 B).
-        requested_bytes: the same, in the exact sizes tensors asked for (equal to ``allocated_bytes``
-            for tensor storages; smaller on CUDA where block rounding adds bytes).
-        peak_bytes / requested_peak_bytes: highest point above the start reached inside the block.
+        backend: what measured, e.g. ``"tensor storages (cpu)"`` or ``"cuda allocator (cuda:0)"``.
+        allocated_bytes / peak_bytes: net bytes still held at exit / the highest point above the start inside the
+            block. On CUDA: whole allocator blocks, as ``torch.cuda.memory_allocated()`` counts them (512 B each).
+        requested_bytes / requested_peak_bytes: the same in the exact sizes tensors asked for (smaller on CUDA only).
         reserved_bytes: CUDA only: change in what the caching allocator holds from the driver.
-        cuda_counters_before: CUDA only: your own ``torch.cuda`` counters just before ``measure`` reset
-            the process-global peak (``memory_allocated``, ``max_memory_allocated``, ``memory_reserved``,
+        cuda_counters_before: CUDA only: your own ``torch.cuda`` counters just before ``measure`` reset the
+            process-global peak (``memory_allocated``, ``max_memory_allocated``, ``memory_reserved``,
             ``max_memory_reserved``); None for tensor storages.
         ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``.
         note: caveats for this backend (process-global peak reset on CUDA, scope on CPU).
@@ -132,15 +135,8 @@ class Measurement:
         'tensor storages (cpu): allocated 1,024 B, peak 1,024 B'
         """
         r = self._reading()
-        text = f"{self.backend}: allocated {r.allocated:,} B"
-        if r.requested != r.allocated:
-            text += f" (requested {r.requested:,} B)"
-        text += f", peak {r.peak:,} B"
-        if r.requested_peak != r.peak:
-            text += f" (requested {r.requested_peak:,} B)"
-        if r.reserved is not None:
-            text += f", reserved {r.reserved:+,} B"
-        return text
+        text = f"{self.backend}: allocated {_bytes(r.allocated, r.requested)}, peak {_bytes(r.peak, r.requested_peak)}"
+        return text + (f", reserved {r.reserved:+,} B" if r.reserved is not None else "")
 
     __str__ = summary
 
@@ -184,9 +180,8 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
         backend = self._backend = open_backend("cuda" if cuda else "storages", self._device, self._log_ops)
         backend.enter_thread()
         ops = backend.tracker.ops if backend.tracker is not None and self._log_ops else []
-        self.result = Measurement(
-            backend.label, self._device, backend.note, ops, backend.counters_before, _live=backend
-        )
+        self.result = Measurement(backend.label, self._device, backend.note, ops, backend.counters_before)
+        self.result._live = backend
         return self.result
 
     def __exit__(self, *exc: object) -> None:

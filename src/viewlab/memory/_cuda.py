@@ -1,9 +1,8 @@
-"""CUDA peak windows: viewlab's ledger over torch.cuda's one process-global peak counter per device.
+"""CUDA peak windows: a ledger over torch.cuda's one process-global peak counter per device.
 
-Each viewlab window (a ``measure(device="cuda")`` block, a monitor, a cell) resets that counter when it opens,
-which would erase the peaks of the windows already open. So every reset goes through :meth:`_CudaLedger.open`,
-which first folds the current peak into each open window on that device and into ``process_peaks``. The
-counters are one small object (``stats``, ``reset_peaks``): tests/unit/test_cuda_windows.py needs no GPU.
+Every viewlab window (:mod:`viewlab.memory`) resets it on opening, through :meth:`_CudaLedger.open`, which first
+folds the current peak into the windows open on that device and into ``process_peaks``. The counters are one small
+object (``stats``, ``reset_peaks``), so tests/unit/test_cuda_windows.py needs no GPU.
 
 >>> class Counters:  # a stand-in allocator with one peak counter
 ...     peak = 0
@@ -24,7 +23,8 @@ from typing import Any
 
 import torch
 
-_PEAK_KEYS = ("allocated_bytes.all.peak", "requested_bytes.all.peak", "reserved_bytes.all.peak")
+KINDS = ("allocated", "requested", "reserved")  # the allocator's three byte counters, in memory_stats keys
+_PEAK_KEYS = tuple(f"{kind}_bytes.all.peak" for kind in KINDS)
 # the learner's own torch.cuda counters (m.cuda_counters_before), by their memory_stats keys
 LEARNER_COUNTERS = {
     "memory_allocated": "allocated_bytes.all.current",
@@ -35,11 +35,10 @@ LEARNER_COUNTERS = {
 
 
 class _CudaWindow:
-    """One open viewlab measurement window on a CUDA device (a ``measure`` block, a monitor, a cell)."""
+    """One open measurement window on a CUDA device (a ``measure`` block, a monitor, a cell)."""
 
     def __init__(self, ledger: _CudaLedger, device: torch.device, start: dict[str, int]) -> None:
-        self.ledger = ledger
-        self.device = device
+        self.ledger, self.device = ledger, device
         self.start = start  # the counters when the window opened
         self.folded: dict[str, int] = {}  # peaks reached inside the window before a later reset
 
@@ -52,7 +51,7 @@ class _CudaWindow:
 
 
 class _CudaLedger:
-    """Process-wide record of viewlab's open CUDA windows (see the module docstring)."""
+    """Process-wide record of viewlab's open CUDA windows."""
 
     def __init__(self, counters: Any = None) -> None:
         real = SimpleNamespace(stats=torch.cuda.memory_stats, reset_peaks=torch.cuda.reset_peak_memory_stats)
@@ -65,8 +64,7 @@ class _CudaLedger:
         with self._lock:
             stats = self.counters.stats(device)
             for key in _PEAK_KEYS:
-                value = stats.get(key, 0)
-                slot = (str(device), key)
+                value, slot = stats.get(key, 0), (str(device), key)
                 self.process_peaks[slot] = max(self.process_peaks.get(slot, 0), value)
                 for window in self.windows:
                     if window.device == device:

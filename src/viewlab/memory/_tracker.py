@@ -79,50 +79,37 @@ class _StorageTracker(TorchDispatchMode):
         kwargs = kwargs or {}
         # Only operators that mutate an argument (in-place, out=, resize_) can grow an input's
         # storage; for those, note the input sizes first. Everything else needs identities only.
-        mutable = func._schema.is_mutable
-        before = self._input_storages(args, kwargs, True) if mutable else None
+        before = self._input_storages(args, kwargs, True) if func._schema.is_mutable else None
         out = func(*args, **kwargs)
         if self.closed:
             return out
         outs = tensors_in(out if isinstance(out, (list, tuple)) else (out,))  # also a tuple of lists of tensors
-        new_bytes = 0
-        lift = func is _LIFT_FRESH
-        done: set[int] = set()
+        new_bytes, done = 0, set()
         with self._lock:
             for t in outs:
-                if not self._matches(t):
-                    continue
-                st = storage_of(t)
-                if st is None:
+                st = storage_of(t) if self._matches(t) else None
+                if st is None or st._cdata in done:
                     continue
                 key = st._cdata
-                if key in done:
-                    continue
                 done.add(key)
                 if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
                     continue
                 nbytes = st.nbytes()
                 if key in self._counted:  # ours already: count growth (resize_, out= resizing)
-                    delta = nbytes - self._seen_nbytes[key]
-                    self._seen_nbytes[key] = nbytes
-                    if delta:
-                        self._counted[key] += delta
-                        new_bytes += delta
+                    delta, self._seen_nbytes[key] = nbytes - self._seen_nbytes[key], nbytes
+                    self._counted[key] += delta
+                    new_bytes += delta
                     continue
-                if not lift:
+                if func is not _LIFT_FRESH:
                     if before is None:
                         before = self._input_storages(args, kwargs, False)
                         if key in before:  # a view of an input: no new memory
                             continue
                     elif key in before:  # an input's storage, maybe resized by this op
                         delta = nbytes - before[key]
-                        if delta <= 0:
-                            continue
-                        self._register(st, key, nbytes, delta)
-                        new_bytes += delta
+                        new_bytes += self._register(st, key, nbytes, delta) if delta > 0 else 0
                         continue
-                self._register(st, key, nbytes, nbytes)
-                new_bytes += nbytes
+                new_bytes += self._register(st, key, nbytes, nbytes)
             if new_bytes:
                 self.current += new_bytes
                 self.peak = max(self.peak, self.current)
@@ -131,11 +118,11 @@ class _StorageTracker(TorchDispatchMode):
                 self.ops.append(OpRecord(str(func), new_bytes, tuple(tuple(t.shape) for t in outs)))
         return out
 
-    def _register(self, st: Any, key: int, nbytes: int, counted: int) -> None:
-        self._counted[key] = counted
-        self._seen_nbytes[key] = nbytes
+    def _register(self, st: Any, key: int, nbytes: int, counted: int) -> int:
+        self._counted[key], self._seen_nbytes[key] = counted, nbytes
         # A plain weakref with a callback is the cheapest way to hear about the free.
         self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))
+        return counted
 
     def close(self) -> None:
         """Stop following frees (drop every weakref) so nothing keeps this tracker alive."""

@@ -1,9 +1,5 @@
-"""What can be measured, once: one :class:`Backend` per source, used by ``measure`` and ``MemoryMonitor`` alike.
-
-Tensor storages (exact bytes, the dispatch mode of :mod:`._tracker`), the CUDA caching allocator (its counters,
-through a window in the ledger of :mod:`._cuda`) and the process RSS (polled, approximate; the monitor only).
-A backend measures from when it is made until :meth:`Backend.close`; :meth:`Backend.read` gives absolute bytes
-(what the monitor plots), :meth:`Backend.since_start` the change since then (what ``measure`` reports).
+"""What can be measured, once: one :class:`Backend` per source (tensor storages, CUDA allocator, process RSS), used
+by ``measure`` and ``MemoryMonitor`` alike (the sources are described in :mod:`viewlab.memory`).
 
 >>> backend = open_backend("storages", torch.device("cpu"))
 >>> backend.enter_thread(); kept = torch.zeros(4, 3); backend.close()
@@ -19,7 +15,7 @@ from typing import NamedTuple
 import torch
 
 from .._dispatch import enter_mode, remove_mode
-from ._cuda import _CUDA_LEDGER, LEARNER_COUNTERS, _CudaLedger, _CudaWindow
+from ._cuda import _CUDA_LEDGER, KINDS, LEARNER_COUNTERS, _CudaLedger, _CudaWindow
 from ._tracker import _StorageTracker
 
 
@@ -54,7 +50,9 @@ class Reading(NamedTuple):
 
 
 class Backend:
-    """One source of memory numbers. A *window* is a restartable peak (one notebook cell)."""
+    """One source of memory numbers, measuring from when it is made until :meth:`close`: :meth:`read` gives absolute
+    bytes (what the monitor plots), :meth:`since_start` the change (what ``measure`` reports). A *window* is a
+    restartable peak (one notebook cell)."""
 
     label = ""  # what is measured, e.g. "tensor storages (cpu)": m.backend, the monitor's legend
     line = "allocated"  # the monitor's name for its allocated line
@@ -101,16 +99,15 @@ class StorageBackend(Backend):
 
     line = "tensor storages made since start"
     note = (
-        "counts storages returned by operators run in this thread inside the block; storages made "
-        "before it, storages borrowed from NumPy, kernels' internal scratch space and other threads "
-        "are not counted"
+        "counts storages returned by operators run in this thread inside the block; storages made before it, storages "
+        "borrowed from NumPy, kernels' internal scratch space and other threads are not counted"
     )
 
     def __init__(self, device: torch.device | None, log_ops: bool = False, warm: bool = False) -> None:
-        if warm:
-            # The first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per
-            # process). The monitor pays that here, before its timeline starts, not inside the learner's plot.
-            first = _StorageTracker(device)
+        if warm:  # the first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per process):
+            first = _StorageTracker(
+                device
+            )  # the monitor pays that here, before its timeline, not in the learner's plot
             enter_mode(first)
             try:
                 torch.empty(0)
@@ -135,7 +132,7 @@ class StorageBackend(Backend):
 
 
 def _current(stats: dict[str, int]) -> tuple[int, int, int]:
-    return tuple(stats.get(f"{kind}_bytes.all.current", 0) for kind in ("allocated", "requested", "reserved"))
+    return tuple(stats.get(f"{kind}_bytes.all.current", 0) for kind in KINDS)
 
 
 class CudaBackend(Backend):
@@ -144,10 +141,10 @@ class CudaBackend(Backend):
 
     line = "allocated (cuda allocator)"
     note = (
-        "allocated = whole allocator blocks (as torch.cuda.memory_allocated counts them), requested = "
-        "exact sizes; the peak comes from torch.cuda's process-global peak counter, which measure() "
-        "reset on entry: torch.cuda.max_memory_allocated() now reads the peak since then, and "
-        "m.cuda_counters_before holds what it read before"
+        "allocated = whole allocator blocks (as torch.cuda.memory_allocated counts them), requested = exact sizes; "
+        "the peak comes from torch.cuda's process-global peak counter, which measure() reset on entry: "
+        "torch.cuda.max_memory_allocated() now reads the peak since then, and m.cuda_counters_before holds what it "
+        "read before"
     )
 
     def __init__(self, device: torch.device, log_ops: bool = False, ledger: _CudaLedger | None = None) -> None:
@@ -171,8 +168,8 @@ class CudaBackend(Backend):
 
     def read(self) -> Reading:
         allocated, requested, reserved = _current(self.ledger.counters.stats(self.device))
-        peak = self.window.peak
-        return Reading(allocated, peak("allocated_bytes.all.peak"), requested, peak("requested_bytes.all.peak"), reserved)  # fmt: skip
+        peaks = [self.window.peak(f"{kind}_bytes.all.peak") for kind in ("allocated", "requested")]
+        return Reading(allocated, peaks[0], requested, peaks[1], reserved)
 
     def reset_peak(self) -> None:
         self.window.close()
