@@ -28,18 +28,16 @@ import torch
 
 from .._checks import entry, problem, require_bool, require_choice, require_str, type_error, value_error
 from .._format import fmt_bytes
+from ..draw import PNGFigure
 from ..ipython import in_kernel, on_colab
 from ..memory import resolve_device
 from ..memory.backends import Backend, label_for, open_backend, rss_bytes
 from . import plot
-from .extension import cell_monitor as cell_monitor  # the extension's hooks are reachable here too
-from .extension import load_ipython_extension as load_ipython_extension
-from .extension import unload_ipython_extension as unload_ipython_extension
+from .extension import cell_monitor, load_ipython_extension, unload_ipython_extension  # noqa: F401 - reachable here too
 from .widget import MIN_INTERVAL, LiveView
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
 MAX_INTERVAL = 60.0  # seconds: a monitor that samples less often than this shows nothing live
-_BACKENDS = ("auto", "storages", "cuda", "rss")
 _FRAME_SOURCES = ("auto", "thread", "cell")
 _THREAD_NAME = "viewlab-memory-monitor"
 
@@ -93,42 +91,35 @@ def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, i
 
 
 class MemoryMonitor:
-    """Sample memory in the background and (in a notebook) plot it live.
-
-    Use it as ``with MemoryMonitor() as mon: ...`` or ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")``
-    annotates the plot.
+    """Sample memory in the background and (in a notebook) plot it live: ``with MemoryMonitor() as mon: ...`` or
+    ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")`` annotates the plot.
 
     Args:
         device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
         interval: seconds between samples, at least 0.25 (at most 4 frames a second).
-        backend: ``"storages"`` (exact bytes of tensor storages made since start, on any device, by the thread
-            that started the monitor), ``"cuda"`` (the caching allocator's counters: allocated, reserved,
-            peak), ``"rss"`` (process resident memory, approximate) or ``"auto"`` (``"cuda"`` when CUDA is
-            available, else ``"storages"``).
+        backend: ``"storages"`` (exact bytes of tensor storages made since start, on any device, by the thread that
+            started the monitor), ``"cuda"`` (the caching allocator's counters: allocated, reserved, peak), ``"rss"``
+            (process resident memory, approximate) or ``"auto"`` (``"cuda"`` when CUDA is available, else
+            ``"storages"``).
         rss: also record the process RSS (approximate) as an extra line.
         display: None shows the live widget only inside a Jupyter kernel; False never displays.
         title: title for the plot.
-        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the thread
-            running the cell, between two operators and at each mark: Colab's front end does not show widget
-            updates sent from a background thread, googlecolab/colabtools#3373) or ``"auto"`` (``"cell"`` on
-            Colab, else ``"thread"``). ``mon.frames_from`` says which was picked; ``mon.frames`` counts the
-            frames sent. In ``"cell"`` mode an operator that runs for seconds shows no frame until it returns.
+        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the thread running
+            the cell, between two operators and at each mark: Colab's front end does not show widget updates sent
+            from a background thread, googlecolab/colabtools#3373) or ``"auto"`` (``"cell"`` on Colab, else
+            ``"thread"``). ``mon.frames_from`` says which was picked; ``mon.frames`` counts the frames sent. In
+            ``"cell"`` mode an operator that runs for seconds shows no frame until it returns.
 
-    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot still
-    updates). In a script nothing is displayed; the data is in ``mon.samples``, ``mon.marks``, ``mon.cells``.
+    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot still updates).
+    In a script nothing is displayed; the data is in ``mon.samples``, ``mon.marks``, ``mon.cells``.
     """
-
-    samples: list[Sample]
-    marks: list[Mark]
-    cells: list[CellRecord]
-    errors: list[str]  # what went wrong in the sampling thread or a frame (never raised into the cell)
 
     @entry("MemoryMonitor")
     def __init__(
         self, device: Any = None, interval: float = MIN_INTERVAL, backend: str = "auto", rss: bool = False,
         display: bool | None = None, title: str | None = None, frames: str = "auto",
     ) -> None:  # fmt: skip
-        require_choice(backend, "backend", _BACKENDS)
+        require_choice(backend, "backend", ("auto", "storages", "cuda", "rss"))
         if not isinstance(frames, str) or frames not in _FRAME_SOURCES:
             why = "'cell' sends live frames from the cell's own thread, as Colab needs."
             raise value_error("frames", f"one of {', '.join(map(repr, _FRAME_SOURCES))}", frames, why)
@@ -151,7 +142,10 @@ class MemoryMonitor:
         self.interval = float(interval)
         self.display = in_kernel() if display is None else display
         self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
-        self.samples, self.marks, self.cells, self.errors = [], [], [], []  # see the class annotations
+        self.samples: list[Sample] = []
+        self.marks: list[Mark] = []
+        self.cells: list[CellRecord] = []
+        self.errors: list[str] = []  # what went wrong in the sampling thread or a frame (never raised into the cell)
         self._source: Backend | None = None
         self._line, self._backend_label = "allocated", label_for(backend, self.device)
         self._lock = threading.RLock()
@@ -161,8 +155,6 @@ class MemoryMonitor:
         self._view: LiveView | None = None
         self._cell_open: tuple[str, float, int] | None = None  # label, start, allocated at start
         self._cell_mode, self._cell_number = False, 0  # cell mode: %load_ext viewlab (ops per cell, a line per cell)
-
-    # ------------------------------------------------------------------ state
 
     @property
     def backend(self) -> str:
@@ -192,8 +184,6 @@ class MemoryMonitor:
                 self.samples = self.samples[::2]
             return sample
 
-    # ------------------------------------------------------------------ control
-
     @entry("mon.start")
     def start(self) -> MemoryMonitor:
         """Start sampling (and, in a notebook, show the live widget). Starting twice is an error.
@@ -204,16 +194,14 @@ class MemoryMonitor:
         """
         if self._thread is not None:
             raise problem(RuntimeError, "this MemoryMonitor is already running; call mon.stop() first.")
-        made_source = entered = False
+        fresh = self._source is None
         try:
             with self._lock:
-                if self._source is None:
+                if fresh:
                     self._source = open_backend(self.backend_kind, self.device, warm=True)
                     self._line, self._backend_label = self._source.line, self._source.label
-                    made_source = True
-                if not self._cell_mode:
-                    self._source.enter_thread()
-                    entered = True
+                if not self._cell_mode:  # in cell mode, each cell enters (pre_run_cell)
+                    self._source.enter_thread()  # type: ignore[union-attr]
                 self._t0 = time.perf_counter()
                 self._stop_event = threading.Event()
                 self._take_sample()
@@ -226,11 +214,10 @@ class MemoryMonitor:
                     self._view.enter_hook()  # type: ignore[union-attr]
         except BaseException:  # a failed start leaves no thread, mode or backend behind
             self._end_thread()
-            self._thread = self._stop_event = None
-            if entered:
-                self._source.exit_thread()  # type: ignore[union-attr]
-            if made_source:
-                self._source.close()  # type: ignore[union-attr]
+            if self._source is not None and not self._cell_mode:
+                self._source.exit_thread()  # a no-op where it was not entered
+            if fresh and self._source is not None:
+                self._source.close()
                 self._source = None
             raise
         return self
@@ -241,6 +228,7 @@ class MemoryMonitor:
             self._stop_event.set()
         if self._thread is not None and self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
+        self._thread = self._stop_event = None
         self._exit_hook()
 
     def _show_widget(self) -> None:
@@ -262,7 +250,6 @@ class MemoryMonitor:
         with self._lock:
             self._take_sample()
             self._offset = self._now()
-            self._thread = self._stop_event = None
             if self._source is not None and not self._cell_mode:
                 self._source.exit_thread()
         final = show if show is not None else self.display
@@ -271,17 +258,14 @@ class MemoryMonitor:
         if final:
             from IPython.display import HTML, display
 
-            from ..draw import PNGFigure
-
             display(PNGFigure(self.png(), alt=self.alt_text()), HTML(self.summary_html()))
         return self
 
     def reset(self) -> MemoryMonitor:
         """Forget samples, marks and cells, and restart the peak from the current value."""
         with self._lock:
-            self.samples.clear()
-            self.marks.clear()
-            self.cells.clear()
+            for records in (self.samples, self.marks, self.cells):
+                records.clear()
             self._cell_number, self._offset, self._t0 = 0, 0.0, time.perf_counter()
             if self._source is not None:
                 self._source.reset_peak()
@@ -319,9 +303,8 @@ class MemoryMonitor:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        # Runs on normal exit, on exceptions and on KeyboardInterrupt alike. After an error the final
-        # plot is still shown (it is what memory looked like just before the failure, e.g. an OOM),
-        # but a failure to draw it must never hide the original exception.
+        # Also on exceptions and KeyboardInterrupt: the final plot shows memory just before the failure (an OOM,
+        # say), but a failure to draw it must never hide the original exception.
         try:
             self.stop()
         except Exception:  # noqa: BLE001
@@ -331,9 +314,9 @@ class MemoryMonitor:
             self.close()
 
     def __del__(self) -> None:
-        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its
-        # dispatch modes behind, or every later operator stays slow. Mode stacks are per thread: this
-        # removes them when the last reference goes on the thread that started it (the usual case).
+        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its dispatch
+        # modes behind, or every later operator stays slow. Mode stacks are per thread: this removes them when the
+        # last reference goes on the thread that started it (the usual case).
         with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
             if getattr(self, "_stop_event", None) is not None:
                 self._stop_event.set()
@@ -341,14 +324,12 @@ class MemoryMonitor:
             if getattr(self, "_source", None) is not None:
                 self._source.close()
 
-    # ------------------------------------------------------------------ cells (IPython events)
-
     def pre_run_cell(self, info: Any = None) -> None:
         """IPython ``pre_run_cell`` hook: open a cell record (and track ops while the cell runs)."""
         if not self.running or self._cell_open is not None:
             return
-        # Cells are numbered by the monitor (#1, #2, ...), not by IPython's execution count: that count is
-        # not advanced by every front end (nbval runs cells without history), so it would not be stable.
+        # Numbered by the monitor (#1, #2, ...), not by IPython's execution count: not every front end advances
+        # that (nbval runs cells without history).
         self._cell_number += 1
         with self._lock:
             assert self._source is not None
@@ -362,9 +343,7 @@ class MemoryMonitor:
 
     def post_run_cell(self, result: Any = None) -> None:
         """IPython ``post_run_cell`` hook: close the cell record and print one line about it."""
-        if self._cell_open is None:
-            return
-        if self._source is None:  # closed during the cell
+        if self._cell_open is None or self._source is None:  # none open, or the monitor closed during the cell
             self._cell_open = None
             return
         with self._lock:
@@ -374,24 +353,19 @@ class MemoryMonitor:
             if self._cell_mode:
                 self._exit_hook()
                 self._source.exit_thread()
-            record = CellRecord(label, start, sample.t, sample.allocated - allocated0, peak)
-            self.cells.append(record)
+            held = sample.allocated - allocated0
+            self.cells.append(CellRecord(label, start, sample.t, held, peak))
             self._cell_open = None
         if self._cell_mode:
-            print(
-                f"[viewlab] cell {record.label}: {record.allocated_bytes:+,} B still held, "
-                f"peak +{record.peak_bytes:,} B ({self.backend})"
-            )
-
-    # ------------------------------------------------------------------ pictures: viewlab.monitor.plot
+            print(f"[viewlab] cell {label}: {held:+,} B still held, peak +{peak:,} B ({self.backend})")
 
     def _data(self) -> tuple[list[Sample], list[Mark], list[CellRecord]]:
         with self._lock:
             return list(self.samples), list(self.marks), list(self.cells)
 
     def _style(self) -> dict[str, Any]:
-        kind, running = self.backend_kind, self.running
-        return {"backend": self.backend, "line": self._line, "peak_line": kind != "rss", "running": running, "title": self.title}  # fmt: skip
+        style = {"backend": self.backend, "line": self._line, "peak_line": self.backend_kind != "rss"}
+        return {**style, "running": self.running, "title": self.title}
 
     def figure(self) -> Any:
         """The current plot as a matplotlib ``Figure`` (:func:`.plot.figure`)."""

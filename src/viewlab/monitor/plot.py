@@ -1,7 +1,5 @@
-"""The monitor's pictures and words, as pure functions of its data: samples, marks, cells and labels.
-
-Nothing here reads a running monitor: :class:`~viewlab.monitor.MemoryMonitor` takes a snapshot of its
-data under its lock and passes it in, so every picture can be drawn (and tested) from plain records.
+"""The monitor's pictures and words, as pure functions of its data (samples, marks, cells, labels): nothing here
+reads a running monitor, so every picture can be drawn and tested from plain records.
 
 >>> from viewlab.monitor import Mark, Sample
 >>> samples = [Sample(0.0, 0, 0), Sample(0.5, 4096, 8192)]
@@ -18,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._format import exact_bytes, fmt_bytes
+from ..draw import render_png
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -49,19 +48,14 @@ def figure(
     # With cells (cell mode), a second panel gives each cell a labelled bar: on the timeline a quick cell
     # is a sliver, but its bytes still deserve to be read.
     fig = Figure(figsize=(7.0, 4.6 if cells else 3.0), dpi=DPI, facecolor="white")
-    if cells:
-        ax, bars = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2]})
-    else:
-        ax, bars = fig.add_subplot(1, 1, 1), None
+    ax, bars = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2]}) if cells else (fig.add_subplot(1, 1, 1), None)
     peak_all = max([max(s.peak, s.allocated, s.reserved or 0, s.rss or 0) for s in samples] or [1])
     scale, unit = next(((f, u) for f, u in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")) if peak_all >= f), (1, "B"))
     ts = [s.t for s in samples]
+    on_top = {"xycoords": ax.get_xaxis_transform(), "textcoords": "offset points", "va": "top"}  # labels hang from it
     for idx, cell in enumerate(cells):
         ax.axvspan(cell.start, cell.end, color="#56B4E9" if idx % 2 else "#E69F00", alpha=0.15, lw=0)
-        ax.annotate(
-            cell.label, (cell.start, 1.0), xycoords=ax.get_xaxis_transform(), xytext=(1, -2),
-            textcoords="offset points", fontsize=7, va="top", color="#444444",
-        )  # fmt: skip
+        ax.annotate(cell.label, (cell.start, 1.0), xytext=(1, -2), fontsize=7, color="#444444", **on_top)
     if samples:
         steps = {"drawstyle": "steps-post"}
         measured = {key: any(getattr(s, key) is not None for s in samples) for key in ("reserved", "rss")}
@@ -74,16 +68,13 @@ def figure(
             if shown:
                 values = [(getattr(s, key) or 0) / scale for s in samples]
                 ax.plot(ts, values, label=f"{name}: {exact_bytes(getattr(samples[-1], key))}", **style)
+    box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
     for idx, mark in enumerate(marks):
         ax.axvline(mark.t, color="#CC79A7", lw=1)
         # Staggered heights and a white box, so neighbouring labels neither overlap nor vanish into a line.
-        ax.annotate(
-            mark.label, (mark.t, 0.92 - 0.17 * (idx % 4)), xycoords=ax.get_xaxis_transform(), xytext=(3, 0),
-            textcoords="offset points", fontsize=8, color="#6a3d5a", va="top",
-            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
-        )  # fmt: skip
-    ax.set_xlabel("seconds since start")
-    ax.set_ylabel(unit)
+        y = 0.92 - 0.17 * (idx % 4)
+        ax.annotate(mark.label, (mark.t, y), xytext=(3, 0), fontsize=8, color="#6a3d5a", bbox=box, **on_top)
+    ax.set(xlabel="seconds since start", ylabel=unit)
     # Never a zero-height axis (the first frame, before anything is allocated, has peak 0).
     ax.set_ylim(bottom=0, top=max(peak_all, 1) / scale * 1.12 if samples else 1.0)
     # While live, a readable axis from the first sample on; once there is data, the data's own extent.
@@ -108,9 +99,8 @@ def figure(
             textcoords="offset points", ha="center", va="bottom", fontsize=7,
         )  # fmt: skip
     bars.set_xticks(list(xs), [c.label for c in cells], fontsize=8)
-    bars.set_ylabel(unit)
-    bars.set_ylim(0, max([c.peak_bytes for c in cells] + [1]) / scale * 1.45)
-    bars.set_xlim(-0.6, len(cells) - 0.4)
+    top = max([c.peak_bytes for c in cells] + [1]) / scale * 1.45
+    bars.set(ylabel=unit, ylim=(0, top), xlim=(-0.6, len(cells) - 0.4))
     bars.set_title("per cell", fontsize=9)
     bars.legend(loc="upper left", fontsize=7)
     bars.grid(alpha=0.3, axis="y")
@@ -120,8 +110,6 @@ def figure(
 
 def png(samples: Samples, marks: Marks = (), cells: Cells = (), **labels: Any) -> bytes:
     """:func:`figure` as PNG bytes (through ``viewlab.draw.render_png``: the same bytes for the same data)."""
-    from ..draw import render_png
-
     return render_png(figure(samples, marks, cells, **labels), dpi=DPI)
 
 

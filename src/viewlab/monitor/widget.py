@@ -1,9 +1,6 @@
-"""The monitor's live view: a core ``ipywidgets.Image`` (no ipympl, so it works on Colab) and three buttons.
-
-Each frame is a PNG sent as the image's new value, never two within :data:`MIN_INTERVAL` seconds, from the
-sampling thread or (``frames="cell"``) from the cell's thread: the view is then a dispatch mode there, whose
-cost between two frames is one clock read per operator. The view and its buttons hold the monitor weakly:
-ipywidgets keeps every widget alive, and a dropped monitor must be collectable.
+"""The monitor's live view (see :mod:`viewlab.monitor`): a core ``ipywidgets.Image`` (no ipympl, so it works on
+Colab) and three buttons. Each frame is a PNG, never two within :data:`MIN_INTERVAL` seconds; with ``frames="cell"``
+the view is a dispatch mode on the cell's thread, costing one clock read per operator between two frames.
 
 >>> MIN_INTERVAL
 0.25
@@ -42,6 +39,7 @@ class LiveView(TorchDispatchMode):
         from IPython.display import display
 
         super().__init__()
+        # held weakly (the buttons too): ipywidgets keeps every widget alive; a dropped monitor must be collectable
         self._monitor = weakref.ref(monitor)
         self.frames = 0  # live frames sent
         self.time = 0.0  # perf_counter() of the last frame sent
@@ -87,8 +85,7 @@ class LiveView(TorchDispatchMode):
                 time.sleep(MIN_INTERVAL - (time.perf_counter() - self.time))
             self.image.value = png
             self.time = time.perf_counter()
-            self.cost = self.time - start
-            self.frames += 1
+            self.cost, self.frames = self.time - start, self.frames + 1
         return True
 
     def gap(self) -> float:
