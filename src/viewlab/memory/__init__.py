@@ -45,13 +45,11 @@ def resolve_device(device: Any = None) -> torch.device:
     >>> resolve_device("cpu")
     device(type='cpu')
     """
-    want = "None, a device name such as 'cpu' or 'cuda:0', or a torch.device"
-    if isinstance(device, (bool, int)):
-        raise type_error("device", want, device, "Pass a device name such as 'cuda:0' or 'cpu', not a bare number.")
     if device is None:
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    if not isinstance(device, (str, torch.device)):
-        raise type_error("device", want, device)
+    if not isinstance(device, (str, torch.device)):  # a bare number (bool included) gets a hint
+        fix = "Pass a device name such as 'cuda:0' or 'cpu', not a bare number." if isinstance(device, int) else ""
+        raise type_error("device", "None, a device name such as 'cpu' or 'cuda:0', or a torch.device", device, fix)
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
@@ -99,12 +97,10 @@ class Measurement:
     Attributes:
         backend: what measured, e.g. ``"tensor storages (cpu)"`` or ``"cuda allocator (cuda:0)"``.
         allocated_bytes / peak_bytes: net bytes still held at exit / the highest point above the start inside the
-            block. On CUDA: whole allocator blocks, as ``torch.cuda.memory_allocated()`` counts them (512 B each).
-        requested_bytes / requested_peak_bytes: the same in the exact sizes tensors asked for (smaller on CUDA only).
-        reserved_bytes: CUDA only: change in what the caching allocator holds from the driver.
-        cuda_counters_before: CUDA only: your own ``torch.cuda`` counters just before ``measure`` reset the
-            process-global peak (``memory_allocated``, ``max_memory_allocated``, ``memory_reserved``,
-            ``max_memory_reserved``); None for tensor storages.
+            block; on CUDA whole allocator blocks (512 B each). ``requested_bytes`` / ``requested_peak_bytes``: the
+            same in the exact sizes asked for; ``reserved_bytes`` (CUDA only): change in what the allocator holds.
+        cuda_counters_before: CUDA only: your own ``torch.cuda`` counters (``memory_allocated``,
+            ``max_memory_allocated``, ``memory_reserved``, ``max_memory_reserved``) before the reset of the peak.
         ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``.
         note: caveats for this backend (process-global peak reset on CUDA, scope on CPU).
     """

@@ -46,9 +46,6 @@ class _CudaWindow:
         """Highest value of the peak counter ``key`` since the window opened, across resets."""
         return max(self.folded.get(key, 0), self.ledger.counters.stats(self.device).get(key, 0))
 
-    def close(self) -> None:
-        self.ledger.close(self)
-
 
 class _CudaLedger:
     """Process-wide record of viewlab's open CUDA windows."""
@@ -74,8 +71,8 @@ class _CudaLedger:
             self.windows.append(window)
             return window
 
-    def close(self, window: _CudaWindow) -> None:
-        with self._lock:
+    def close(self, window: _CudaWindow | None) -> None:
+        with self._lock:  # None (no window open) closes nothing
             self.windows = [w for w in self.windows if w is not window]
 
     def process_peak(self, device: torch.device, key: str = "allocated_bytes.all.peak") -> int:

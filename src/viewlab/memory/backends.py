@@ -20,8 +20,7 @@ from ._tracker import _StorageTracker
 
 
 def rss_bytes() -> int | None:
-    """Resident set size of this process in bytes (approximate: interpreter, libraries and cached memory
-    included), or None where it cannot be read.
+    """Resident set size of this process in bytes (approximate: interpreter, libraries, caches), or None if unknown.
 
     >>> isinstance(rss_bytes(), (int, type(None)))
     True
@@ -172,12 +171,11 @@ class CudaBackend(Backend):
         return Reading(allocated, peaks[0], requested, peaks[1], reserved)
 
     def reset_peak(self) -> None:
-        self.window.close()
+        self.ledger.close(self.window)
         self.window = self.ledger.open(self.device)
 
     def begin_window(self) -> None:
-        if self._cell is not None:
-            self._cell.close()
+        self.ledger.close(self._cell)
         self._cell = self.ledger.open(self.device)
 
     def window_peak(self) -> int:
@@ -186,8 +184,7 @@ class CudaBackend(Backend):
     def close(self) -> None:
         super().close()
         for window in (self.window, self._cell):
-            if window is not None:
-                window.close()
+            self.ledger.close(window)
         self._cell = None
 
 

@@ -97,21 +97,20 @@ class MemoryMonitor:
     Args:
         device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
         interval: seconds between samples, at least 0.25 (at most 4 frames a second).
-        backend: ``"storages"`` (exact bytes of tensor storages made since start, on any device, by the thread that
-            started the monitor), ``"cuda"`` (the caching allocator's counters: allocated, reserved, peak), ``"rss"``
-            (process resident memory, approximate) or ``"auto"`` (``"cuda"`` when CUDA is available, else
-            ``"storages"``).
+        backend: ``"storages"`` (exact bytes of tensor storages made since start by the thread that started the
+            monitor, on any device), ``"cuda"`` (the caching allocator's counters: allocated, reserved, peak),
+            ``"rss"`` (process resident memory, approximate) or ``"auto"`` (``"cuda"`` if available, else storages).
         rss: also record the process RSS (approximate) as an extra line.
         display: None shows the live widget only inside a Jupyter kernel; False never displays.
         title: title for the plot.
-        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the thread running
-            the cell, between two operators and at each mark: Colab's front end does not show widget updates sent
-            from a background thread, googlecolab/colabtools#3373) or ``"auto"`` (``"cell"`` on Colab, else
-            ``"thread"``). ``mon.frames_from`` says which was picked; ``mon.frames`` counts the frames sent. In
-            ``"cell"`` mode an operator that runs for seconds shows no frame until it returns.
+        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread,
+            between two operators and at each mark: Colab shows no widget update sent from a background thread,
+            googlecolab/colabtools#3373; an operator that runs for seconds shows no frame until it returns) or
+            ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from`` says which, ``mon.frames``
+            counts the frames sent.
 
-    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot still updates).
-    In a script nothing is displayed; the data is in ``mon.samples``, ``mon.marks``, ``mon.cells``.
+    The buttons act between cells (while a cell runs, the kernel reads no widget events). In a script nothing is
+    displayed: read ``mon.samples``, ``mon.marks``, ``mon.cells``.
     """
 
     @entry("MemoryMonitor")
@@ -240,10 +239,8 @@ class MemoryMonitor:
             self._view.exit_hook()
 
     def stop(self, show: bool | None = None) -> MemoryMonitor:
-        """Stop the thread, take a last sample, and (in a notebook) show the final PNG + summary.
-
-        Safe to call when not running. ``show=False`` skips the final output.
-        """
+        """Stop the thread, take a last sample, and (in a notebook; not with ``show=False``) show the final PNG and
+        summary. Safe to call when not running."""
         if self._thread is None or self._stop_event is None:
             return self
         self._end_thread()

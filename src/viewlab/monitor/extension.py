@@ -61,9 +61,6 @@ def unload_ipython_extension(ip: Any) -> None:
     if mon is None:
         return
     _unhook(ip.events, mon)
-    if mon._cell_open is not None:  # the unload cell itself is not recorded
-        mon._cell_open = None
-        if mon._source is not None:
-            mon._source.exit_thread()
+    mon._cell_open = None  # the unload cell itself is not recorded (close() leaves the mode it entered)
     mon.stop()
     mon.close()

@@ -55,10 +55,8 @@ class LiveView(TorchDispatchMode):
         # Shown once, as the same bundle ipywidgets 7 and 8 send, but with a readable text/plain: that is
         # what GitHub, nbviewer and other viewers without the widget show instead of "VBox(children=...".
         view = {"version_major": 2, "version_minor": 0, "model_id": self.box.model_id}
-        text = (
-            f"[live memory monitor: {monitor.backend}; a widget that updates while cells run. "
-            "Its final plot and summary table are stored below it when it stops.]"
-        )
+        stored = "Its final plot and summary table are stored below it when it stops."
+        text = f"[live memory monitor: {monitor.backend}; a widget that updates while cells run. {stored}]"
         display({"application/vnd.jupyter.widget-view+json": view, "text/plain": text}, raw=True)
         handle = getattr(self.box, "_handle_displayed", None)
         if callable(handle):
