@@ -56,17 +56,13 @@ def resolve_device(device: Any = None) -> torch.device:
         raise value_error("device", "a device PyTorch knows: None (auto), 'cpu', 'cuda' or 'cuda:0'", device) from None
     if dev.type == "meta":
         raise problem(ValueError, "device='meta': meta tensors have no memory to measure; pass 'cpu' or 'cuda'.")
-    if dev.type == "cpu":
-        # CPU tensors report device index None; 'cpu:0' names the same single device.
+    if dev.type == "cpu":  # CPU tensors report device index None; 'cpu:0' names the same single device
         dev = torch.device("cpu")
     if dev.type not in ("cpu", "cuda"):
         raise problem(ValueError, f"device={device!r}: only 'cpu' and 'cuda' memory can be measured here.")
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise problem(
-            RuntimeError,
-            f"device={device!r}, but CUDA is not available here (torch.cuda.is_available() is False). "
-            "Pass device='cpu' (or None) to measure tensor storages instead.",
-        )
+        no_cuda, fix = "CUDA is not available here", "Pass device='cpu' (or None) to measure tensor storages instead."
+        raise problem(RuntimeError, f"device={device!r}, but {no_cuda} (torch.cuda.is_available() is False). {fix}")
     return dev
 
 
@@ -80,8 +76,7 @@ def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
     dev = resolve_device(device)
     if dev.type != "cuda":
         raise problem(ValueError, f"device={device!r}: pass a CUDA device such as 'cuda' or 'cuda:0'.")
-    if dev.index is None:
-        dev = torch.device("cuda", torch.cuda.current_device())
+    dev = torch.device("cuda", torch.cuda.current_device()) if dev.index is None else dev
     return {k: _CUDA_LEDGER.process_peak(dev, f"{k}_bytes.all.peak") for k in KINDS}
 
 

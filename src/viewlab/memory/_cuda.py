@@ -1,8 +1,6 @@
-"""CUDA peak windows: a ledger over torch.cuda's one process-global peak counter per device.
-
-Every viewlab window (:mod:`viewlab.memory`) resets it on opening, through :meth:`_CudaLedger.open`, which first
-folds the current peak into the windows open on that device and into ``process_peaks``. The counters are one small
-object (``stats``, ``reset_peaks``), so tests/unit/test_cuda_windows.py needs no GPU.
+"""CUDA peak windows (see :mod:`viewlab.memory`): each window's reset of torch.cuda's process-global peak counter first
+folds that peak into the windows open on the device and into ``process_peaks``. The counters are one small object
+(``stats``, ``reset_peaks``), so tests/unit/test_cuda_windows.py needs no GPU.
 
 >>> class Counters:  # a stand-in allocator with one peak counter
 ...     peak = 0
@@ -38,8 +36,7 @@ class _CudaWindow:
     """One open measurement window on a CUDA device (a ``measure`` block, a monitor, a cell)."""
 
     def __init__(self, ledger: _CudaLedger, device: torch.device, start: dict[str, int]) -> None:
-        self.ledger, self.device = ledger, device
-        self.start = start  # the counters when the window opened
+        self.ledger, self.device, self.start = ledger, device, start  # start: the counters when the window opened
         self.folded: dict[str, int] = {}  # peaks reached inside the window before a later reset
 
     def peak(self, key: str) -> int:

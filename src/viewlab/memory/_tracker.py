@@ -1,8 +1,6 @@
-"""The counting dispatch mode behind the tensor-storage backend (pushed with ``_dispatch.enter_mode``).
-
-Each operator's output whose storage is new is counted with its exact ``nbytes``, and a weakref callback on that
-storage subtracts it again when the last tensor using it dies. Views (an input's storage) count 0, growth by
-``resize_`` or ``out=`` counts the growth, memory borrowed from NumPy or DLPack counts 0.
+"""The counting dispatch mode behind the tensor-storage backend (see :mod:`viewlab.memory`): a weakref callback on each
+new storage subtracts it again when it dies; growth by ``resize_`` or ``out=`` counts the growth, memory borrowed
+from NumPy or DLPack counts 0.
 
 >>> from viewlab._dispatch import enter_mode, remove_mode
 >>> tracker = _StorageTracker(torch.device("cpu"))
@@ -47,15 +45,13 @@ class _StorageTracker(TorchDispatchMode):
 
     def __init__(self, device: torch.device | None, log_ops: bool = False) -> None:
         super().__init__()
-        self.device = device  # None: storages on every device (meta has none)
-        self.log_ops = log_ops
+        self.device, self.log_ops = device, log_ops  # device None: storages on every device (meta has none)
         self.ops: list[OpRecord] = []
         self._lock = threading.RLock()  # reentrant: a GC-run finaliser may fire while we hold it
         self._counted: dict[int, int] = {}  # storage key -> bytes counted for it
         self._seen_nbytes: dict[int, int] = {}  # storage key -> nbytes when last seen
         self._refs: dict[int, weakref.ref] = {}
-        self.current = 0
-        self.peak = 0
+        self.current = self.peak = 0
         self.window_peak = 0  # like peak, but restartable (the monitor's per-cell peak)
         self.closed = False
 

@@ -103,10 +103,8 @@ class StorageBackend(Backend):
     )
 
     def __init__(self, device: torch.device | None, log_ops: bool = False, warm: bool = False) -> None:
-        if warm:  # the first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per process):
-            first = _StorageTracker(
-                device
-            )  # the monitor pays that here, before its timeline, not in the learner's plot
+        if warm:  # the first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per process)
+            first = _StorageTracker(device)  # so the monitor pays that here, before its timeline starts
             enter_mode(first)
             try:
                 torch.empty(0)

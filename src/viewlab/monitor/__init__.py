@@ -201,8 +201,7 @@ class MemoryMonitor:
                     self._line, self._backend_label = self._source.line, self._source.label
                 if not self._cell_mode:  # in cell mode, each cell enters (pre_run_cell)
                     self._source.enter_thread()  # type: ignore[union-attr]
-                self._t0 = time.perf_counter()
-                self._stop_event = threading.Event()
+                self._t0, self._stop_event = time.perf_counter(), threading.Event()
                 self._take_sample()
                 args = (weakref.ref(self), self._stop_event, self.interval)
                 self._thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
@@ -356,26 +355,27 @@ class MemoryMonitor:
         if self._cell_mode:
             print(f"[viewlab] cell {label}: {held:+,} B still held, peak +{peak:,} B ({self.backend})")
 
-    def _data(self) -> tuple[list[Sample], list[Mark], list[CellRecord]]:
+    def _draw(self, draw: Any, styled: bool = True) -> Any:
+        """``draw`` (a function of :mod:`.plot`) of a snapshot of the data, taken under the lock."""
         with self._lock:
-            return list(self.samples), list(self.marks), list(self.cells)
-
-    def _style(self) -> dict[str, Any]:
-        style = {"backend": self.backend, "line": self._line, "peak_line": self.backend_kind != "rss"}
-        return {**style, "running": self.running, "title": self.title}
+            data = list(self.samples), list(self.marks), list(self.cells)
+        if not styled:
+            return draw(*data, backend=self.backend)
+        style = {"line": self._line, "peak_line": self.backend_kind != "rss", "running": self.running}
+        return draw(*data, backend=self.backend, title=self.title, **style)
 
     def figure(self) -> Any:
         """The current plot as a matplotlib ``Figure`` (:func:`.plot.figure`)."""
-        return plot.figure(*self._data(), **self._style())
+        return self._draw(plot.figure)
 
     def png(self) -> bytes:
         """The current plot as PNG bytes."""
-        return plot.png(*self._data(), **self._style())
+        return self._draw(plot.png)
 
     def alt_text(self) -> str:
         """A sentence describing the plot for screen readers (used as the PNG's alt text)."""
-        return plot.alt_text(*self._data(), backend=self.backend)
+        return self._draw(plot.alt_text, styled=False)
 
     def summary_html(self) -> str:
         """An HTML table of the result: backend, duration, final and peak bytes, marks, cells."""
-        return plot.summary_html(*self._data(), backend=self.backend)
+        return self._draw(plot.summary_html, styled=False)

@@ -117,35 +117,21 @@ def alt_text(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
     """A sentence describing the plot for screen readers (the final PNG's alt text)."""
     if not samples:
         return f"Empty memory plot ({backend}): no samples yet."
-    last = samples[-1]
-    text = (
-        f"Memory over {last.t:.1f} s measured by {backend}: "
-        f"{fmt_bytes(last.allocated)} allocated at the end, peak {fmt_bytes(max(s.peak for s in samples))}"
-    )
-    if last.reserved is not None:
-        text += f", {fmt_bytes(last.reserved)} reserved"
-    if marks:
-        text += "; marks: " + ", ".join(m.label for m in marks)
-    if cells:
-        text += f"; {len(cells)} cells shaded"
-    return text + "."
+    last, peak = samples[-1], fmt_bytes(max(s.peak for s in samples))
+    text = f"Memory over {last.t:.1f} s measured by {backend}: {fmt_bytes(last.allocated)} allocated at the end"
+    text += f", peak {peak}" + (f", {fmt_bytes(last.reserved)} reserved" if last.reserved is not None else "")
+    text += ("; marks: " + ", ".join(m.label for m in marks)) if marks else ""
+    return text + (f"; {len(cells)} cells shaded" if cells else "") + "."
 
 
 def summary_html(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
-    """An HTML table of the result: backend, duration, final and peak bytes, marks, cells.
-
-    On the tensor-storage backend every number except the duration is deterministic.
-    """
-    rows = [("backend", backend)]
-    if samples:
-        last = samples[-1]
-        rows += [
-            ("duration", f"{last.t:.1f} s"),
-            ("allocated at stop", f"{last.allocated:,} B"),
-            ("peak", f"{max(s.peak for s in samples):,} B"),
-        ]
-        if last.reserved is not None:
-            rows.append(("reserved at stop", f"{last.reserved:,} B"))
+    """An HTML table of the result: backend, duration, final and peak bytes, marks, cells (on the tensor-storage
+    backend every number but the duration is deterministic)."""
+    rows, last = [("backend", backend)], samples[-1] if samples else None
+    if last is not None:
+        rows += [("duration", f"{last.t:.1f} s"), ("allocated at stop", f"{last.allocated:,} B")]
+        rows += [("peak", f"{max(s.peak for s in samples):,} B")]
+        rows += [("reserved at stop", f"{last.reserved:,} B")] if last.reserved is not None else []
     rows += [(f"mark: {m.label}", f"{m.allocated:,} B allocated") for m in marks]
     rows += [(f"cell {c.label}", f"{c.allocated_bytes:+,} B held, peak +{c.peak_bytes:,} B") for c in cells]
     body = "".join(
