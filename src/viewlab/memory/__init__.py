@@ -80,11 +80,6 @@ def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
     return {k: _CUDA_LEDGER.process_peak(dev, f"{k}_bytes.all.peak") for k in KINDS}
 
 
-def _bytes(blocks: int, requested: int) -> str:
-    """``blocks`` bytes, with the ``requested`` (exact) size beside it where the two differ."""
-    return f"{blocks:,} B" + (f" (requested {requested:,} B)" if requested != blocks else "")
-
-
 @dataclass
 class Measurement:
     """What :func:`measure` found. Read it after the ``with`` block (inside it, values are live).
@@ -125,8 +120,10 @@ class Measurement:
         >>> m.summary()
         'tensor storages (cpu): allocated 1,024 B, peak 1,024 B'
         """
-        r = self._reading()
-        text = f"{self.backend}: allocated {_bytes(r.allocated, r.requested)}, peak {_bytes(r.peak, r.requested_peak)}"
+        r = self._reading()  # the exact (requested) size beside the block-rounded one where the two differ
+        alloc = f"{r.allocated:,} B" + (f" (requested {r.requested:,} B)" if r.requested != r.allocated else "")
+        peak = f"{r.peak:,} B" + (f" (requested {r.requested_peak:,} B)" if r.requested_peak != r.peak else "")
+        text = f"{self.backend}: allocated {alloc}, peak {peak}"
         return text + (f", reserved {r.reserved:+,} B" if r.reserved is not None else "")
 
     __str__ = summary

@@ -9,6 +9,7 @@ Reading(allocated=48, peak=48, requested=48, requested_peak=48, reserved=None)
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import NamedTuple
 
@@ -25,11 +26,8 @@ def rss_bytes() -> int | None:
     >>> isinstance(rss_bytes(), (int, type(None)))
     True
     """
-    try:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError, AttributeError), open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     try:
         import psutil  # optional
 
@@ -104,12 +102,8 @@ class StorageBackend(Backend):
 
     def __init__(self, device: torch.device | None, log_ops: bool = False, warm: bool = False) -> None:
         if warm:  # the first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per process)
-            first = _StorageTracker(device)  # so the monitor pays that here, before its timeline starts
-            enter_mode(first)
-            try:
+            with _StorageTracker(device) as first:  # so the monitor pays that here, before its timeline starts
                 torch.empty(0)
-            finally:
-                remove_mode(first)
                 first.close()
         self.tracker = _StorageTracker(device, log_ops)
         self.label = label_for("storages", device)

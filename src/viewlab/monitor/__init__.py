@@ -295,8 +295,7 @@ class MemoryMonitor:
             self._view.after_mark()
         return mark
 
-    def __enter__(self) -> MemoryMonitor:
-        return self.start()
+    __enter__ = start
 
     def __exit__(self, *exc: object) -> None:
         # Also on exceptions and KeyboardInterrupt: the final plot shows memory just before the failure (an OOM,

@@ -41,10 +41,8 @@ class LiveView(TorchDispatchMode):
         super().__init__()
         # held weakly (the buttons too): ipywidgets keeps every widget alive; a dropped monitor must be collectable
         self._monitor = weakref.ref(monitor)
-        self.frames = 0  # live frames sent
-        self.time = 0.0  # perf_counter() of the last frame sent
-        self.cost = 0.0  # seconds the last frame took to draw
-        self.due = 0.0  # frames="cell": perf_counter() time from which the next frame may be sent
+        # frames sent; perf_counter() of the last one and seconds it took to draw; (frames="cell") when the next is due
+        self.frames, self.time, self.cost, self.due = 0, 0.0, 0.0, 0.0
         self._lock = threading.Lock()  # not the monitor's lock: the cell's own thread must never wait for a frame
         self.image = w.Image(format="png", layout=w.Layout(width="560px"))
         buttons = [w.Button(description=name, layout=w.Layout(width="70px")) for name in ("start", "stop", "reset")]
@@ -119,8 +117,7 @@ class LiveView(TorchDispatchMode):
         self.due = self.time + self.gap()
         enter_mode(self)
 
-    def exit_hook(self) -> None:
-        remove_mode(self)
+    exit_hook = remove_mode  # off this thread's mode stack, by identity
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         out = func(*args, **(kwargs or {}))
