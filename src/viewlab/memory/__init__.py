@@ -9,13 +9,12 @@ Two backends (:mod:`.backends`), chosen from ``device`` and always named in ``m.
   but not in what is still allocated. It sees what operators *return*: kernels' scratch buffers, storages made before
   the block and other threads are outside it. (``tracemalloc`` is no substitute: it sees only Python's own allocator,
   never torch's.)
-* **cuda allocator** (``device="cuda"``, opt-in): the caching allocator's counters. *Allocated* is what
-  ``torch.cuda.memory_allocated()`` counts: whole blocks, multiples of 512 bytes; ``requested_bytes`` is the exact size
-  asked for, printed beside it where the two differ; ``reserved_bytes`` is what the allocator holds from the driver. The
-  peak is the allocator's own counter, so no short-lived peak is missed -- but that counter is **process-global**:
-  ``measure`` resets it on entry (``torch.cuda.reset_peak_memory_stats``), and ``m.cuda_counters_before`` keeps what
-  your counters read before. Nested windows compose (:mod:`._cuda`): an inner ``measure`` never loses the peak of an
-  outer one or of a ``MemoryMonitor``.
+* **cuda allocator** (``device="cuda"``, opt-in): the caching allocator's counters. *Allocated* counts whole blocks
+  (multiples of 512 bytes), as ``torch.cuda.memory_allocated()`` does; ``requested_bytes`` the exact sizes, printed
+  beside it where the two differ; ``reserved_bytes`` what the allocator holds from the driver. The peak is the
+  allocator's own counter, so no short-lived peak is missed -- but it is **process-global**: ``measure`` resets it on
+  entry (``torch.cuda.reset_peak_memory_stats``), and ``m.cuda_counters_before`` keeps what your counters read before.
+  Nested windows (a ``measure`` inside another, or inside a ``MemoryMonitor``) never lose a peak: :mod:`._cuda`.
 
 The default is device-agnostic on purpose: the same cell, run on a laptop or on a Colab GPU runtime, reports the same
 exact bytes. Nothing here initialises CUDA at import time.
@@ -91,8 +90,7 @@ class Measurement:
             same in the exact sizes asked for; ``reserved_bytes`` (CUDA only): change in what the allocator holds.
         cuda_counters_before: CUDA only: your own ``torch.cuda`` counters (``memory_allocated``,
             ``max_memory_allocated``, ``memory_reserved``, ``max_memory_reserved``) before the reset of the peak.
-        ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``.
-        note: caveats for this backend (process-global peak reset on CUDA, scope on CPU).
+        ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``. note: caveats.
     """
 
     backend: str

@@ -60,9 +60,8 @@ class _CudaLedger:
             for key in _PEAK_KEYS:
                 value, slot = stats.get(key, 0), (str(device), key)
                 self.process_peaks[slot] = max(self.process_peaks.get(slot, 0), value)
-                for window in self.windows:
-                    if window.device == device:
-                        window.folded[key] = max(window.folded.get(key, 0), value)
+                for window in (w for w in self.windows if w.device == device):
+                    window.folded[key] = max(window.folded.get(key, 0), value)
             self.counters.reset_peaks(device)
             window = _CudaWindow(self, device, dict(self.counters.stats(device)))
             self.windows.append(window)

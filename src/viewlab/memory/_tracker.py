@@ -56,10 +56,8 @@ class _StorageTracker(TorchDispatchMode):
         self.closed = False
 
     def _matches(self, t: torch.Tensor) -> bool:
-        dev, mine = t.device, self.device
-        if mine is None:
-            return dev.type != "meta"
-        return dev.type == mine.type and (mine.index is None or dev.index == mine.index)
+        dev, mine = t.device, self.device  # mine None: every device but meta; an index None: any index
+        return dev.type != "meta" if mine is None else dev.type == mine.type and mine.index in (None, dev.index)
 
     def _freed(self, key: int, _ref: object = None) -> None:
         with self._lock:

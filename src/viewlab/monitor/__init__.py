@@ -101,13 +101,10 @@ class MemoryMonitor:
             monitor, on any device), ``"cuda"`` (the caching allocator's counters: allocated, reserved, peak),
             ``"rss"`` (process resident memory, approximate) or ``"auto"`` (``"cuda"`` if available, else storages).
         rss: also record the process RSS (approximate) as an extra line.
-        display: None shows the live widget only inside a Jupyter kernel; False never displays.
-        title: title for the plot.
-        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread,
-            between two operators and at each mark: Colab shows no widget update sent from a background thread,
-            googlecolab/colabtools#3373; an operator that runs for seconds shows no frame until it returns) or
-            ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from`` says which, ``mon.frames``
-            counts the frames sent.
+        display: None shows the live widget only inside a Jupyter kernel; False never displays. title: the plot's.
+        frames: where live frames come from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread, as
+            Colab needs: :mod:`.widget`) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from``
+            says which, ``mon.frames`` counts the frames sent.
 
     The buttons act between cells (while a cell runs, the kernel reads no widget events). In a script nothing is
     displayed: read ``mon.samples``, ``mon.marks``, ``mon.cells``.

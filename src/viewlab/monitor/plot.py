@@ -94,10 +94,8 @@ def figure(
     held = [max(c.allocated_bytes, 0) / scale for c in cells]
     bars.bar(xs, held, width=0.45, color="#0072B2", label="still held after it")
     for x, c in zip(xs, cells):
-        bars.annotate(
-            f"+{c.allocated_bytes:,} B held\npeak +{c.peak_bytes:,} B", (x, c.peak_bytes / scale), xytext=(0, 2),
-            textcoords="offset points", ha="center", va="bottom", fontsize=7,
-        )  # fmt: skip
+        text, at = f"+{c.allocated_bytes:,} B held\npeak +{c.peak_bytes:,} B", (x, c.peak_bytes / scale)
+        bars.annotate(text, at, xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7)
     bars.set_xticks(list(xs), [c.label for c in cells], fontsize=8)
     top = max([c.peak_bytes for c in cells] + [1]) / scale * 1.45
     bars.set(ylabel=unit, ylim=(0, top), xlim=(-0.6, len(cells) - 0.4))

@@ -1,6 +1,8 @@
 """The monitor's live view (see :mod:`viewlab.monitor`): a core ``ipywidgets.Image`` (no ipympl, so it works on
-Colab) and three buttons. Each frame is a PNG, never two within :data:`MIN_INTERVAL` seconds; with ``frames="cell"``
-the view is a dispatch mode on the cell's thread, costing one clock read per operator between two frames.
+Colab) and three buttons. Each frame is a PNG, never two within :data:`MIN_INTERVAL` seconds. Colab shows no widget
+update sent from a background thread (googlecolab/colabtools#3373): with ``frames="cell"`` the view is a dispatch mode
+on the cell's thread, sending frames between two operators (one clock read each) and at marks; an operator that runs
+for seconds shows no frame until it returns.
 
 >>> MIN_INTERVAL
 0.25
