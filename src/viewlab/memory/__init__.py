@@ -39,7 +39,7 @@ __all__ = ["measure", "Measurement", "OpRecord", "resolve_device", "rss_bytes", 
 @entry("resolve_device")
 def resolve_device(device: Any = None) -> torch.device:
     """Turn ``device`` (None, a string, or a ``torch.device``) into the device :func:`measure` tracks: ``None``
-    picks ``cuda`` when CUDA is available, else ``cpu``. An error names the function the learner called.
+    picks ``cuda`` when CUDA is available, else ``cpu``.
 
     >>> resolve_device("cpu")
     device(type='cpu')

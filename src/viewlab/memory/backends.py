@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -122,10 +123,6 @@ class StorageBackend(Backend):
         return self.tracker.window_peak
 
 
-def _current(stats: dict[str, int]) -> tuple[int, int, int]:
-    return tuple(stats.get(f"{kind}_bytes.all.current", 0) for kind in KINDS)
-
-
 class CudaBackend(Backend):
     """The caching allocator's counters (allocated = whole blocks, as ``torch.cuda.memory_allocated``), through a
     ledger window opened when made (and one per cell window). ``log_ops``: a tracker too, for ``m.ops``."""
@@ -152,15 +149,15 @@ class CudaBackend(Backend):
         self.window: _CudaWindow = self.ledger.open(self.device)
         self._cell: _CudaWindow | None = None
 
-    @property
-    def start(self) -> Reading:  # type: ignore[override]
-        allocated, requested, reserved = _current(self.window.start)
-        return Reading(allocated, 0, requested, 0, reserved)
+    def _reading(self, stats: dict[str, int], peak: Callable[[str], int] = lambda key: 0) -> Reading:
+        allocated, requested, reserved = (stats.get(f"{kind}_bytes.all.current", 0) for kind in KINDS)
+        allocated_peak, requested_peak = (peak(f"{kind}_bytes.all.peak") for kind in ("allocated", "requested"))
+        return Reading(allocated, allocated_peak, requested, requested_peak, reserved)
+
+    start = property(lambda self: self._reading(self.window.start))  # type: ignore[assignment]
 
     def read(self) -> Reading:
-        allocated, requested, reserved = _current(self.ledger.counters.stats(self.device))
-        peaks = [self.window.peak(f"{kind}_bytes.all.peak") for kind in ("allocated", "requested")]
-        return Reading(allocated, peaks[0], requested, peaks[1], reserved)
+        return self._reading(self.ledger.counters.stats(self.device), self.window.peak)
 
     def reset_peak(self) -> None:
         self.ledger.close(self.window)
@@ -184,9 +181,7 @@ class RssBackend(Backend):
     """The process's resident memory, polled: a peak between two readings can be missed."""
 
     label = line = "process RSS (approximate)"
-
-    def __init__(self) -> None:
-        self._peak = self._window = 0
+    _peak = _window = 0  # the highest reading since reset_peak() / begin_window()
 
     def read(self) -> Reading:
         value = rss_bytes() or 0

@@ -235,8 +235,7 @@ class MemoryMonitor:
             self._view.exit_hook()
 
     def stop(self, show: bool | None = None) -> MemoryMonitor:
-        """Stop the thread, take a last sample, and (in a notebook; not with ``show=False``) show the final PNG and
-        summary. Safe to call when not running."""
+        """Stop, take a last sample, show the final PNG and summary (in a notebook; not with ``show=False``)."""
         if self._thread is None or self._stop_event is None:
             return self
         self._end_thread()

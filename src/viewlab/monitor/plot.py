@@ -81,10 +81,8 @@ def figure(
     ax.set_xlim(0, max(ts[-1] if ts else 0.0, 1.0 if running else 1e-3) * 1.02)
     fig.suptitle(title or f"memory: {backend}", fontsize=10)
     if samples:  # above the plot, so it never hides a line or a mark
-        ax.legend(
-            loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=7, title=backend, title_fontsize=7,
-            frameon=False, alignment="left",
-        )  # fmt: skip
+        legend = {"title_fontsize": 7, "frameon": False, "alignment": "left"}
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=7, title=backend, **legend)
     ax.grid(alpha=0.3)
     if bars is None:
         fig.subplots_adjust(left=0.09, right=0.98, top=0.76, bottom=0.16)  # fixed: tight_layout costs a frame's time
@@ -123,8 +121,7 @@ def alt_text(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
 
 
 def summary_html(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
-    """An HTML table of the result: backend, duration, final and peak bytes, marks, cells (on the tensor-storage
-    backend every number but the duration is deterministic)."""
+    """An HTML table of the result (on the tensor-storage backend every number but the duration is deterministic)."""
     rows, last = [("backend", backend)], samples[-1] if samples else None
     if last is not None:
         rows += [("duration", f"{last.t:.1f} s"), ("allocated at stop", f"{last.allocated:,} B")]
