@@ -45,15 +45,13 @@ class _StorageTracker(TorchDispatchMode):
 
     def __init__(self, device: torch.device | None, log_ops: bool = False) -> None:
         super().__init__()
-        self.device, self.log_ops = device, log_ops  # device None: storages on every device (meta has none)
+        self.device, self.log_ops, self.closed = device, log_ops, False  # device None: every device (meta has none)
         self.ops: list[OpRecord] = []
         self._lock = threading.RLock()  # reentrant: a GC-run finaliser may fire while we hold it
         self._counted: dict[int, int] = {}  # storage key -> bytes counted for it
         self._seen_nbytes: dict[int, int] = {}  # storage key -> nbytes when last seen
         self._refs: dict[int, weakref.ref] = {}
-        self.current = self.peak = 0
-        self.window_peak = 0  # like peak, but restartable (the monitor's per-cell peak)
-        self.closed = False
+        self.current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
 
     def _matches(self, t: torch.Tensor) -> bool:
         dev, mine = t.device, self.device  # mine None: every device but meta; an index None: any index
@@ -84,11 +82,10 @@ class _StorageTracker(TorchDispatchMode):
                 st = storage_of(t) if self._matches(t) else None
                 if st is None or st._cdata in done:
                     continue
-                key = st._cdata
+                key, nbytes = st._cdata, st.nbytes()
                 done.add(key)
                 if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
                     continue
-                nbytes = st.nbytes()
                 if key in self._counted:  # ours already: count growth (resize_, out= resizing)
                     delta, self._seen_nbytes[key] = nbytes - self._seen_nbytes[key], nbytes
                     self._counted[key] += delta
@@ -106,16 +103,14 @@ class _StorageTracker(TorchDispatchMode):
                 new_bytes += self._register(st, key, nbytes, nbytes)
             if new_bytes:
                 self.current += new_bytes
-                self.peak = max(self.peak, self.current)
-                self.window_peak = max(self.window_peak, self.current)
+                self.peak, self.window_peak = max(self.peak, self.current), max(self.window_peak, self.current)
             if self.log_ops:
                 self.ops.append(OpRecord(str(func), new_bytes, tuple(tuple(t.shape) for t in outs)))
         return out
 
     def _register(self, st: Any, key: int, nbytes: int, counted: int) -> int:
         self._counted[key], self._seen_nbytes[key] = counted, nbytes
-        # A plain weakref with a callback is the cheapest way to hear about the free.
-        self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))
+        self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))  # the cheapest way to hear of the free
         return counted
 
     def close(self) -> None:

@@ -143,7 +143,8 @@ class MemoryMonitor:
         self.cells: list[CellRecord] = []
         self.errors: list[str] = []  # what went wrong in the sampling thread or a frame (never raised into the cell)
         self._source: Backend | None = None
-        self._line, self._backend_label = "allocated", label_for(backend, self.device)
+        # what is measured, e.g. "tensor storages (cpu)" (also the legend's title), and the name of its line
+        self.backend, self._line = label_for(backend, self.device), "allocated"
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop_event: threading.Event | None = None
@@ -151,11 +152,6 @@ class MemoryMonitor:
         self._view: LiveView | None = None
         self._cell_open: tuple[str, float, int] | None = None  # label, start, allocated at start
         self._cell_mode, self._cell_number = False, 0  # cell mode: %load_ext viewlab (ops per cell, a line per cell)
-
-    @property
-    def backend(self) -> str:
-        """Human name of what is measured, e.g. ``"tensor storages (cpu)"`` (also in the legend)."""
-        return self._source.label if self._source is not None else self._backend_label
 
     @property
     def running(self) -> bool:
@@ -195,7 +191,7 @@ class MemoryMonitor:
             with self._lock:
                 if fresh:
                     self._source = open_backend(self.backend_kind, self.device, warm=True)
-                    self._line, self._backend_label = self._source.line, self._source.label
+                    self.backend, self._line = self._source.label, self._source.line
                 if not self._cell_mode:  # in cell mode, each cell enters (pre_run_cell)
                     self._source.enter_thread()  # type: ignore[union-attr]
                 self._t0, self._stop_event = time.perf_counter(), threading.Event()
@@ -305,9 +301,8 @@ class MemoryMonitor:
             self.close()
 
     def __del__(self) -> None:
-        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its dispatch
-        # modes behind, or every later operator stays slow. Mode stacks are per thread: this removes them when the
-        # last reference goes on the thread that started it (the usual case).
+        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its modes behind
+        # (every later operator would stay slow); mode stacks are per thread: this works on the one that started it.
         with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
             if getattr(self, "_stop_event", None) is not None:
                 self._stop_event.set()
@@ -323,7 +318,6 @@ class MemoryMonitor:
         # that (nbval runs cells without history).
         self._cell_number += 1
         with self._lock:
-            assert self._source is not None
             if self._cell_mode:
                 self._source.enter_thread()  # the storage backend sees this cell's operators
                 if self.frames_from == "cell" and self._view is not None:

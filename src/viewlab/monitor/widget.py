@@ -115,8 +115,7 @@ class LiveView(TorchDispatchMode):
     _hooked = False  # entered as a dispatch mode at least once (frames="cell")
 
     def enter_hook(self) -> None:
-        self._hooked = True
-        self.due = self.time + self.gap()
+        self._hooked, self.due = True, self.time + self.gap()
         enter_mode(self)
 
     exit_hook = remove_mode  # off this thread's mode stack, by identity
