@@ -55,14 +55,12 @@ def resolve_device(device: Any = None) -> torch.device:
         raise value_error("device", "a device PyTorch knows: None (auto), 'cpu', 'cuda' or 'cuda:0'", device) from None
     if dev.type == "meta":
         raise problem(ValueError, "device='meta': meta tensors have no memory to measure; pass 'cpu' or 'cuda'.")
-    if dev.type == "cpu":  # CPU tensors report device index None; 'cpu:0' names the same single device
-        dev = torch.device("cpu")
     if dev.type not in ("cpu", "cuda"):
         raise problem(ValueError, f"device={device!r}: only 'cpu' and 'cuda' memory can be measured here.")
     if dev.type == "cuda" and not torch.cuda.is_available():
         no_cuda, fix = "CUDA is not available here", "Pass device='cpu' (or None) to measure tensor storages instead."
         raise problem(RuntimeError, f"device={device!r}, but {no_cuda} (torch.cuda.is_available() is False). {fix}")
-    return dev
+    return torch.device("cpu") if dev.type == "cpu" else dev  # CPU tensors report index None; 'cpu:0' is that one
 
 
 @entry("cuda_process_peak")
@@ -84,13 +82,11 @@ class Measurement:
     """What :func:`measure` found. Read it after the ``with`` block (inside it, values are live).
 
     Attributes:
-        backend: what measured, e.g. ``"tensor storages (cpu)"`` or ``"cuda allocator (cuda:0)"``.
+        backend: what measured, e.g. ``"tensor storages (cpu)"`` or ``"cuda allocator (cuda:0)"``; note: its caveats.
         allocated_bytes / peak_bytes: net bytes still held at exit / the highest point above the start inside the
-            block; on CUDA whole allocator blocks (512 B each). ``requested_bytes`` / ``requested_peak_bytes``: the
-            same in the exact sizes asked for; ``reserved_bytes`` (CUDA only): change in what the allocator holds.
-        cuda_counters_before: CUDA only: your own ``torch.cuda`` counters (``memory_allocated``,
-            ``max_memory_allocated``, ``memory_reserved``, ``max_memory_reserved``) before the reset of the peak.
-        ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``. note: caveats.
+            block. ``requested_bytes`` / ``requested_peak_bytes`` (the same in exact sizes), ``reserved_bytes`` and
+            ``cuda_counters_before`` (your ``torch.cuda`` counters before the peak's reset): CUDA's, as above.
+        ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``.
     """
 
     backend: str
@@ -171,7 +167,6 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
         return self.result
 
     def __exit__(self, *exc: object) -> None:
-        assert self._backend is not None and self.result is not None
         self.result._final = self._backend.since_start()
         self._backend.close()
         self.result._live = None

@@ -22,7 +22,6 @@ from typing import Any
 import torch
 
 KINDS = ("allocated", "requested", "reserved")  # the allocator's three byte counters, in memory_stats keys
-_PEAK_KEYS = tuple(f"{kind}_bytes.all.peak" for kind in KINDS)
 # the learner's own torch.cuda counters (m.cuda_counters_before), by their memory_stats keys
 LEARNER_COUNTERS = {
     "memory_allocated": "allocated_bytes.all.current",
@@ -57,7 +56,7 @@ class _CudaLedger:
     def open(self, device: torch.device) -> _CudaWindow:
         with self._lock:
             stats = self.counters.stats(device)
-            for key in _PEAK_KEYS:
+            for key in (f"{kind}_bytes.all.peak" for kind in KINDS):
                 value, slot = stats.get(key, 0), (str(device), key)
                 self.process_peaks[slot] = max(self.process_peaks.get(slot, 0), value)
                 for window in (w for w in self.windows if w.device == device):

@@ -48,9 +48,8 @@ class Reading(NamedTuple):
 
 
 class Backend:
-    """One source of memory numbers, measuring from when it is made until :meth:`close`: :meth:`read` gives absolute
-    bytes (what the monitor plots), :meth:`since_start` the change (what ``measure`` reports). A *window* is a
-    restartable peak (one notebook cell)."""
+    """One source of memory numbers, from when it is made until :meth:`close`: :meth:`read` gives absolute bytes (the
+    monitor's plot), :meth:`since_start` the change (``measure``'s); a *window* is a restartable peak (one cell)."""
 
     label = ""  # what is measured, e.g. "tensor storages (cpu)": m.backend, the monitor's legend
     line = "allocated"  # the monitor's name for its allocated line

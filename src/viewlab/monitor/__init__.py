@@ -92,7 +92,8 @@ def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, i
 
 class MemoryMonitor:
     """Sample memory in the background and (in a notebook) plot it live: ``with MemoryMonitor() as mon: ...`` or
-    ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")`` annotates the plot.
+    ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")`` annotates the plot. The widget's buttons act between
+    cells (while a cell runs, the kernel reads no widget events).
 
     Args:
         device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
@@ -105,9 +106,6 @@ class MemoryMonitor:
         frames: where live frames come from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread, as
             Colab needs: :mod:`.widget`) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from``
             says which, ``mon.frames`` counts the frames sent.
-
-    The buttons act between cells (while a cell runs, the kernel reads no widget events). In a script nothing is
-    displayed: read ``mon.samples``, ``mon.marks``, ``mon.cells``.
     """
 
     @entry("MemoryMonitor")
@@ -281,8 +279,7 @@ class MemoryMonitor:
             raise problem(RuntimeError, "works while the monitor runs; call mon.start() (or use `with`) first.")
         with self._lock:
             sample = self._take_sample()  # so the plot's lines step exactly at the mark
-            mark = Mark(sample.t, label.strip(), sample.allocated)
-            self.marks.append(mark)
+            self.marks.append(mark := Mark(sample.t, label.strip(), sample.allocated))
         if self._view is not None:
             self._view.after_mark()
         return mark

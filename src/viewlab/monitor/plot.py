@@ -29,24 +29,17 @@ __all__ = ["figure", "png", "alt_text", "summary_html"]
 DPI = 80  # 7 inches wide: the 560-pixel widget image
 
 
-def _thin(samples: Samples) -> list[Sample]:
-    """At most ~800 points to draw; the last (exact) sample is always kept."""
-    samples = list(samples)
-    return samples[:: len(samples) // 400][:-1] + samples[-1:] if len(samples) > 800 else samples
-
-
 def figure(
     samples: Samples, marks: Marks = (), cells: Cells = (), *, backend: str = "", line: str = "allocated",
     peak_line: bool = True, running: bool = False, title: str | None = None,
 ) -> Figure:  # fmt: skip
-    """The plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched): allocated, peak (unless
-    ``peak_line`` is False), reserved and RSS where measured, marks as labelled lines, cells as shaded spans
-    plus a panel of one labelled bar per cell. ``running``: the axis of a live plot starts 1 s wide."""
+    """The plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched): allocated, peak (unless ``peak_line`` is
+    False), reserved and RSS where measured, marks as labelled lines, cells as shaded spans plus a panel of one labelled
+    bar per cell (a quick cell is a sliver on the timeline). ``running``: the axis of a live plot starts 1 s wide."""
     from matplotlib.figure import Figure
 
-    samples = _thin(samples)
-    # With cells (cell mode), a second panel gives each cell a labelled bar: on the timeline a quick cell
-    # is a sliver, but its bytes still deserve to be read.
+    samples = list(samples)  # at most ~800 points to draw; the last (exact) sample is always kept
+    samples = samples[:: len(samples) // 400][:-1] + samples[-1:] if len(samples) > 800 else samples
     fig = Figure(figsize=(7.0, 4.6 if cells else 3.0), dpi=DPI, facecolor="white")
     ax, bars = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2]}) if cells else (fig.add_subplot(1, 1, 1), None)
     peak_all = max([max(s.peak, s.allocated, s.reserved or 0, s.rss or 0) for s in samples] or [1])

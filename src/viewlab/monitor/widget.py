@@ -33,8 +33,7 @@ def _click(ref: weakref.ReferenceType[MemoryMonitor], action: str, _button: Any 
 
 
 class LiveView(TorchDispatchMode):
-    """The widget of one monitor, displayed once; :meth:`send` sends a frame. As a dispatch mode (entered with
-    :meth:`enter_hook`), it samples and sends a frame from the cell's thread after an operator when one is due."""
+    """The widget of one monitor, displayed once; :meth:`send` sends a frame (so does the mode :meth:`enter_hook`)."""
 
     def __init__(self, monitor: MemoryMonitor) -> None:
         import ipywidgets as w
