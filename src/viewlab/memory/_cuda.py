@@ -62,8 +62,7 @@ class _CudaLedger:
                 for window in (w for w in self.windows if w.device == device):
                     window.folded[key] = max(window.folded.get(key, 0), value)
             self.counters.reset_peaks(device)
-            window = _CudaWindow(self, device, dict(self.counters.stats(device)))
-            self.windows.append(window)
+            self.windows.append(window := _CudaWindow(self, device, dict(self.counters.stats(device))))
             return window
 
     def close(self, window: _CudaWindow | None) -> None:

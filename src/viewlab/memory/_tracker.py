@@ -53,10 +53,6 @@ class _StorageTracker(TorchDispatchMode):
         self._refs: dict[int, weakref.ref] = {}
         self.current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
 
-    def _matches(self, t: torch.Tensor) -> bool:
-        dev, mine = t.device, self.device  # mine None: every device but meta; an index None: any index
-        return dev.type != "meta" if mine is None else dev.type == mine.type and mine.index in (None, dev.index)
-
     def _freed(self, key: int, _ref: object = None) -> None:
         with self._lock:
             self._refs.pop(key, None)
@@ -79,7 +75,9 @@ class _StorageTracker(TorchDispatchMode):
         new_bytes, done = 0, set()
         with self._lock:
             for t in outs:
-                st = storage_of(t) if self._matches(t) else None
+                dev, mine = t.device, self.device  # mine None: every device but meta; an index None: any index
+                ours = dev.type != "meta" if mine is None else dev.type == mine.type and mine.index in (None, dev.index)
+                st = storage_of(t) if ours else None
                 if st is None or st._cdata in done:
                     continue
                 key, nbytes = st._cdata, st.nbytes()

@@ -132,8 +132,7 @@ class MemoryMonitor:
         if backend == "cuda" and self.device.type != "cuda":
             fix = "pass device='cuda' or use backend='storages'."
             raise problem(ValueError, f"backend='cuda' needs a CUDA device, got device={str(self.device)!r}; {fix}")
-        self.backend_kind = backend
-        self.interval = float(interval)
+        self.backend_kind, self.interval = backend, float(interval)
         self.display = in_kernel() if display is None else display
         self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
         self.samples: list[Sample] = []

@@ -67,11 +67,9 @@ def figure(
         # Staggered heights and a white box, so neighbouring labels neither overlap nor vanish into a line.
         y = 0.92 - 0.17 * (idx % 4)
         ax.annotate(mark.label, (mark.t, y), xytext=(3, 0), fontsize=8, color="#6a3d5a", bbox=box, **on_top)
-    ax.set(xlabel="seconds since start", ylabel=unit)
-    # Never a zero-height axis (the first frame, before anything is allocated, has peak 0).
-    ax.set_ylim(bottom=0, top=max(peak_all, 1) / scale * 1.12 if samples else 1.0)
-    # While live, a readable axis from the first sample on; once there is data, the data's own extent.
-    ax.set_xlim(0, max(ts[-1] if ts else 0.0, 1.0 if running else 1e-3) * 1.02)
+    top = max(peak_all, 1) / scale * 1.12 if samples else 1.0  # never a zero-height axis (the first frame has peak 0)
+    right = max(ts[-1] if ts else 0.0, 1.0 if running else 1e-3) * 1.02  # live: 1 s wide at first, later the data's
+    ax.set(xlabel="seconds since start", ylabel=unit, ylim=(0, top), xlim=(0, right))
     fig.suptitle(title or f"memory: {backend}", fontsize=10)
     if samples:  # above the plot, so it never hides a line or a mark
         legend = {"title_fontsize": 7, "frameon": False, "alignment": "left"}
