@@ -22,8 +22,7 @@ from typing import Any
 import torch
 
 KINDS = ("allocated", "requested", "reserved")  # the allocator's three byte counters, in memory_stats keys
-# the learner's own torch.cuda counters (m.cuda_counters_before), by their memory_stats keys
-LEARNER_COUNTERS = {
+LEARNER_COUNTERS = {  # the learner's own torch.cuda counters (m.cuda_counters_before), by their memory_stats keys
     "memory_allocated": "allocated_bytes.all.current",
     "max_memory_allocated": "allocated_bytes.all.peak",
     "memory_reserved": "reserved_bytes.all.current",

@@ -1,6 +1,5 @@
-"""The counting dispatch mode behind the tensor-storage backend (see :mod:`viewlab.memory`): a weakref callback on each
-new storage subtracts it again when it dies; growth by ``resize_`` or ``out=`` counts the growth, memory borrowed
-from NumPy or DLPack counts 0.
+"""The counting dispatch mode behind the tensor-storage backend (:mod:`viewlab.memory`): a weakref on each new storage
+subtracts it when it dies; ``resize_`` or ``out=`` count their growth, memory borrowed from NumPy or DLPack 0.
 
 >>> from viewlab._dispatch import enter_mode, remove_mode
 >>> tracker = _StorageTracker(torch.device("cpu"))

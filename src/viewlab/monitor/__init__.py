@@ -64,8 +64,7 @@ class Mark:
 
 @dataclass(frozen=True)
 class CellRecord:
-    """One cell under ``%load_ext viewlab``: ``allocated_bytes`` is the change from its start to its end (what it
-    still holds), ``peak_bytes`` the highest point above its start while it ran."""
+    """One cell under ``%load_ext viewlab``: ``allocated_bytes`` it still holds at its end, ``peak_bytes`` its peak."""
 
     label: str
     start: float
@@ -76,10 +75,7 @@ class CellRecord:
 
 def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, interval: float) -> None:
     """Thread body. Holds only a weak reference, so a forgotten monitor does not keep it alive."""
-    while not stop.wait(interval):
-        mon = ref()
-        if mon is None:
-            return
+    while not stop.wait(interval) and (mon := ref()) is not None:
         try:
             mon._take_sample()
             view = mon._view
@@ -156,7 +152,6 @@ class MemoryMonitor:
 
     @property
     def frames(self) -> int:
-        """Live frames sent to the widget so far."""
         return self._view.frames if self._view is not None else 0
 
     def _now(self) -> float:
@@ -310,9 +305,7 @@ class MemoryMonitor:
         """IPython ``pre_run_cell`` hook: open a cell record (and track ops while the cell runs)."""
         if not self.running or self._cell_open is not None:
             return
-        # Numbered by the monitor (#1, #2, ...), not by IPython's execution count: not every front end advances
-        # that (nbval runs cells without history).
-        self._cell_number += 1
+        self._cell_number += 1  # #1, #2, ...: not IPython's execution count, which nbval, say, does not advance
         with self._lock:
             if self._cell_mode:
                 self._source.enter_thread()  # the storage backend sees this cell's operators
@@ -330,11 +323,10 @@ class MemoryMonitor:
         with self._lock:
             label, start, allocated0 = self._cell_open
             sample = self._take_sample() if self.running else self.samples[-1]
-            peak = max(0, self._source.window_peak() - allocated0)
+            held, peak = sample.allocated - allocated0, max(0, self._source.window_peak() - allocated0)
             if self._cell_mode:
                 self._exit_hook()
                 self._source.exit_thread()
-            held = sample.allocated - allocated0
             self.cells.append(CellRecord(label, start, sample.t, held, peak))
             self._cell_open = None
         if self._cell_mode:

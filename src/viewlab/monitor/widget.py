@@ -1,8 +1,7 @@
-"""The monitor's live view (see :mod:`viewlab.monitor`): a core ``ipywidgets.Image`` (no ipympl, so it works on
-Colab) and three buttons. Each frame is a PNG, never two within :data:`MIN_INTERVAL` seconds. Colab shows no widget
-update sent from a background thread (googlecolab/colabtools#3373): with ``frames="cell"`` the view is a dispatch mode
-on the cell's thread, sending frames between two operators (one clock read each) and at marks; an operator that runs
-for seconds shows no frame until it returns.
+"""The monitor's live view (:mod:`viewlab.monitor`): an ``ipywidgets.Image`` (no ipympl: it works on Colab), three
+buttons, a PNG per frame, never two within :data:`MIN_INTERVAL` s. Colab shows no widget update sent from a background
+thread (googlecolab/colabtools#3373): with ``frames="cell"`` the view is a dispatch mode on the cell's thread, sending
+frames between two operators (one clock read each) and at marks, so a seconds-long operator shows none till it ends.
 
 >>> MIN_INTERVAL
 0.25
@@ -73,8 +72,7 @@ class LiveView(TorchDispatchMode):
         mon = self._monitor()
         if mon is None or (not wait and time.perf_counter() - self.time < MIN_INTERVAL):
             return False
-        start = time.perf_counter()
-        png = mon.png()
+        start, png = time.perf_counter(), mon.png()
         with self._lock:
             if time.perf_counter() - self.time < MIN_INTERVAL:  # never two frames within 0.25 s
                 if not wait:
@@ -86,8 +84,7 @@ class LiveView(TorchDispatchMode):
         return True
 
     def gap(self) -> float:
-        """Seconds between frames: at most 4 a second; on a slow machine drawing takes at most about a quarter of
-        the time (it competes with the cell for the GIL), but a frame still comes at least every second."""
+        """Seconds between frames: ``interval``, or 3x the last frame's drawing time (it competes for the GIL), <= 1."""
         mon = self._monitor()
         return min(max(mon.interval if mon is not None else MIN_INTERVAL, 3 * self.cost), 1.0)
 
