@@ -123,8 +123,7 @@ class StorageBackend(Backend):
 
 
 class CudaBackend(Backend):
-    """The caching allocator's counters (allocated = whole blocks, as ``torch.cuda.memory_allocated``), through a
-    ledger window opened when made (and one per cell window). ``log_ops``: a tracker too, for ``m.ops``."""
+    """The caching allocator's counters, through ledger windows (one more per cell); ``log_ops``: a tracker too."""
 
     line = "allocated (cuda allocator)"
     note = (

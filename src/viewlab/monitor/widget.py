@@ -102,18 +102,16 @@ class LiveView(TorchDispatchMode):
 
     def after_mark(self) -> None:
         """A mark in cell mode: its frame now, or at the next operator when the last frame was just sent."""
-        if self._hooked:
-            if time.perf_counter() - self.time >= MIN_INTERVAL:
-                self.from_cell()
-            else:
-                self.due = self.time + MIN_INTERVAL
-
-    _hooked = False  # entered as a dispatch mode at least once (frames="cell")
+        if self._hooked and time.perf_counter() - self.time >= MIN_INTERVAL:
+            self.from_cell()
+        elif self._hooked:
+            self.due = self.time + MIN_INTERVAL
 
     def enter_hook(self) -> None:
         self._hooked, self.due = True, self.time + self.gap()
         enter_mode(self)
 
+    _hooked = False  # entered as a dispatch mode at least once (frames="cell")
     exit_hook = remove_mode  # off this thread's mode stack, by identity
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
