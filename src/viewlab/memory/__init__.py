@@ -2,23 +2,22 @@
 
 Two backends (:mod:`.backends`), chosen from ``device`` and always named in ``m.backend``:
 
-* **tensor storages** (the default, ``device=None``: storages on every device; ``device="cpu"`` or another
-  device: only that one): every operator run inside the block passes a ``TorchDispatchMode`` (:mod:`._tracker`);
-  each output whose storage is new is counted with its exact ``nbytes``, and subtracted again when its last
-  tensor dies. So ``expand`` counts 0 bytes, ``repeat`` counts ``numel * itemsize``, and a temporary freed
-  inside the block shows up in the peak but not in what is still allocated. It sees what operators *return*:
-  kernels' scratch buffers, storages made before the block and other threads are outside it.
-  (``tracemalloc`` is no substitute: it sees only Python's own allocator, never torch's.)
-* **cuda allocator** (``device="cuda"``, opt-in): the caching allocator's counters. *Allocated* is what
-  ``torch.cuda.memory_allocated()`` counts: whole blocks, multiples of 512 bytes; ``requested_bytes`` is the
-  exact size asked for, printed beside it where the two differ; ``reserved_bytes`` is what the allocator holds
-  from the driver. The peak is the allocator's own counter, so no short-lived peak is missed -- but that
-  counter is **process-global**: ``measure`` resets it on entry (``torch.cuda.reset_peak_memory_stats``), and
-  ``m.cuda_counters_before`` keeps what your counters read before. Nested windows compose (:mod:`._cuda`): an
-  inner ``measure`` never loses the peak of an outer one or of a ``MemoryMonitor``.
+* **tensor storages** (the default, ``device=None``: storages on every device; ``device="cpu"`` or another device: only
+  that one): every operator run inside the block passes a ``TorchDispatchMode`` (:mod:`._tracker`); each output whose
+  storage is new is counted with its exact ``nbytes``, and subtracted again when its last tensor dies. So ``expand``
+  counts 0 bytes, ``repeat`` counts ``numel * itemsize``, and a temporary freed inside the block shows up in the peak
+  but not in what is still allocated. It sees what operators *return*: kernels' scratch buffers, storages made before
+  the block and other threads are outside it. (``tracemalloc`` is no substitute: it sees only Python's own allocator,
+  never torch's.)
+* **cuda allocator** (``device="cuda"``, opt-in): the caching allocator's counters. *Allocated* counts whole blocks
+  (multiples of 512 bytes), as ``torch.cuda.memory_allocated()`` does; ``requested_bytes`` the exact sizes, printed
+  beside it where the two differ; ``reserved_bytes`` what the allocator holds from the driver. The peak is the
+  allocator's own counter, so no short-lived peak is missed -- but it is **process-global**: ``measure`` resets it on
+  entry (``torch.cuda.reset_peak_memory_stats``), and ``m.cuda_counters_before`` keeps what your counters read before.
+  Nested windows (a ``measure`` inside another, or inside a ``MemoryMonitor``) never lose a peak: :mod:`._cuda`.
 
-The default is device-agnostic on purpose: the same cell, run on a laptop or on a Colab GPU runtime, reports
-the same exact bytes. Nothing here initialises CUDA at import time.
+The default is device-agnostic on purpose: the same cell, run on a laptop or on a Colab GPU runtime, reports the same
+exact bytes. Nothing here initialises CUDA at import time.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from typing import Any
 import torch
 
 from .._checks import entry, problem, require_bool, type_error, value_error
-from ._cuda import _CUDA_LEDGER
+from ._cuda import _CUDA_LEDGER, KINDS
 from ._tracker import OpRecord
 from .backends import Backend, Reading, open_backend, rss_bytes
 
@@ -40,36 +39,28 @@ __all__ = ["measure", "Measurement", "OpRecord", "resolve_device", "rss_bytes", 
 @entry("resolve_device")
 def resolve_device(device: Any = None) -> torch.device:
     """Turn ``device`` (None, a string, or a ``torch.device``) into the device :func:`measure` tracks: ``None``
-    picks ``cuda`` when CUDA is available, else ``cpu``. An error names the function the learner called.
+    picks ``cuda`` when CUDA is available, else ``cpu``.
 
     >>> resolve_device("cpu")
     device(type='cpu')
     """
-    want = "None, a device name such as 'cpu' or 'cuda:0', or a torch.device"
-    if isinstance(device, (bool, int)):
-        raise type_error("device", want, device, "Pass a device name such as 'cuda:0' or 'cpu', not a bare number.")
     if device is None:
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    if not isinstance(device, (str, torch.device)):
-        raise type_error("device", want, device)
+    if not isinstance(device, (str, torch.device)):  # a bare number (bool included) gets a hint
+        fix = "Pass a device name such as 'cuda:0' or 'cpu', not a bare number." if isinstance(device, int) else ""
+        raise type_error("device", "None, a device name such as 'cpu' or 'cuda:0', or a torch.device", device, fix)
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
         raise value_error("device", "a device PyTorch knows: None (auto), 'cpu', 'cuda' or 'cuda:0'", device) from None
     if dev.type == "meta":
         raise problem(ValueError, "device='meta': meta tensors have no memory to measure; pass 'cpu' or 'cuda'.")
-    if dev.type == "cpu":
-        # CPU tensors report device index None; 'cpu:0' names the same single device.
-        dev = torch.device("cpu")
     if dev.type not in ("cpu", "cuda"):
         raise problem(ValueError, f"device={device!r}: only 'cpu' and 'cuda' memory can be measured here.")
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise problem(
-            RuntimeError,
-            f"device={device!r}, but CUDA is not available here (torch.cuda.is_available() is False). "
-            "Pass device='cpu' (or None) to measure tensor storages instead.",
-        )
-    return dev
+        no_cuda, fix = "CUDA is not available here", "Pass device='cpu' (or None) to measure tensor storages instead."
+        raise problem(RuntimeError, f"device={device!r}, but {no_cuda} (torch.cuda.is_available() is False). {fix}")
+    return torch.device("cpu") if dev.type == "cpu" else dev  # CPU tensors report index None; 'cpu:0' is that one
 
 
 @entry("cuda_process_peak")
@@ -82,9 +73,8 @@ def cuda_process_peak(device: Any = "cuda") -> dict[str, int]:
     dev = resolve_device(device)
     if dev.type != "cuda":
         raise problem(ValueError, f"device={device!r}: pass a CUDA device such as 'cuda' or 'cuda:0'.")
-    if dev.index is None:
-        dev = torch.device("cuda", torch.cuda.current_device())
-    return {k: _CUDA_LEDGER.process_peak(dev, f"{k}_bytes.all.peak") for k in ("allocated", "requested", "reserved")}
+    dev = torch.device("cuda", torch.cuda.current_device()) if dev.index is None else dev
+    return {k: _CUDA_LEDGER.process_peak(dev, f"{k}_bytes.all.peak") for k in KINDS}
 
 
 @dataclass
@@ -92,18 +82,11 @@ class Measurement:
     """What :func:`measure` found. Read it after the ``with`` block (inside it, values are live).
 
     Attributes:
-        backend: which backend measured, e.g. ``"tensor storages (cpu)"`` or ``"cuda allocator (cuda:0)"``.
-        allocated_bytes: net bytes still held at exit (created inside and not yet freed). On CUDA: whole
-            allocator blocks, as ``torch.cuda.memory_allocated()`` counts them (multiples of 512 B).
-        requested_bytes: the same, in the exact sizes tensors asked for (equal to ``allocated_bytes``
-            for tensor storages; smaller on CUDA where block rounding adds bytes).
-        peak_bytes / requested_peak_bytes: highest point above the start reached inside the block.
-        reserved_bytes: CUDA only: change in what the caching allocator holds from the driver.
-        cuda_counters_before: CUDA only: your own ``torch.cuda`` counters just before ``measure`` reset
-            the process-global peak (``memory_allocated``, ``max_memory_allocated``, ``memory_reserved``,
-            ``max_memory_reserved``); None for tensor storages.
+        backend: what measured, e.g. ``"tensor storages (cpu)"`` or ``"cuda allocator (cuda:0)"``; note: its caveats.
+        allocated_bytes / peak_bytes: net bytes still held at exit / the highest point above the start inside the
+            block. ``requested_bytes`` / ``requested_peak_bytes`` (the same in exact sizes), ``reserved_bytes`` and
+            ``cuda_counters_before`` (your ``torch.cuda`` counters before the peak's reset): CUDA's, as above.
         ops: with ``log_ops=True``, one :class:`OpRecord` per operator, in order; else ``[]``.
-        note: caveats for this backend (process-global peak reset on CUDA, scope on CPU).
     """
 
     backend: str
@@ -131,16 +114,11 @@ class Measurement:
         >>> m.summary()
         'tensor storages (cpu): allocated 1,024 B, peak 1,024 B'
         """
-        r = self._reading()
-        text = f"{self.backend}: allocated {r.allocated:,} B"
-        if r.requested != r.allocated:
-            text += f" (requested {r.requested:,} B)"
-        text += f", peak {r.peak:,} B"
-        if r.requested_peak != r.peak:
-            text += f" (requested {r.requested_peak:,} B)"
-        if r.reserved is not None:
-            text += f", reserved {r.reserved:+,} B"
-        return text
+        r = self._reading()  # the exact (requested) size beside the block-rounded one where the two differ
+        alloc = f"{r.allocated:,} B" + (f" (requested {r.requested:,} B)" if r.requested != r.allocated else "")
+        peak = f"{r.peak:,} B" + (f" (requested {r.requested_peak:,} B)" if r.requested_peak != r.peak else "")
+        text = f"{self.backend}: allocated {alloc}, peak {peak}"
+        return text + (f", reserved {r.reserved:+,} B" if r.reserved is not None else "")
 
     __str__ = summary
 
@@ -184,13 +162,11 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
         backend = self._backend = open_backend("cuda" if cuda else "storages", self._device, self._log_ops)
         backend.enter_thread()
         ops = backend.tracker.ops if backend.tracker is not None and self._log_ops else []
-        self.result = Measurement(
-            backend.label, self._device, backend.note, ops, backend.counters_before, _live=backend
-        )
+        self.result = Measurement(backend.label, self._device, backend.note, ops, backend.counters_before)
+        self.result._live = backend
         return self.result
 
     def __exit__(self, *exc: object) -> None:
-        assert self._backend is not None and self.result is not None
         self.result._final = self._backend.since_start()
         self._backend.close()
         self.result._live = None

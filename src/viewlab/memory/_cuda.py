@@ -1,9 +1,6 @@
-"""CUDA peak windows: viewlab's ledger over torch.cuda's one process-global peak counter per device.
-
-Each viewlab window (a ``measure(device="cuda")`` block, a monitor, a cell) resets that counter when it opens,
-which would erase the peaks of the windows already open. So every reset goes through :meth:`_CudaLedger.open`,
-which first folds the current peak into each open window on that device and into ``process_peaks``. The
-counters are one small object (``stats``, ``reset_peaks``): tests/unit/test_cuda_windows.py needs no GPU.
+"""CUDA peak windows (see :mod:`viewlab.memory`): each window's reset of torch.cuda's process-global peak counter first
+folds that peak into the windows open on the device and into ``process_peaks``. The counters are one small object
+(``stats``, ``reset_peaks``), so tests/unit/test_cuda_windows.py needs no GPU.
 
 >>> class Counters:  # a stand-in allocator with one peak counter
 ...     peak = 0
@@ -24,9 +21,8 @@ from typing import Any
 
 import torch
 
-_PEAK_KEYS = ("allocated_bytes.all.peak", "requested_bytes.all.peak", "reserved_bytes.all.peak")
-# the learner's own torch.cuda counters (m.cuda_counters_before), by their memory_stats keys
-LEARNER_COUNTERS = {
+KINDS = ("allocated", "requested", "reserved")  # the allocator's three byte counters, in memory_stats keys
+LEARNER_COUNTERS = {  # the learner's own torch.cuda counters (m.cuda_counters_before), by their memory_stats keys
     "memory_allocated": "allocated_bytes.all.current",
     "max_memory_allocated": "allocated_bytes.all.peak",
     "memory_reserved": "reserved_bytes.all.current",
@@ -35,24 +31,19 @@ LEARNER_COUNTERS = {
 
 
 class _CudaWindow:
-    """One open viewlab measurement window on a CUDA device (a ``measure`` block, a monitor, a cell)."""
+    """One open measurement window on a CUDA device (a ``measure`` block, a monitor, a cell)."""
 
     def __init__(self, ledger: _CudaLedger, device: torch.device, start: dict[str, int]) -> None:
-        self.ledger = ledger
-        self.device = device
-        self.start = start  # the counters when the window opened
+        self.ledger, self.device, self.start = ledger, device, start  # start: the counters when the window opened
         self.folded: dict[str, int] = {}  # peaks reached inside the window before a later reset
 
     def peak(self, key: str) -> int:
         """Highest value of the peak counter ``key`` since the window opened, across resets."""
         return max(self.folded.get(key, 0), self.ledger.counters.stats(self.device).get(key, 0))
 
-    def close(self) -> None:
-        self.ledger.close(self)
-
 
 class _CudaLedger:
-    """Process-wide record of viewlab's open CUDA windows (see the module docstring)."""
+    """Process-wide record of viewlab's open CUDA windows."""
 
     def __init__(self, counters: Any = None) -> None:
         real = SimpleNamespace(stats=torch.cuda.memory_stats, reset_peaks=torch.cuda.reset_peak_memory_stats)
@@ -64,20 +55,17 @@ class _CudaLedger:
     def open(self, device: torch.device) -> _CudaWindow:
         with self._lock:
             stats = self.counters.stats(device)
-            for key in _PEAK_KEYS:
-                value = stats.get(key, 0)
-                slot = (str(device), key)
+            for key in (f"{kind}_bytes.all.peak" for kind in KINDS):
+                value, slot = stats.get(key, 0), (str(device), key)
                 self.process_peaks[slot] = max(self.process_peaks.get(slot, 0), value)
-                for window in self.windows:
-                    if window.device == device:
-                        window.folded[key] = max(window.folded.get(key, 0), value)
+                for window in (w for w in self.windows if w.device == device):
+                    window.folded[key] = max(window.folded.get(key, 0), value)
             self.counters.reset_peaks(device)
-            window = _CudaWindow(self, device, dict(self.counters.stats(device)))
-            self.windows.append(window)
+            self.windows.append(window := _CudaWindow(self, device, dict(self.counters.stats(device))))
             return window
 
-    def close(self, window: _CudaWindow) -> None:
-        with self._lock:
+    def close(self, window: _CudaWindow | None) -> None:
+        with self._lock:  # None (no window open) closes nothing
             self.windows = [w for w in self.windows if w is not window]
 
     def process_peak(self, device: torch.device, key: str = "allocated_bytes.all.peak") -> int:

@@ -1,8 +1,5 @@
-"""The counting dispatch mode behind the tensor-storage backend (pushed with ``_dispatch.enter_mode``).
-
-Each operator's output whose storage is new is counted with its exact ``nbytes``, and a weakref callback on that
-storage subtracts it again when the last tensor using it dies. Views (an input's storage) count 0, growth by
-``resize_`` or ``out=`` counts the growth, memory borrowed from NumPy or DLPack counts 0.
+"""The counting dispatch mode behind the tensor-storage backend (:mod:`viewlab.memory`): a weakref on each new storage
+subtracts it when it dies; ``resize_`` or ``out=`` count their growth, memory borrowed from NumPy or DLPack 0.
 
 >>> from viewlab._dispatch import enter_mode, remove_mode
 >>> tracker = _StorageTracker(torch.device("cpu"))
@@ -47,23 +44,13 @@ class _StorageTracker(TorchDispatchMode):
 
     def __init__(self, device: torch.device | None, log_ops: bool = False) -> None:
         super().__init__()
-        self.device = device  # None: storages on every device (meta has none)
-        self.log_ops = log_ops
+        self.device, self.log_ops, self.closed = device, log_ops, False  # device None: every device (meta has none)
         self.ops: list[OpRecord] = []
         self._lock = threading.RLock()  # reentrant: a GC-run finaliser may fire while we hold it
         self._counted: dict[int, int] = {}  # storage key -> bytes counted for it
         self._seen_nbytes: dict[int, int] = {}  # storage key -> nbytes when last seen
         self._refs: dict[int, weakref.ref] = {}
-        self.current = 0
-        self.peak = 0
-        self.window_peak = 0  # like peak, but restartable (the monitor's per-cell peak)
-        self.closed = False
-
-    def _matches(self, t: torch.Tensor) -> bool:
-        dev, mine = t.device, self.device
-        if mine is None:
-            return dev.type != "meta"
-        return dev.type == mine.type and (mine.index is None or dev.index == mine.index)
+        self.current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
 
     def _freed(self, key: int, _ref: object = None) -> None:
         with self._lock:
@@ -79,63 +66,49 @@ class _StorageTracker(TorchDispatchMode):
         kwargs = kwargs or {}
         # Only operators that mutate an argument (in-place, out=, resize_) can grow an input's
         # storage; for those, note the input sizes first. Everything else needs identities only.
-        mutable = func._schema.is_mutable
-        before = self._input_storages(args, kwargs, True) if mutable else None
+        before = self._input_storages(args, kwargs, True) if func._schema.is_mutable else None
         out = func(*args, **kwargs)
         if self.closed:
             return out
         outs = tensors_in(out if isinstance(out, (list, tuple)) else (out,))  # also a tuple of lists of tensors
-        new_bytes = 0
-        lift = func is _LIFT_FRESH
-        done: set[int] = set()
+        new_bytes, done = 0, set()
         with self._lock:
             for t in outs:
-                if not self._matches(t):
+                dev, mine = t.device, self.device  # mine None: every device but meta; an index None: any index
+                ours = dev.type != "meta" if mine is None else dev.type == mine.type and mine.index in (None, dev.index)
+                st = storage_of(t) if ours else None
+                if st is None or st._cdata in done:
                     continue
-                st = storage_of(t)
-                if st is None:
-                    continue
-                key = st._cdata
-                if key in done:
-                    continue
+                key, nbytes = st._cdata, st.nbytes()
                 done.add(key)
                 if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
                     continue
-                nbytes = st.nbytes()
                 if key in self._counted:  # ours already: count growth (resize_, out= resizing)
-                    delta = nbytes - self._seen_nbytes[key]
-                    self._seen_nbytes[key] = nbytes
-                    if delta:
-                        self._counted[key] += delta
-                        new_bytes += delta
+                    delta, self._seen_nbytes[key] = nbytes - self._seen_nbytes[key], nbytes
+                    self._counted[key] += delta
+                    new_bytes += delta
                     continue
-                if not lift:
+                if func is not _LIFT_FRESH:
                     if before is None:
                         before = self._input_storages(args, kwargs, False)
                         if key in before:  # a view of an input: no new memory
                             continue
                     elif key in before:  # an input's storage, maybe resized by this op
                         delta = nbytes - before[key]
-                        if delta <= 0:
-                            continue
-                        self._register(st, key, nbytes, delta)
-                        new_bytes += delta
+                        new_bytes += self._register(st, key, nbytes, delta) if delta > 0 else 0
                         continue
-                self._register(st, key, nbytes, nbytes)
-                new_bytes += nbytes
+                new_bytes += self._register(st, key, nbytes, nbytes)
             if new_bytes:
                 self.current += new_bytes
-                self.peak = max(self.peak, self.current)
-                self.window_peak = max(self.window_peak, self.current)
+                self.peak, self.window_peak = max(self.peak, self.current), max(self.window_peak, self.current)
             if self.log_ops:
                 self.ops.append(OpRecord(str(func), new_bytes, tuple(tuple(t.shape) for t in outs)))
         return out
 
-    def _register(self, st: Any, key: int, nbytes: int, counted: int) -> None:
-        self._counted[key] = counted
-        self._seen_nbytes[key] = nbytes
-        # A plain weakref with a callback is the cheapest way to hear about the free.
-        self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))
+    def _register(self, st: Any, key: int, nbytes: int, counted: int) -> int:
+        self._counted[key], self._seen_nbytes[key] = counted, nbytes
+        self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))  # the cheapest way to hear of the free
+        return counted
 
     def close(self) -> None:
         """Stop following frees (drop every weakref) so nothing keeps this tracker alive."""

@@ -1,9 +1,5 @@
-"""What can be measured, once: one :class:`Backend` per source, used by ``measure`` and ``MemoryMonitor`` alike.
-
-Tensor storages (exact bytes, the dispatch mode of :mod:`._tracker`), the CUDA caching allocator (its counters,
-through a window in the ledger of :mod:`._cuda`) and the process RSS (polled, approximate; the monitor only).
-A backend measures from when it is made until :meth:`Backend.close`; :meth:`Backend.read` gives absolute bytes
-(what the monitor plots), :meth:`Backend.since_start` the change since then (what ``measure`` reports).
+"""What can be measured, once: one :class:`Backend` per source (tensor storages, CUDA allocator, process RSS), used
+by ``measure`` and ``MemoryMonitor`` alike (the sources are described in :mod:`viewlab.memory`).
 
 >>> backend = open_backend("storages", torch.device("cpu"))
 >>> backend.enter_thread(); kept = torch.zeros(4, 3); backend.close()
@@ -13,28 +9,26 @@ Reading(allocated=48, peak=48, requested=48, requested_peak=48, reserved=None)
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 
 from .._dispatch import enter_mode, remove_mode
-from ._cuda import _CUDA_LEDGER, LEARNER_COUNTERS, _CudaLedger, _CudaWindow
+from ._cuda import _CUDA_LEDGER, KINDS, LEARNER_COUNTERS, _CudaLedger, _CudaWindow
 from ._tracker import _StorageTracker
 
 
 def rss_bytes() -> int | None:
-    """Resident set size of this process in bytes (approximate: interpreter, libraries and cached memory
-    included), or None where it cannot be read.
+    """Resident set size of this process in bytes (approximate: interpreter, libraries, caches), or None if unknown.
 
     >>> isinstance(rss_bytes(), (int, type(None)))
     True
     """
-    try:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError, AttributeError), open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     try:
         import psutil  # optional
 
@@ -54,7 +48,8 @@ class Reading(NamedTuple):
 
 
 class Backend:
-    """One source of memory numbers. A *window* is a restartable peak (one notebook cell)."""
+    """One source of memory numbers, from when it is made until :meth:`close`: :meth:`read` gives absolute bytes (the
+    monitor's plot), :meth:`since_start` the change (``measure``'s); a *window* is a restartable peak (one cell)."""
 
     label = ""  # what is measured, e.g. "tensor storages (cpu)": m.backend, the monitor's legend
     line = "allocated"  # the monitor's name for its allocated line
@@ -101,21 +96,14 @@ class StorageBackend(Backend):
 
     line = "tensor storages made since start"
     note = (
-        "counts storages returned by operators run in this thread inside the block; storages made "
-        "before it, storages borrowed from NumPy, kernels' internal scratch space and other threads "
-        "are not counted"
+        "counts storages returned by operators run in this thread inside the block; storages made before it, storages "
+        "borrowed from NumPy, kernels' internal scratch space and other threads are not counted"
     )
 
     def __init__(self, device: torch.device | None, log_ops: bool = False, warm: bool = False) -> None:
-        if warm:
-            # The first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per
-            # process). The monitor pays that here, before its timeline starts, not inside the learner's plot.
-            first = _StorageTracker(device)
-            enter_mode(first)
-            try:
+        if warm:  # the first operator under any TorchDispatchMode imports torch._dynamo (seconds, once per process)
+            with _StorageTracker(device) as first:  # so the monitor pays that here, before its timeline starts
                 torch.empty(0)
-            finally:
-                remove_mode(first)
                 first.close()
         self.tracker = _StorageTracker(device, log_ops)
         self.label = label_for("storages", device)
@@ -134,20 +122,15 @@ class StorageBackend(Backend):
         return self.tracker.window_peak
 
 
-def _current(stats: dict[str, int]) -> tuple[int, int, int]:
-    return tuple(stats.get(f"{kind}_bytes.all.current", 0) for kind in ("allocated", "requested", "reserved"))
-
-
 class CudaBackend(Backend):
-    """The caching allocator's counters (allocated = whole blocks, as ``torch.cuda.memory_allocated``), through a
-    ledger window opened when made (and one per cell window). ``log_ops``: a tracker too, for ``m.ops``."""
+    """The caching allocator's counters, through ledger windows (one more per cell); ``log_ops``: a tracker too."""
 
     line = "allocated (cuda allocator)"
     note = (
-        "allocated = whole allocator blocks (as torch.cuda.memory_allocated counts them), requested = "
-        "exact sizes; the peak comes from torch.cuda's process-global peak counter, which measure() "
-        "reset on entry: torch.cuda.max_memory_allocated() now reads the peak since then, and "
-        "m.cuda_counters_before holds what it read before"
+        "allocated = whole allocator blocks (as torch.cuda.memory_allocated counts them), requested = exact sizes; "
+        "the peak comes from torch.cuda's process-global peak counter, which measure() reset on entry: "
+        "torch.cuda.max_memory_allocated() now reads the peak since then, and m.cuda_counters_before holds what it "
+        "read before"
     )
 
     def __init__(self, device: torch.device, log_ops: bool = False, ledger: _CudaLedger | None = None) -> None:
@@ -164,23 +147,22 @@ class CudaBackend(Backend):
         self.window: _CudaWindow = self.ledger.open(self.device)
         self._cell: _CudaWindow | None = None
 
-    @property
-    def start(self) -> Reading:  # type: ignore[override]
-        allocated, requested, reserved = _current(self.window.start)
-        return Reading(allocated, 0, requested, 0, reserved)
+    def _reading(self, stats: dict[str, int], peak: Callable[[str], int] = lambda key: 0) -> Reading:
+        allocated, requested, reserved = (stats.get(f"{kind}_bytes.all.current", 0) for kind in KINDS)
+        allocated_peak, requested_peak = (peak(f"{kind}_bytes.all.peak") for kind in ("allocated", "requested"))
+        return Reading(allocated, allocated_peak, requested, requested_peak, reserved)
+
+    start = property(lambda self: self._reading(self.window.start))  # type: ignore[assignment]
 
     def read(self) -> Reading:
-        allocated, requested, reserved = _current(self.ledger.counters.stats(self.device))
-        peak = self.window.peak
-        return Reading(allocated, peak("allocated_bytes.all.peak"), requested, peak("requested_bytes.all.peak"), reserved)  # fmt: skip
+        return self._reading(self.ledger.counters.stats(self.device), self.window.peak)
 
     def reset_peak(self) -> None:
-        self.window.close()
+        self.ledger.close(self.window)
         self.window = self.ledger.open(self.device)
 
     def begin_window(self) -> None:
-        if self._cell is not None:
-            self._cell.close()
+        self.ledger.close(self._cell)
         self._cell = self.ledger.open(self.device)
 
     def window_peak(self) -> int:
@@ -189,8 +171,7 @@ class CudaBackend(Backend):
     def close(self) -> None:
         super().close()
         for window in (self.window, self._cell):
-            if window is not None:
-                window.close()
+            self.ledger.close(window)
         self._cell = None
 
 
@@ -198,9 +179,7 @@ class RssBackend(Backend):
     """The process's resident memory, polled: a peak between two readings can be missed."""
 
     label = line = "process RSS (approximate)"
-
-    def __init__(self) -> None:
-        self._peak = self._window = 0
+    _peak = _window = 0  # the highest reading since reset_peak() / begin_window()
 
     def read(self) -> Reading:
         value = rss_bytes() or 0

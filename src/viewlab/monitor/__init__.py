@@ -28,18 +28,16 @@ import torch
 
 from .._checks import entry, problem, require_bool, require_choice, require_str, type_error, value_error
 from .._format import fmt_bytes
+from ..draw import PNGFigure
 from ..ipython import in_kernel, on_colab
 from ..memory import resolve_device
 from ..memory.backends import Backend, label_for, open_backend, rss_bytes
 from . import plot
-from .extension import cell_monitor as cell_monitor  # the extension's hooks are reachable here too
-from .extension import load_ipython_extension as load_ipython_extension
-from .extension import unload_ipython_extension as unload_ipython_extension
+from .extension import cell_monitor, load_ipython_extension, unload_ipython_extension  # noqa: F401 - reachable here too
 from .widget import MIN_INTERVAL, LiveView
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
 MAX_INTERVAL = 60.0  # seconds: a monitor that samples less often than this shows nothing live
-_BACKENDS = ("auto", "storages", "cuda", "rss")
 _FRAME_SOURCES = ("auto", "thread", "cell")
 _THREAD_NAME = "viewlab-memory-monitor"
 
@@ -66,8 +64,7 @@ class Mark:
 
 @dataclass(frozen=True)
 class CellRecord:
-    """One cell under ``%load_ext viewlab``: ``allocated_bytes`` is the change from its start to its end (what it
-    still holds), ``peak_bytes`` the highest point above its start while it ran."""
+    """One cell under ``%load_ext viewlab``: ``allocated_bytes`` it still holds at its end, ``peak_bytes`` its peak."""
 
     label: str
     start: float
@@ -78,10 +75,7 @@ class CellRecord:
 
 def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, interval: float) -> None:
     """Thread body. Holds only a weak reference, so a forgotten monitor does not keep it alive."""
-    while not stop.wait(interval):
-        mon = ref()
-        if mon is None:
-            return
+    while not stop.wait(interval) and (mon := ref()) is not None:
         try:
             mon._take_sample()
             view = mon._view
@@ -93,42 +87,29 @@ def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, i
 
 
 class MemoryMonitor:
-    """Sample memory in the background and (in a notebook) plot it live.
-
-    Use it as ``with MemoryMonitor() as mon: ...`` or ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")``
-    annotates the plot.
+    """Sample memory in the background and (in a notebook) plot it live: ``with MemoryMonitor() as mon: ...`` or
+    ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")`` annotates the plot. The widget's buttons act between
+    cells (while a cell runs, the kernel reads no widget events).
 
     Args:
         device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
         interval: seconds between samples, at least 0.25 (at most 4 frames a second).
-        backend: ``"storages"`` (exact bytes of tensor storages made since start, on any device, by the thread
-            that started the monitor), ``"cuda"`` (the caching allocator's counters: allocated, reserved,
-            peak), ``"rss"`` (process resident memory, approximate) or ``"auto"`` (``"cuda"`` when CUDA is
-            available, else ``"storages"``).
+        backend: ``"storages"`` (exact bytes of tensor storages made since start by the thread that started the
+            monitor, on any device), ``"cuda"`` (the caching allocator's counters: allocated, reserved, peak),
+            ``"rss"`` (process resident memory, approximate) or ``"auto"`` (``"cuda"`` if available, else storages).
         rss: also record the process RSS (approximate) as an extra line.
-        display: None shows the live widget only inside a Jupyter kernel; False never displays.
-        title: title for the plot.
-        frames: where live frames are sent from: ``"thread"`` (the sampling thread), ``"cell"`` (the thread
-            running the cell, between two operators and at each mark: Colab's front end does not show widget
-            updates sent from a background thread, googlecolab/colabtools#3373) or ``"auto"`` (``"cell"`` on
-            Colab, else ``"thread"``). ``mon.frames_from`` says which was picked; ``mon.frames`` counts the
-            frames sent. In ``"cell"`` mode an operator that runs for seconds shows no frame until it returns.
-
-    The buttons act between cells: while a cell runs, the kernel reads no widget events (the plot still
-    updates). In a script nothing is displayed; the data is in ``mon.samples``, ``mon.marks``, ``mon.cells``.
+        display: None shows the live widget only inside a Jupyter kernel; False never displays. title: the plot's.
+        frames: where live frames come from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread, as
+            Colab needs: :mod:`.widget`) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from``
+            says which, ``mon.frames`` counts the frames sent.
     """
-
-    samples: list[Sample]
-    marks: list[Mark]
-    cells: list[CellRecord]
-    errors: list[str]  # what went wrong in the sampling thread or a frame (never raised into the cell)
 
     @entry("MemoryMonitor")
     def __init__(
         self, device: Any = None, interval: float = MIN_INTERVAL, backend: str = "auto", rss: bool = False,
         display: bool | None = None, title: str | None = None, frames: str = "auto",
     ) -> None:  # fmt: skip
-        require_choice(backend, "backend", _BACKENDS)
+        require_choice(backend, "backend", ("auto", "storages", "cuda", "rss"))
         if not isinstance(frames, str) or frames not in _FRAME_SOURCES:
             why = "'cell' sends live frames from the cell's own thread, as Colab needs."
             raise value_error("frames", f"one of {', '.join(map(repr, _FRAME_SOURCES))}", frames, why)
@@ -147,13 +128,16 @@ class MemoryMonitor:
         if backend == "cuda" and self.device.type != "cuda":
             fix = "pass device='cuda' or use backend='storages'."
             raise problem(ValueError, f"backend='cuda' needs a CUDA device, got device={str(self.device)!r}; {fix}")
-        self.backend_kind = backend
-        self.interval = float(interval)
+        self.backend_kind, self.interval = backend, float(interval)
         self.display = in_kernel() if display is None else display
         self.frames_from = ("cell" if on_colab() else "thread") if frames == "auto" else frames
-        self.samples, self.marks, self.cells, self.errors = [], [], [], []  # see the class annotations
+        self.samples: list[Sample] = []
+        self.marks: list[Mark] = []
+        self.cells: list[CellRecord] = []
+        self.errors: list[str] = []  # what went wrong in the sampling thread or a frame (never raised into the cell)
         self._source: Backend | None = None
-        self._line, self._backend_label = "allocated", label_for(backend, self.device)
+        # what is measured, e.g. "tensor storages (cpu)" (also the legend's title), and the name of its line
+        self.backend, self._line = label_for(backend, self.device), "allocated"
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop_event: threading.Event | None = None
@@ -162,20 +146,12 @@ class MemoryMonitor:
         self._cell_open: tuple[str, float, int] | None = None  # label, start, allocated at start
         self._cell_mode, self._cell_number = False, 0  # cell mode: %load_ext viewlab (ops per cell, a line per cell)
 
-    # ------------------------------------------------------------------ state
-
-    @property
-    def backend(self) -> str:
-        """Human name of what is measured, e.g. ``"tensor storages (cpu)"`` (also in the legend)."""
-        return self._source.label if self._source is not None else self._backend_label
-
     @property
     def running(self) -> bool:
         return self._thread is not None
 
     @property
     def frames(self) -> int:
-        """Live frames sent to the widget so far."""
         return self._view.frames if self._view is not None else 0
 
     def _now(self) -> float:
@@ -192,8 +168,6 @@ class MemoryMonitor:
                 self.samples = self.samples[::2]
             return sample
 
-    # ------------------------------------------------------------------ control
-
     @entry("mon.start")
     def start(self) -> MemoryMonitor:
         """Start sampling (and, in a notebook, show the live widget). Starting twice is an error.
@@ -204,18 +178,15 @@ class MemoryMonitor:
         """
         if self._thread is not None:
             raise problem(RuntimeError, "this MemoryMonitor is already running; call mon.stop() first.")
-        made_source = entered = False
+        fresh = self._source is None
         try:
             with self._lock:
-                if self._source is None:
+                if fresh:
                     self._source = open_backend(self.backend_kind, self.device, warm=True)
-                    self._line, self._backend_label = self._source.line, self._source.label
-                    made_source = True
-                if not self._cell_mode:
-                    self._source.enter_thread()
-                    entered = True
-                self._t0 = time.perf_counter()
-                self._stop_event = threading.Event()
+                    self.backend, self._line = self._source.label, self._source.line
+                if not self._cell_mode:  # in cell mode, each cell enters (pre_run_cell)
+                    self._source.enter_thread()  # type: ignore[union-attr]
+                self._t0, self._stop_event = time.perf_counter(), threading.Event()
                 self._take_sample()
                 args = (weakref.ref(self), self._stop_event, self.interval)
                 self._thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
@@ -226,11 +197,10 @@ class MemoryMonitor:
                     self._view.enter_hook()  # type: ignore[union-attr]
         except BaseException:  # a failed start leaves no thread, mode or backend behind
             self._end_thread()
-            self._thread = self._stop_event = None
-            if entered:
-                self._source.exit_thread()  # type: ignore[union-attr]
-            if made_source:
-                self._source.close()  # type: ignore[union-attr]
+            if self._source is not None and not self._cell_mode:
+                self._source.exit_thread()  # a no-op where it was not entered
+            if fresh and self._source is not None:
+                self._source.close()
                 self._source = None
             raise
         return self
@@ -241,6 +211,7 @@ class MemoryMonitor:
             self._stop_event.set()
         if self._thread is not None and self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
+        self._thread = self._stop_event = None
         self._exit_hook()
 
     def _show_widget(self) -> None:
@@ -252,17 +223,13 @@ class MemoryMonitor:
             self._view.exit_hook()
 
     def stop(self, show: bool | None = None) -> MemoryMonitor:
-        """Stop the thread, take a last sample, and (in a notebook) show the final PNG + summary.
-
-        Safe to call when not running. ``show=False`` skips the final output.
-        """
+        """Stop, take a last sample, show the final PNG and summary (in a notebook; not with ``show=False``)."""
         if self._thread is None or self._stop_event is None:
             return self
         self._end_thread()
         with self._lock:
             self._take_sample()
             self._offset = self._now()
-            self._thread = self._stop_event = None
             if self._source is not None and not self._cell_mode:
                 self._source.exit_thread()
         final = show if show is not None else self.display
@@ -271,17 +238,14 @@ class MemoryMonitor:
         if final:
             from IPython.display import HTML, display
 
-            from ..draw import PNGFigure
-
             display(PNGFigure(self.png(), alt=self.alt_text()), HTML(self.summary_html()))
         return self
 
     def reset(self) -> MemoryMonitor:
         """Forget samples, marks and cells, and restart the peak from the current value."""
         with self._lock:
-            self.samples.clear()
-            self.marks.clear()
-            self.cells.clear()
+            for records in (self.samples, self.marks, self.cells):
+                records.clear()
             self._cell_number, self._offset, self._t0 = 0, 0.0, time.perf_counter()
             if self._source is not None:
                 self._source.reset_peak()
@@ -309,19 +273,16 @@ class MemoryMonitor:
             raise problem(RuntimeError, "works while the monitor runs; call mon.start() (or use `with`) first.")
         with self._lock:
             sample = self._take_sample()  # so the plot's lines step exactly at the mark
-            mark = Mark(sample.t, label.strip(), sample.allocated)
-            self.marks.append(mark)
+            self.marks.append(mark := Mark(sample.t, label.strip(), sample.allocated))
         if self._view is not None:
             self._view.after_mark()
         return mark
 
-    def __enter__(self) -> MemoryMonitor:
-        return self.start()
+    __enter__ = start
 
     def __exit__(self, *exc: object) -> None:
-        # Runs on normal exit, on exceptions and on KeyboardInterrupt alike. After an error the final
-        # plot is still shown (it is what memory looked like just before the failure, e.g. an OOM),
-        # but a failure to draw it must never hide the original exception.
+        # Also on exceptions and KeyboardInterrupt: the final plot shows memory just before the failure (an OOM,
+        # say), but a failure to draw it must never hide the original exception.
         try:
             self.stop()
         except Exception:  # noqa: BLE001
@@ -331,9 +292,8 @@ class MemoryMonitor:
             self.close()
 
     def __del__(self) -> None:
-        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its
-        # dispatch modes behind, or every later operator stays slow. Mode stacks are per thread: this
-        # removes them when the last reference goes on the thread that started it (the usual case).
+        # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its modes behind
+        # (every later operator would stay slow); mode stacks are per thread: this works on the one that started it.
         with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
             if getattr(self, "_stop_event", None) is not None:
                 self._stop_event.set()
@@ -341,17 +301,12 @@ class MemoryMonitor:
             if getattr(self, "_source", None) is not None:
                 self._source.close()
 
-    # ------------------------------------------------------------------ cells (IPython events)
-
     def pre_run_cell(self, info: Any = None) -> None:
         """IPython ``pre_run_cell`` hook: open a cell record (and track ops while the cell runs)."""
         if not self.running or self._cell_open is not None:
             return
-        # Cells are numbered by the monitor (#1, #2, ...), not by IPython's execution count: that count is
-        # not advanced by every front end (nbval runs cells without history), so it would not be stable.
-        self._cell_number += 1
+        self._cell_number += 1  # #1, #2, ...: not IPython's execution count, which nbval, say, does not advance
         with self._lock:
-            assert self._source is not None
             if self._cell_mode:
                 self._source.enter_thread()  # the storage backend sees this cell's operators
                 if self.frames_from == "cell" and self._view is not None:
@@ -362,49 +317,42 @@ class MemoryMonitor:
 
     def post_run_cell(self, result: Any = None) -> None:
         """IPython ``post_run_cell`` hook: close the cell record and print one line about it."""
-        if self._cell_open is None:
-            return
-        if self._source is None:  # closed during the cell
+        if self._cell_open is None or self._source is None:  # none open, or the monitor closed during the cell
             self._cell_open = None
             return
         with self._lock:
             label, start, allocated0 = self._cell_open
             sample = self._take_sample() if self.running else self.samples[-1]
-            peak = max(0, self._source.window_peak() - allocated0)
+            held, peak = sample.allocated - allocated0, max(0, self._source.window_peak() - allocated0)
             if self._cell_mode:
                 self._exit_hook()
                 self._source.exit_thread()
-            record = CellRecord(label, start, sample.t, sample.allocated - allocated0, peak)
-            self.cells.append(record)
+            self.cells.append(CellRecord(label, start, sample.t, held, peak))
             self._cell_open = None
         if self._cell_mode:
-            print(
-                f"[viewlab] cell {record.label}: {record.allocated_bytes:+,} B still held, "
-                f"peak +{record.peak_bytes:,} B ({self.backend})"
-            )
+            print(f"[viewlab] cell {label}: {held:+,} B still held, peak +{peak:,} B ({self.backend})")
 
-    # ------------------------------------------------------------------ pictures: viewlab.monitor.plot
-
-    def _data(self) -> tuple[list[Sample], list[Mark], list[CellRecord]]:
+    def _draw(self, draw: Any, styled: bool = True) -> Any:
+        """``draw`` (a function of :mod:`.plot`) of a snapshot of the data, taken under the lock."""
         with self._lock:
-            return list(self.samples), list(self.marks), list(self.cells)
-
-    def _style(self) -> dict[str, Any]:
-        kind, running = self.backend_kind, self.running
-        return {"backend": self.backend, "line": self._line, "peak_line": kind != "rss", "running": running, "title": self.title}  # fmt: skip
+            data = list(self.samples), list(self.marks), list(self.cells)
+        if not styled:
+            return draw(*data, backend=self.backend)
+        style = {"line": self._line, "peak_line": self.backend_kind != "rss", "running": self.running}
+        return draw(*data, backend=self.backend, title=self.title, **style)
 
     def figure(self) -> Any:
         """The current plot as a matplotlib ``Figure`` (:func:`.plot.figure`)."""
-        return plot.figure(*self._data(), **self._style())
+        return self._draw(plot.figure)
 
     def png(self) -> bytes:
         """The current plot as PNG bytes."""
-        return plot.png(*self._data(), **self._style())
+        return self._draw(plot.png)
 
     def alt_text(self) -> str:
         """A sentence describing the plot for screen readers (used as the PNG's alt text)."""
-        return plot.alt_text(*self._data(), backend=self.backend)
+        return self._draw(plot.alt_text, styled=False)
 
     def summary_html(self) -> str:
         """An HTML table of the result: backend, duration, final and peak bytes, marks, cells."""
-        return plot.summary_html(*self._data(), backend=self.backend)
+        return self._draw(plot.summary_html, styled=False)

@@ -1,5 +1,5 @@
-"""``%load_ext viewlab``: one always-on monitor whose ``pre_run_cell`` / ``post_run_cell`` hooks give each cell a
-:class:`~viewlab.monitor.CellRecord` and one printed line; ``%unload_ext viewlab`` shows the final plot and table.
+"""``%load_ext viewlab``: one always-on monitor whose hooks give each cell a :class:`~viewlab.monitor.CellRecord`
+and one printed line; ``%unload_ext viewlab`` shows the final plot and table.
 
 >>> cell_monitor() is None
 True
@@ -23,8 +23,10 @@ def cell_monitor() -> MemoryMonitor | None:
     return _CELL_MONITOR
 
 
-def _hooks(mon: MemoryMonitor) -> tuple[tuple[str, Any], ...]:
-    return (("pre_run_cell", mon.pre_run_cell), ("post_run_cell", mon.post_run_cell))
+def _unhook(events: Any, mon: MemoryMonitor) -> None:
+    for hook in (mon.pre_run_cell, mon.post_run_cell):  # each hook is named after its IPython event
+        with contextlib.suppress(ValueError):  # not registered (IPython raises ValueError)
+            events.unregister(hook.__name__, hook)
 
 
 @entry("load_ipython_extension")
@@ -41,14 +43,11 @@ def load_ipython_extension(ip: Any, **kwargs: Any) -> MemoryMonitor:
     mon = MemoryMonitor(**kwargs)
     mon._cell_mode = True
     mon.start()
-    registered = []
     try:
-        for name, hook in _hooks(mon):
-            events.register(name, hook)
-            registered.append((name, hook))
+        for hook in (mon.pre_run_cell, mon.post_run_cell):
+            events.register(hook.__name__, hook)
     except BaseException:  # leave nothing behind: no hook, no thread, no mode
-        for name, hook in registered:
-            events.unregister(name, hook)
+        _unhook(events, mon)
         mon.close()
         raise
     _CELL_MONITOR = mon
@@ -61,12 +60,7 @@ def unload_ipython_extension(ip: Any) -> None:
     mon, _CELL_MONITOR = _CELL_MONITOR, None
     if mon is None:
         return
-    for name, hook in _hooks(mon):
-        with contextlib.suppress(ValueError):  # already unregistered
-            ip.events.unregister(name, hook)
-    if mon._cell_open is not None:  # the unload cell itself is not recorded
-        mon._cell_open = None
-        if mon._source is not None:
-            mon._source.exit_thread()
+    _unhook(ip.events, mon)
+    mon._cell_open = None  # the unload cell itself is not recorded (close() leaves the mode it entered)
     mon.stop()
     mon.close()

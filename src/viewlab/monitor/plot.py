@@ -1,7 +1,5 @@
-"""The monitor's pictures and words, as pure functions of its data: samples, marks, cells and labels.
-
-Nothing here reads a running monitor: :class:`~viewlab.monitor.MemoryMonitor` takes a snapshot of its
-data under its lock and passes it in, so every picture can be drawn (and tested) from plain records.
+"""The monitor's pictures and words, as pure functions of its data (samples, marks, cells, labels): nothing here
+reads a running monitor, so every picture can be drawn and tested from plain records.
 
 >>> from viewlab.monitor import Mark, Sample
 >>> samples = [Sample(0.0, 0, 0), Sample(0.5, 4096, 8192)]
@@ -18,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._format import exact_bytes, fmt_bytes
+from ..draw import render_png
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -30,38 +29,26 @@ __all__ = ["figure", "png", "alt_text", "summary_html"]
 DPI = 80  # 7 inches wide: the 560-pixel widget image
 
 
-def _thin(samples: Samples) -> list[Sample]:
-    """At most ~800 points to draw; the last (exact) sample is always kept."""
-    samples = list(samples)
-    return samples[:: len(samples) // 400][:-1] + samples[-1:] if len(samples) > 800 else samples
-
-
 def figure(
     samples: Samples, marks: Marks = (), cells: Cells = (), *, backend: str = "", line: str = "allocated",
     peak_line: bool = True, running: bool = False, title: str | None = None,
 ) -> Figure:  # fmt: skip
-    """The plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched): allocated, peak (unless
-    ``peak_line`` is False), reserved and RSS where measured, marks as labelled lines, cells as shaded spans
-    plus a panel of one labelled bar per cell. ``running``: the axis of a live plot starts 1 s wide."""
+    """The plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched): allocated, peak (unless ``peak_line`` is
+    False), reserved and RSS where measured, marks as labelled lines, cells as shaded spans plus a panel of one labelled
+    bar per cell (a quick cell is a sliver on the timeline). ``running``: the axis of a live plot starts 1 s wide."""
     from matplotlib.figure import Figure
 
-    samples = _thin(samples)
-    # With cells (cell mode), a second panel gives each cell a labelled bar: on the timeline a quick cell
-    # is a sliver, but its bytes still deserve to be read.
+    samples = list(samples)  # at most ~800 points to draw; the last (exact) sample is always kept
+    samples = samples[:: len(samples) // 400][:-1] + samples[-1:] if len(samples) > 800 else samples
     fig = Figure(figsize=(7.0, 4.6 if cells else 3.0), dpi=DPI, facecolor="white")
-    if cells:
-        ax, bars = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2]})
-    else:
-        ax, bars = fig.add_subplot(1, 1, 1), None
+    ax, bars = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2]}) if cells else (fig.add_subplot(1, 1, 1), None)
     peak_all = max([max(s.peak, s.allocated, s.reserved or 0, s.rss or 0) for s in samples] or [1])
     scale, unit = next(((f, u) for f, u in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")) if peak_all >= f), (1, "B"))
     ts = [s.t for s in samples]
+    on_top = {"xycoords": ax.get_xaxis_transform(), "textcoords": "offset points", "va": "top"}  # labels hang from it
     for idx, cell in enumerate(cells):
         ax.axvspan(cell.start, cell.end, color="#56B4E9" if idx % 2 else "#E69F00", alpha=0.15, lw=0)
-        ax.annotate(
-            cell.label, (cell.start, 1.0), xycoords=ax.get_xaxis_transform(), xytext=(1, -2),
-            textcoords="offset points", fontsize=7, va="top", color="#444444",
-        )  # fmt: skip
+        ax.annotate(cell.label, (cell.start, 1.0), xytext=(1, -2), fontsize=7, color="#444444", **on_top)
     if samples:
         steps = {"drawstyle": "steps-post"}
         measured = {key: any(getattr(s, key) is not None for s in samples) for key in ("reserved", "rss")}
@@ -74,26 +61,19 @@ def figure(
             if shown:
                 values = [(getattr(s, key) or 0) / scale for s in samples]
                 ax.plot(ts, values, label=f"{name}: {exact_bytes(getattr(samples[-1], key))}", **style)
+    box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
     for idx, mark in enumerate(marks):
         ax.axvline(mark.t, color="#CC79A7", lw=1)
         # Staggered heights and a white box, so neighbouring labels neither overlap nor vanish into a line.
-        ax.annotate(
-            mark.label, (mark.t, 0.92 - 0.17 * (idx % 4)), xycoords=ax.get_xaxis_transform(), xytext=(3, 0),
-            textcoords="offset points", fontsize=8, color="#6a3d5a", va="top",
-            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
-        )  # fmt: skip
-    ax.set_xlabel("seconds since start")
-    ax.set_ylabel(unit)
-    # Never a zero-height axis (the first frame, before anything is allocated, has peak 0).
-    ax.set_ylim(bottom=0, top=max(peak_all, 1) / scale * 1.12 if samples else 1.0)
-    # While live, a readable axis from the first sample on; once there is data, the data's own extent.
-    ax.set_xlim(0, max(ts[-1] if ts else 0.0, 1.0 if running else 1e-3) * 1.02)
+        y = 0.92 - 0.17 * (idx % 4)
+        ax.annotate(mark.label, (mark.t, y), xytext=(3, 0), fontsize=8, color="#6a3d5a", bbox=box, **on_top)
+    top = max(peak_all, 1) / scale * 1.12 if samples else 1.0  # never a zero-height axis (the first frame has peak 0)
+    right = max(ts[-1] if ts else 0.0, 1.0 if running else 1e-3) * 1.02  # live: 1 s wide at first, later the data's
+    ax.set(xlabel="seconds since start", ylabel=unit, ylim=(0, top), xlim=(0, right))
     fig.suptitle(title or f"memory: {backend}", fontsize=10)
     if samples:  # above the plot, so it never hides a line or a mark
-        ax.legend(
-            loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=7, title=backend, title_fontsize=7,
-            frameon=False, alignment="left",
-        )  # fmt: skip
+        legend = {"title_fontsize": 7, "frameon": False, "alignment": "left"}
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=7, title=backend, **legend)
     ax.grid(alpha=0.3)
     if bars is None:
         fig.subplots_adjust(left=0.09, right=0.98, top=0.76, bottom=0.16)  # fixed: tight_layout costs a frame's time
@@ -103,14 +83,11 @@ def figure(
     held = [max(c.allocated_bytes, 0) / scale for c in cells]
     bars.bar(xs, held, width=0.45, color="#0072B2", label="still held after it")
     for x, c in zip(xs, cells):
-        bars.annotate(
-            f"+{c.allocated_bytes:,} B held\npeak +{c.peak_bytes:,} B", (x, c.peak_bytes / scale), xytext=(0, 2),
-            textcoords="offset points", ha="center", va="bottom", fontsize=7,
-        )  # fmt: skip
+        text, at = f"+{c.allocated_bytes:,} B held\npeak +{c.peak_bytes:,} B", (x, c.peak_bytes / scale)
+        bars.annotate(text, at, xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7)
     bars.set_xticks(list(xs), [c.label for c in cells], fontsize=8)
-    bars.set_ylabel(unit)
-    bars.set_ylim(0, max([c.peak_bytes for c in cells] + [1]) / scale * 1.45)
-    bars.set_xlim(-0.6, len(cells) - 0.4)
+    top = max([c.peak_bytes for c in cells] + [1]) / scale * 1.45
+    bars.set(ylabel=unit, ylim=(0, top), xlim=(-0.6, len(cells) - 0.4))
     bars.set_title("per cell", fontsize=9)
     bars.legend(loc="upper left", fontsize=7)
     bars.grid(alpha=0.3, axis="y")
@@ -120,8 +97,6 @@ def figure(
 
 def png(samples: Samples, marks: Marks = (), cells: Cells = (), **labels: Any) -> bytes:
     """:func:`figure` as PNG bytes (through ``viewlab.draw.render_png``: the same bytes for the same data)."""
-    from ..draw import render_png
-
     return render_png(figure(samples, marks, cells, **labels), dpi=DPI)
 
 
@@ -129,35 +104,20 @@ def alt_text(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
     """A sentence describing the plot for screen readers (the final PNG's alt text)."""
     if not samples:
         return f"Empty memory plot ({backend}): no samples yet."
-    last = samples[-1]
-    text = (
-        f"Memory over {last.t:.1f} s measured by {backend}: "
-        f"{fmt_bytes(last.allocated)} allocated at the end, peak {fmt_bytes(max(s.peak for s in samples))}"
-    )
-    if last.reserved is not None:
-        text += f", {fmt_bytes(last.reserved)} reserved"
-    if marks:
-        text += "; marks: " + ", ".join(m.label for m in marks)
-    if cells:
-        text += f"; {len(cells)} cells shaded"
-    return text + "."
+    last, peak = samples[-1], fmt_bytes(max(s.peak for s in samples))
+    text = f"Memory over {last.t:.1f} s measured by {backend}: {fmt_bytes(last.allocated)} allocated at the end"
+    text += f", peak {peak}" + (f", {fmt_bytes(last.reserved)} reserved" if last.reserved is not None else "")
+    text += ("; marks: " + ", ".join(m.label for m in marks)) if marks else ""
+    return text + (f"; {len(cells)} cells shaded" if cells else "") + "."
 
 
 def summary_html(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
-    """An HTML table of the result: backend, duration, final and peak bytes, marks, cells.
-
-    On the tensor-storage backend every number except the duration is deterministic.
-    """
-    rows = [("backend", backend)]
-    if samples:
-        last = samples[-1]
-        rows += [
-            ("duration", f"{last.t:.1f} s"),
-            ("allocated at stop", f"{last.allocated:,} B"),
-            ("peak", f"{max(s.peak for s in samples):,} B"),
-        ]
-        if last.reserved is not None:
-            rows.append(("reserved at stop", f"{last.reserved:,} B"))
+    """An HTML table of the result (on the tensor-storage backend every number but the duration is deterministic)."""
+    rows, last = [("backend", backend)], samples[-1] if samples else None
+    if last is not None:
+        rows += [("duration", f"{last.t:.1f} s"), ("allocated at stop", f"{last.allocated:,} B")]
+        rows += [("peak", f"{max(s.peak for s in samples):,} B")]
+        rows += [("reserved at stop", f"{last.reserved:,} B")] if last.reserved is not None else []
     rows += [(f"mark: {m.label}", f"{m.allocated:,} B allocated") for m in marks]
     rows += [(f"cell {c.label}", f"{c.allocated_bytes:+,} B held, peak +{c.peak_bytes:,} B") for c in cells]
     body = "".join(

@@ -1,9 +1,7 @@
-"""The monitor's live view: a core ``ipywidgets.Image`` (no ipympl, so it works on Colab) and three buttons.
-
-Each frame is a PNG sent as the image's new value, never two within :data:`MIN_INTERVAL` seconds, from the
-sampling thread or (``frames="cell"``) from the cell's thread: the view is then a dispatch mode there, whose
-cost between two frames is one clock read per operator. The view and its buttons hold the monitor weakly:
-ipywidgets keeps every widget alive, and a dropped monitor must be collectable.
+"""The monitor's live view (:mod:`viewlab.monitor`): an ``ipywidgets.Image`` (no ipympl: it works on Colab), three
+buttons, a PNG per frame, never two within :data:`MIN_INTERVAL` s. Colab shows no widget update sent from a background
+thread (googlecolab/colabtools#3373): with ``frames="cell"`` the view is a dispatch mode on the cell's thread, sending
+frames between two operators (one clock read each) and at marks, so a seconds-long operator shows none till it ends.
 
 >>> MIN_INTERVAL
 0.25
@@ -34,19 +32,17 @@ def _click(ref: weakref.ReferenceType[MemoryMonitor], action: str, _button: Any 
 
 
 class LiveView(TorchDispatchMode):
-    """The widget of one monitor, displayed once; :meth:`send` sends a frame. As a dispatch mode (entered with
-    :meth:`enter_hook`), it samples and sends a frame from the cell's thread after an operator when one is due."""
+    """The widget of one monitor, displayed once; :meth:`send` sends a frame (so does the mode :meth:`enter_hook`)."""
 
     def __init__(self, monitor: MemoryMonitor) -> None:
         import ipywidgets as w
         from IPython.display import display
 
         super().__init__()
+        # held weakly (the buttons too): ipywidgets keeps every widget alive; a dropped monitor must be collectable
         self._monitor = weakref.ref(monitor)
-        self.frames = 0  # live frames sent
-        self.time = 0.0  # perf_counter() of the last frame sent
-        self.cost = 0.0  # seconds the last frame took to draw
-        self.due = 0.0  # frames="cell": perf_counter() time from which the next frame may be sent
+        # frames sent; perf_counter() of the last one and seconds it took to draw; (frames="cell") when the next is due
+        self.frames, self.time, self.cost, self.due = 0, 0.0, 0.0, 0.0
         self._lock = threading.Lock()  # not the monitor's lock: the cell's own thread must never wait for a frame
         self.image = w.Image(format="png", layout=w.Layout(width="560px"))
         buttons = [w.Button(description=name, layout=w.Layout(width="70px")) for name in ("start", "stop", "reset")]
@@ -57,10 +53,8 @@ class LiveView(TorchDispatchMode):
         # Shown once, as the same bundle ipywidgets 7 and 8 send, but with a readable text/plain: that is
         # what GitHub, nbviewer and other viewers without the widget show instead of "VBox(children=...".
         view = {"version_major": 2, "version_minor": 0, "model_id": self.box.model_id}
-        text = (
-            f"[live memory monitor: {monitor.backend}; a widget that updates while cells run. "
-            "Its final plot and summary table are stored below it when it stops.]"
-        )
+        stored = "Its final plot and summary table are stored below it when it stops."
+        text = f"[live memory monitor: {monitor.backend}; a widget that updates while cells run. {stored}]"
         display({"application/vnd.jupyter.widget-view+json": view, "text/plain": text}, raw=True)
         handle = getattr(self.box, "_handle_displayed", None)
         if callable(handle):
@@ -78,8 +72,7 @@ class LiveView(TorchDispatchMode):
         mon = self._monitor()
         if mon is None or (not wait and time.perf_counter() - self.time < MIN_INTERVAL):
             return False
-        start = time.perf_counter()
-        png = mon.png()
+        start, png = time.perf_counter(), mon.png()
         with self._lock:
             if time.perf_counter() - self.time < MIN_INTERVAL:  # never two frames within 0.25 s
                 if not wait:
@@ -87,13 +80,11 @@ class LiveView(TorchDispatchMode):
                 time.sleep(MIN_INTERVAL - (time.perf_counter() - self.time))
             self.image.value = png
             self.time = time.perf_counter()
-            self.cost = self.time - start
-            self.frames += 1
+            self.cost, self.frames = self.time - start, self.frames + 1
         return True
 
     def gap(self) -> float:
-        """Seconds between frames: at most 4 a second; on a slow machine drawing takes at most about a quarter of
-        the time (it competes with the cell for the GIL), but a frame still comes at least every second."""
+        """Seconds between frames: ``interval``, or 3x the last frame's drawing time (it competes for the GIL), <= 1."""
         mon = self._monitor()
         return min(max(mon.interval if mon is not None else MIN_INTERVAL, 3 * self.cost), 1.0)
 
@@ -111,21 +102,17 @@ class LiveView(TorchDispatchMode):
 
     def after_mark(self) -> None:
         """A mark in cell mode: its frame now, or at the next operator when the last frame was just sent."""
-        if self._hooked:
-            if time.perf_counter() - self.time >= MIN_INTERVAL:
-                self.from_cell()
-            else:
-                self.due = self.time + MIN_INTERVAL
-
-    _hooked = False  # entered as a dispatch mode at least once (frames="cell")
+        if self._hooked and time.perf_counter() - self.time >= MIN_INTERVAL:
+            self.from_cell()
+        elif self._hooked:
+            self.due = self.time + MIN_INTERVAL
 
     def enter_hook(self) -> None:
-        self._hooked = True
-        self.due = self.time + self.gap()
+        self._hooked, self.due = True, self.time + self.gap()
         enter_mode(self)
 
-    def exit_hook(self) -> None:
-        remove_mode(self)
+    _hooked = False  # entered as a dispatch mode at least once (frames="cell")
+    exit_hook = remove_mode  # off this thread's mode stack, by identity
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         out = func(*args, **(kwargs or {}))
