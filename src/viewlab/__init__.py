@@ -27,7 +27,7 @@ from .errors import BroadcastError, BroadcastStretchError, BroadcastWarning, Cop
 from .ipython import held_by_ipython, release_ipython_refs
 from .layout import Layout, layout, shares_storage, storage_indices
 from .memory import Measurement, OpRecord, measure
-from .monitor import MemoryMonitor
+from .monitor import MemoryMonitor, load_ipython_extension, unload_ipython_extension  # noqa: F401 - %load_ext viewlab finds them
 from .sentinels import views_only, watch_broadcasts
 from .viewops import OFFICIAL_VIEW_OPS, OP_CASES, observe, view_op_table
 
@@ -75,25 +75,3 @@ def __getattr__(name: str):  # noqa: ANN202 - a module attribute hook
     if name in _SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'viewlab' has no attribute {name!r}")
-
-
-def load_ipython_extension(ipython):  # noqa: ANN001 - IPython's hook signature
-    """``%load_ext viewlab``: an always-on memory monitor that marks and measures every cell.
-
-    >>> callable(load_ipython_extension)
-    True
-    """
-    from .monitor import load_ipython_extension as _load
-
-    _load(ipython)
-
-
-def unload_ipython_extension(ipython):  # noqa: ANN001
-    """``%unload_ext viewlab``: stop the cell monitor and show its final plot and per-cell table.
-
-    >>> callable(unload_ipython_extension)
-    True
-    """
-    from .monitor import unload_ipython_extension as _unload
-
-    _unload(ipython)
