@@ -231,6 +231,9 @@ def test_channels_last_is_contiguous_in_the_default_format_only_at_the_edges(n, 
 
 
 @pytest.mark.rule(
+    "03", "`channels_last` keeps the shape, changes the strides; converting copies unless already in that format."
+)
+@pytest.mark.rule(
     "03",
     "Converting moves every element, so it copies, unless the tensor already is in that format (an NCHW tensor "
     "with `C = 1` or `H·W = 1` is): then it returns the tensor itself",
