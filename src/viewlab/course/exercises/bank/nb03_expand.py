@@ -224,8 +224,9 @@ register(
         hints=(
             "Find the region each write writes to: e itself, a row e[0] (three distinct elements), an element "
             "e[0, 1], or a column e[:, 1] (four indices on one element). Does it have two indices on one element?",
-            "The check is skipped by one kind of write only: fill_ / zero_ with a Python number. fill_ with a "
-            "tensor, and an assignment e[...] = 5 (the number becomes a tensor), keep it.",
+            "Of the writes listed, one kind skips the check: fill_ / zero_ with a Python number (advanced-index "
+            "writes, e[mask] = 5 or index_put_, skip it too; none is listed). fill_ with a tensor, and an "
+            "assignment e[...] = 5 (the number becomes a tensor), keep it.",
         ),
         why=(
             "A write is refused when two elements of the region it writes share one memory location, whatever the "

@@ -36,7 +36,8 @@ register(
         title="A causal mask by broadcasting",
         statement=(
             "Given ints q_len and k_len (>= 0), return a bool tensor of shape (q_len, k_len) that is True exactly "
-            "where key position j <= query position i (query i may look at itself and the past). Build it by "
+            "where key position j <= query position i (query i may look at itself and the past; top-left aligned, "
+            "query 0 beside key 0, as is_causal=True does when q_len != k_len). Build it by "
             "comparing a column of query positions with a row of key positions: no Python loop or list, no tril "
             "(nor triu)."
         ),

@@ -1,0 +1,420 @@
+"""Notebook 03's general sentences, each checked against torch over generated inputs (sizes 0, 1 and more,
+new leading dims, sliced, transposed and expanded tensors, channels_last, overlapping windows)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from tests.conftest import RULE_SETTINGS
+
+pytestmark = pytest.mark.nb03
+
+small = st.integers(0, 3)
+shapes = st.lists(small, min_size=0, max_size=3).map(tuple)
+
+
+def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+@st.composite
+def layouts(draw, ndim=None) -> torch.Tensor:
+    """A tensor of any layout: contiguous, transposed, sliced with a step and an offset, or expanded."""
+    shape = draw(st.lists(small, min_size=ndim or 0, max_size=ndim or 3).map(tuple))
+    kind = draw(st.sampled_from(["contiguous", "transposed", "sliced", "expanded"]))
+    n = math.prod(shape)
+    if kind == "transposed" and len(shape) >= 2:
+        return torch.arange(float(n)).reshape(shape[::-1]).permute(*reversed(range(len(shape))))
+    if kind == "sliced" and shape:
+        return torch.arange(float(2 * n + 1))[1::2][:n].reshape(shape)  # offset 1, step 2
+    if kind == "expanded" and shape:
+        small_shape = tuple(1 if draw(st.booleans()) else s for s in shape)
+        return torch.arange(float(math.prod(small_shape))).reshape(small_shape).expand(shape)
+    return torch.arange(float(n)).reshape(shape)
+
+
+@pytest.mark.rule(
+    "03",
+    "`out._base` (the tensor that owns the memory a view reads, even for a view of a view; `None` for an owner, "
+    "and for `detach()`, which shares the memory yet is no view)",
+)
+@RULE_SETTINGS
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), chain=st.lists(st.integers(0, 3), max_size=4)
+)
+def test_base_names_the_owner_through_a_chain_of_views_but_not_after_detach(shape, chain):
+    owner = torch.randn(shape)
+    assert owner._base is None
+    v = owner
+    steps = [
+        lambda t: t[..., :1],
+        lambda t: t.unsqueeze(0),
+        lambda t: t.expand(2, *t.shape),
+        lambda t: t.transpose(0, -1),
+    ]
+    for k in chain:
+        v = steps[k](v)
+        assert (v._base is owner) or (v is owner)  # a view of a view still names the owner
+    d = owner.detach()
+    assert d._base is None and _shares(d, owner)  # shares memory, yet no _base: compare data_ptr instead
+
+
+@pytest.mark.rule("03", "On a size-1 dim all six agree in value.")
+@RULE_SETTINGS
+@given(rows=small, n=small)
+def test_the_six_ops_agree_on_a_size_one_dim(rows, n):
+    col = torch.arange(float(rows)).reshape(rows, 1)
+    want = col.expand(rows, n)
+    for got in (
+        col.expand_as(torch.empty(rows, n)),
+        torch.broadcast_to(col, (rows, n)),
+        col.repeat(1, n),
+        col.tile((1, n)),
+        col.repeat_interleave(n, dim=1),
+    ):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.rule(
+    "03",
+    "And `repeat` wants at least one count per existing dim, where `tile` pads missing counts with 1 "
+    "(like NumPy's `tile`)",
+)
+@RULE_SETTINGS
+@given(x=layouts(), counts=st.lists(small, min_size=1, max_size=4).map(tuple))
+def test_repeat_needs_a_count_per_dim_and_tile_pads_with_ones(x, counts):
+    padded = (1,) * max(0, x.dim() - len(counts)) + counts
+    assert torch.equal(x.tile(counts), x.repeat(padded))
+    if len(counts) < x.dim():
+        with pytest.raises(RuntimeError, match="Number of dimensions of repeat dims"):
+            x.repeat(counts)
+
+
+@pytest.mark.rule(
+    "03",
+    "New dims may be added **in front** only (they get stride 0 too, unless of size 1), and `-1` is not allowed "
+    "there because there is no size to keep.",
+)
+@RULE_SETTINGS
+@given(shape=shapes, new=st.lists(small, min_size=1, max_size=2).map(tuple))
+def test_new_leading_dims_get_stride_zero_unless_size_one(shape, new):
+    x = torch.zeros(shape)
+    e = x.expand(*new, *shape)
+    assert all(s == 0 for n, s in zip(new, e.stride()) if n != 1)
+    assert e.stride()[len(new) :] == x.stride()  # the existing dims kept their size, so their stride
+    with pytest.raises(RuntimeError):
+        x.expand(-1, *shape)
+    if any(s not in (1, n) for s, n in zip(shape, new[-len(shape) :])) and len(new) >= len(shape) >= 1:
+        with pytest.raises(RuntimeError):  # a new dim at the end: sizes align from the right
+            x.expand(*shape, *new)
+
+
+@pytest.mark.rule("03", "A dim whose size is not 1 cannot be stretched")
+@RULE_SETTINGS
+@given(shape=st.lists(small, min_size=1, max_size=3).map(tuple), dim=st.integers(0, 2), target=small)
+def test_only_size_one_dims_stretch(shape, dim, target):
+    dim = dim % len(shape)
+    x = torch.zeros(shape)
+    want = list(shape)
+    want[dim] = target
+    if shape[dim] in (1, target):
+        assert x.expand(want).shape == tuple(want)
+    else:
+        with pytest.raises(RuntimeError, match="non-singleton dimension"):
+            x.expand(want)
+
+
+@pytest.mark.rule(
+    "03",
+    "`expand_as(other)` is `expand(other.shape)`, nothing more: `other`'s values, dtype, device and strides are "
+    "ignored.",
+)
+@RULE_SETTINGS
+@given(x=layouts(), extra=st.lists(small, max_size=2), dtype=st.sampled_from([torch.float64, torch.int8, torch.bool]))
+def test_expand_as_is_expand_of_the_shape(x, extra, dtype):
+    target = (*extra, *[s if s != 1 else 3 for s in x.shape])
+    other = torch.zeros(target[::-1], dtype=dtype, device="meta")
+    other = other.permute(*reversed(range(len(target)))) if len(target) >= 2 else other.reshape(target)
+    a, b = x.expand_as(other), x.expand(other.shape)
+    assert a.shape == b.shape and a.stride() == b.stride() and a.dtype == x.dtype and a.device == x.device
+    assert _shares(a, x) and torch.equal(a, b)
+
+
+@pytest.mark.rule(
+    "03",
+    "`x.unfold(dim, size, step)` returns every window of `size` elements, `step` apart, as a view: a new last dim "
+    "walks inside a window with the dim's own stride (1 here), and the window dim gets `step` times that stride.",
+)
+@RULE_SETTINGS
+@given(x=layouts(), dim=st.integers(0, 2), size=small, step=st.integers(1, 3))
+def test_unfold_strides(x, dim, size, step):
+    assume(x.dim() >= 1)
+    dim = dim % x.dim()
+    assume(size <= x.shape[dim])
+    w = x.unfold(dim, size, step)
+    assert _shares(w, x) and w.stride()[-1] == x.stride(dim) and w.stride(dim) == step * x.stride(dim)
+    for i in range(w.shape[dim]):
+        assert torch.equal(w.select(dim, i), x.narrow(dim, i * step, size).movedim(dim, -1))
+
+
+@pytest.mark.rule("03", "There are `(n - size) // step + 1` windows; neighbours share elements when `step < size`.")
+@RULE_SETTINGS
+@given(n=st.integers(0, 9), size=st.integers(0, 9), step=st.integers(1, 4))
+def test_unfold_window_count_and_sharing(n, size, step):
+    assume(size <= n)
+    x = torch.arange(float(n))
+    w = x.unfold(0, size, step)
+    assert w.shape == ((n - size) // step + 1, size)
+    if w.shape[0] >= 2 and size > 0:
+        shared = set(w[0].tolist()) & set(w[1].tolist())
+        assert bool(shared) == (step < size)
+
+
+@pytest.mark.rule(
+    "03",
+    "`unfold` checks its arguments against the tensor; `as_strided` checks only that every element it can reach "
+    "lies inside the **storage**.",
+)
+@RULE_SETTINGS
+@given(
+    stored=st.integers(0, 12),
+    offset=st.integers(0, 3),
+    size=st.lists(st.integers(0, 4), min_size=1, max_size=3),
+    stride=st.lists(st.integers(0, 4), min_size=3, max_size=3),
+)
+def test_as_strided_checks_only_the_storage_bounds(stored, offset, size, stride):
+    storage = torch.arange(float(stored + 3))[3:]  # a tensor with storage offset 3: as_strided ignores it
+    stride = stride[: len(size)]
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+    reachable = math.prod(size) > 0
+    try:
+        torch.as_strided(storage, size, stride, offset)
+        ok = True
+    except RuntimeError as err:
+        assert "out of bounds for storage" in str(err)
+        ok = False
+    assert ok == (not reachable or last < stored + 3)  # the whole storage, not the tensor's 'stored' elements
+
+
+@pytest.mark.rule(
+    "03",
+    "`memory_format=torch.channels_last` keeps the **shape** and stores it NHWC, the `C` channels of one pixel side "
+    "by side: strides `(H·W·C, 1, W·C, C)` (a size-1 dim may keep another stride).",
+)
+@RULE_SETTINGS
+@given(n=small, c=small, h=small, w=small)
+def test_channels_last_strides(n, c, h, w):
+    img = torch.randn(n, c, h, w)
+    nhwc = img.contiguous(memory_format=torch.channels_last)
+    assert nhwc.shape == img.shape and torch.equal(nhwc, img)
+    for size, got, want in zip(nhwc.shape, nhwc.stride(), (h * w * c, 1, w * c, c)):
+        assert size <= 1 or got == want
+
+
+@pytest.mark.rule(
+    "03",
+    "`is_contiguous()` asks about the default format only, so it says False, unless `C = 1` or `H·W = 1` (or the "
+    "tensor is empty), where both orders coincide.",
+)
+@RULE_SETTINGS
+@given(n=st.integers(1, 3), c=small, h=small, w=small)
+def test_channels_last_is_contiguous_in_the_default_format_only_at_the_edges(n, c, h, w):
+    nhwc = torch.randn(n, c, h, w).contiguous(memory_format=torch.channels_last)
+    assert nhwc.is_contiguous(memory_format=torch.channels_last)
+    assert nhwc.is_contiguous() == (c == 1 or h * w == 1 or nhwc.numel() == 0)
+
+
+@pytest.mark.rule(
+    "03", "`channels_last` keeps the shape, changes the strides; converting copies unless already in that format."
+)
+@pytest.mark.rule(
+    "03",
+    "Converting moves every element, so it copies, unless the tensor already is in that format (an NCHW tensor "
+    "with `C = 1` or `H·W = 1` is): then it returns the tensor itself",
+)
+@RULE_SETTINGS
+@given(n=st.integers(1, 3), c=st.integers(1, 3), h=st.integers(1, 3), w=st.integers(1, 3))
+def test_converting_copies_unless_already_in_the_format(n, c, h, w):
+    img = torch.randn(n, c, h, w)
+    nhwc = img.contiguous(memory_format=torch.channels_last)
+    assert img.is_contiguous(memory_format=torch.channels_last) == (c == 1 or h * w == 1)
+    assert (nhwc is img) == img.is_contiguous(memory_format=torch.channels_last)
+    assert nhwc.contiguous(memory_format=torch.channels_last) is nhwc
+
+
+@st.composite
+def reshapes(draw):
+    x = draw(layouts())
+    factors = [d for d in range(1, x.numel() + 1) if x.numel() % d == 0] or [0]
+    first = draw(st.sampled_from(factors))
+    return x, ((first, -1) if x.numel() else (0,) + tuple(x.shape[1:]) if x.dim() else (1,))
+
+
+@pytest.mark.rule("03", "`view` refuses where `reshape` copies")
+@RULE_SETTINGS
+@given(case=reshapes())
+def test_view_refuses_exactly_where_reshape_copies(case):
+    x, shape = case
+    assume(x.dim() > 0 or shape == (1,))
+    r = x.reshape(shape)
+    try:
+        v = x.view(shape)
+    except RuntimeError:
+        v = None
+    copied = not (_shares(r, x) and r._base is not None) and x.numel() > 0
+    assert (v is None) == copied
+    if v is not None:
+        assert v.stride() == r.stride() and torch.equal(v, r)
+
+
+@pytest.mark.rule(
+    "03",
+    "**Materialise**: `contiguous()`, `clone()`, `.to(other dtype)`, and `reshape`/`flatten` when the new shape must "
+    "merge the stride-0 dim with a real one — `reshape` quietly calls `clone`.",
+)
+@RULE_SETTINGS
+@given(rows=st.integers(2, 4), cols=st.integers(0, 4), stretched=st.sampled_from(["rows", "cols"]))
+def test_what_materialises_an_expanded_view(rows, cols, stretched):
+    base = torch.randn(1, cols) if stretched == "rows" else torch.randn(rows, 1)
+    e = base.expand(rows, cols) if stretched == "rows" else base.expand(rows, max(cols, 2))
+    empty = e.numel() == 0
+    assert (e.contiguous() is e) == empty  # an empty tensor counts as contiguous: nothing to copy
+    if not empty:  # (an empty tensor has no memory to share or to copy)
+        assert not _shares(e.contiguous(), e) and not _shares(e.clone(), e) and not _shares(e.to(torch.float64), e)
+        merged = e.shape[0] > 1 and e.shape[1] > 1  # the stride-0 dim meets a real one
+        assert _shares(e.flatten(), e) == (not merged)
+
+
+@pytest.mark.rule(
+    "03",
+    "`add_`, `mul_`, `copy_`, `fill_` with a *tensor*, and indexed assignment `e[i] = v` (the number becomes a 0-d "
+    "tensor, written by `fill_(tensor)` or `copy_`: logged below) raise when the region they write is non-empty with "
+    "a stride-0 dim of size > 1, even when one value is written.",
+)
+@RULE_SETTINGS
+@given(
+    size=st.lists(st.integers(0, 3), min_size=1, max_size=3),
+    stride=st.lists(st.integers(0, 3), min_size=3, max_size=3),
+    write=st.sampled_from(["add_", "mul_", "copy_", "fill_tensor"]),
+)
+def test_checked_writes_raise_exactly_on_a_stride_zero_dim(size, stride, write):
+    stride = stride[: len(size)]
+    buffer = torch.zeros(1 + sum((n - 1) * s for n, s in zip(size, stride) if n))
+    region = torch.as_strided(buffer, size, stride)
+    stretched = any(s == 0 and n > 1 for n, s in zip(size, stride)) and region.numel() > 0
+    do = {
+        "add_": lambda r: r.add_(1),
+        "mul_": lambda r: r.mul_(2),
+        "copy_": lambda r: r.copy_(torch.ones(r.shape)),
+        "fill_tensor": lambda r: r.fill_(torch.tensor(7.0)),
+    }[write]
+    try:
+        do(region)
+        raised = False
+    except RuntimeError as err:
+        assert "single memory location" in str(err)
+        raised = True
+    assert raised == stretched  # any other overlap (a window shared by two rows) is not detected
+
+
+@pytest.mark.rule(
+    "03",
+    "No other overlap is detected: overlapping windows (`x.unfold(0, 4, 2).mul_(2)`) write each shared element once "
+    "per window.",
+)
+@RULE_SETTINGS
+@given(n=st.integers(2, 9), size=st.integers(2, 4), step=st.integers(1, 3))
+def test_overlapping_windows_pass_the_check_and_corrupt(n, size, step):
+    assume(size <= n)
+    x = torch.ones(n)
+    x.unfold(0, size, step).mul_(2)  # no error
+    covered = torch.zeros(n, dtype=torch.long)
+    for i in range((n - size) // step + 1):
+        covered[i * step : i * step + size] += 1
+    assert torch.equal(x, 2.0**covered)
+
+
+ADVANCED = {
+    "e[e >= 0] = 7": lambda e: e.__setitem__(e >= 0, 7.0),
+    "e[[0, 0], [1, 2]] = tensor([1., 2.])": lambda e: e.__setitem__(([0, 0], [1, 2]), torch.tensor([1.0, 2.0])),
+    "index_put_": lambda e: e.index_put_((torch.tensor([0, 0]), torch.tensor([0, 3])), torch.tensor([3.0, 4.0])),
+    "masked_fill_": lambda e: e.masked_fill_(e >= 0, 5.0),
+    "index_fill_": lambda e: e.index_fill_(1, torch.tensor([0]), 6.0),
+}
+
+
+@pytest.mark.rule(
+    "03",
+    "**`fill_` and `zero_` with a Python number skip the check** and write the shared elements.",
+)
+@RULE_SETTINGS
+@given(rows=st.integers(1, 4), cols=st.integers(2, 4), value=st.integers(-3, 3), zero=st.booleans())
+def test_scalar_fill_and_zero_skip_the_check(rows, cols, value, zero):
+    base = torch.full((rows, 1), 9.0)
+    e = base.expand(rows, cols)
+    e.zero_() if zero else e.fill_(value)
+    assert base.flatten().tolist() == [0.0 if zero else float(value)] * rows
+
+
+@pytest.mark.rule(
+    "03",
+    "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`): they warn, "
+    "and where two indices meet one location one value wins silently (`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves "
+    "`base[0] == 2`).",
+)
+@RULE_SETTINGS
+@given(rows=st.integers(1, 4), write=st.sampled_from(sorted(ADVANCED)))
+def test_advanced_index_writes_go_through_with_a_warning(rows, write):
+    base = torch.zeros(rows, 1)
+    e = base.expand(rows, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ADVANCED[write](e)  # never raises
+    assert caught
+    assert base[0].item() in {7.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0} and torch.equal(e, base.expand(rows, 4))
+    if write.startswith("e[[0, 0]"):
+        assert base[0].item() == 2.0
+
+
+@pytest.mark.rule(
+    "03",
+    "A write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1; scalar "
+    "`fill_`/`zero_` and advanced-index writes skip the check, and no other overlap is detected.",
+)
+@RULE_SETTINGS
+@given(rows=st.integers(1, 4), cols=st.integers(1, 4), index=st.sampled_from(["e", "e[0]", "e[0, 0]", "e[:, 0]"]))
+def test_summary_of_writes_into_an_expanded_tensor(rows, cols, index):
+    base = torch.zeros(rows, 1)
+    e = base.expand(rows, cols)
+    region = {"e": e, "e[0]": e[0], "e[0, 0]": e[0, 0], "e[:, 0]": e[:, 0]}[index]
+    stretched = any(s == 0 and n > 1 for n, s in zip(region.shape, region.stride()))
+    for write in (lambda r: r.add_(1), lambda r: r.copy_(torch.ones(r.shape)), lambda r: r.fill_(torch.tensor(2.0))):
+        try:
+            write(region)
+            raised = False
+        except RuntimeError:
+            raised = True
+        assert raised == stretched
+    region.fill_(3)  # a Python number: never refused
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e[e >= 0] = 4.0  # a mask: never refused
+    assert base[0].item() == 4.0
+
+
+@pytest.mark.rule("03", "Both backward passes do the same job: **sum** the incoming gradient over the copies.")
+@RULE_SETTINGS
+@given(batch=small, d=small, reps=st.integers(0, 3))
+def test_expand_and_repeat_have_the_same_gradient(batch, d, reps):
+    p = torch.randn(1, d, requires_grad=True)
+    upstream = torch.randn(batch * reps, d)
+    (g_expand,) = torch.autograd.grad(p.expand(batch * reps, d), p, upstream)
+    (g_repeat,) = torch.autograd.grad(p.repeat(batch * reps, 1), p, upstream)
+    torch.testing.assert_close(g_expand, g_repeat)
+    torch.testing.assert_close(g_expand, upstream.sum(0, keepdim=True))

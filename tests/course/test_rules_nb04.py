@@ -1,0 +1,432 @@
+"""Notebook 04's general sentences, each checked against torch over generated inputs (H = 1, Dh = 1, Lq = 1,
+Lq != Lk, empty batches, bool and float masks, padded and unpadded sequences, every mask rank)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
+
+from tests.conftest import RULE_SETTINGS
+from viewlab.attention import causal_mask, merge_heads, padding_mask, scaled_dot_product_attention
+
+pytestmark = pytest.mark.nb04
+
+dims = st.integers(1, 3)
+
+
+def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def _qkv(b: int, h: int, lq: int, lk: int, e: int = 4, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, lq, e, generator=g, dtype=torch.float64)
+    return q, torch.randn(b, h, lk, e, generator=g, dtype=torch.float64), torch.randn(b, h, lk, e, generator=g).double()
+
+
+def _sdpa(q, k, v, mask):  # noqa: ANN001, ANN202 -- None where SDPA refuses the mask
+    try:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    except (RuntimeError, IndexError):
+        return None
+
+
+@st.composite
+def lengths_for(draw, b: int, lk: int, low: int = 1) -> torch.Tensor:
+    return torch.tensor(draw(st.lists(st.integers(min(low, lk), lk), min_size=b, max_size=b)), dtype=torch.long)
+
+
+@pytest.mark.rule(
+    "04",
+    "`@` (matmul) **broadcasts over those leading dims**: it runs one `(Lq, E) @ (E, Lk)` product per batch item "
+    "and head.",
+)
+@RULE_SETTINGS
+@given(b=st.integers(0, 3), h=dims, lq=dims, lk=dims, e=dims, one_b=st.booleans(), one_h=st.booleans())
+def test_matmul_broadcasts_over_the_leading_dims(b, h, lq, lk, e, one_b, one_h):
+    q = torch.randn(b, h, lq, e)
+    k = torch.randn(1 if one_b else b, 1 if one_h else h, e, lk)
+    out = q @ k
+    assert out.shape == (b, h, lq, lk)
+    for i in range(b):
+        for j in range(h):
+            torch.testing.assert_close(out[i, j], q[i, j] @ k[0 if one_b else i, 0 if one_h else j])
+
+
+@st.composite
+def inputs(draw) -> torch.Tensor:
+    """(B, L, D) in any layout: contiguous, transposed in memory, sliced with a step, or expanded over B."""
+    b, length, h, dh = draw(st.integers(0, 3)), draw(st.integers(0, 3)), draw(dims), draw(dims)
+    d = h * dh
+    kind = draw(st.sampled_from(["contiguous", "transposed", "sliced", "expanded"]))
+    if kind == "transposed":
+        x = torch.randn(d, length, b).permute(2, 1, 0)
+    elif kind == "sliced":
+        x = torch.randn(b, length, 2 * d + 1)[:, :, 1::2]
+    elif kind == "expanded":
+        x = torch.randn(1, length, d).expand(b, length, d)
+    else:
+        x = torch.randn(b, length, d)
+    return x, h
+
+
+@pytest.mark.rule(
+    "04",
+    "Splitting is `x.view(B, L, H, Dh)` then `transpose(1, 2)`: both only rewrite shape and stride, so the heads "
+    "share `x`'s memory and cost **0 bytes**.",
+)
+@RULE_SETTINGS
+@given(case=inputs())
+def test_splitting_heads_is_always_a_view(case):
+    x, h = case
+    b, length, d = x.shape
+    heads = x.view(b, length, h, d // h).transpose(1, 2)  # never raises: splitting one dim is always a view
+    assert heads._base is (x._base if x._base is not None else x) and (x.numel() == 0 or _shares(heads, x))
+    for i in range(h):
+        assert torch.equal(heads[:, i], x[:, :, i * (d // h) : (i + 1) * (d // h)])
+
+
+@pytest.mark.rule(
+    "04",
+    "Head `h` reads features `h·Dh … (h+1)·Dh − 1` of each position: stride `Dh` = 4 from head to head, `D` = 12 from "
+    "position to position.",
+)
+@RULE_SETTINGS
+@given(b=dims, length=st.integers(2, 4), h=st.integers(2, 4), dh=dims)
+def test_head_and_position_strides_of_a_contiguous_input(b, length, h, dh):
+    x = torch.randn(b, length, h * dh)
+    heads = x.view(b, length, h, dh).transpose(1, 2)
+    assert heads.stride()[1:] == (dh, h * dh, 1)
+
+
+@st.composite
+def head_outputs(draw) -> torch.Tensor:
+    """(B, H, L, Dh) outputs laid out in each of the 24 dim orders, with H = 1, Dh = 1, L = 1 and empty batches."""
+    b, h, length, dh = draw(st.integers(0, 2)), draw(dims), draw(dims), draw(dims)
+    order = draw(st.permutations(range(4)))
+    sizes = (b, h, length, dh)
+    stored = torch.randn([sizes[i] for i in order])
+    return stored.permute(*[order.index(i) for i in range(4)])
+
+
+@pytest.mark.rule("04", "`reshape` views when the strides allow and copies otherwise.")
+@pytest.mark.rule(
+    "04",
+    "Test: `out.transpose(1, 2).is_contiguous()` (enough, not needed); the exact condition, asserted below, is "
+    "`stride(2) == Dh · stride(3)` in the transposed tensor, or `H = 1`, or `Dh = 1` (a size-1 dim merges "
+    "whatever its stride), or an empty tensor.",
+)
+@RULE_SETTINGS
+@given(out=head_outputs())
+def test_merging_heads_is_a_view_exactly_when(out):
+    b, h, length, dh = out.shape
+    t = out.transpose(1, 2)
+    merged = t.reshape(b, length, h * dh)
+    try:
+        t.view(b, length, h * dh)
+        viewable = True
+    except RuntimeError:
+        viewable = False
+    view = merged._base is not None and (out.numel() == 0 or _shares(merged, out))
+    assert view == viewable  # reshape views exactly where view works
+    assert view == (t.stride(2) == dh * t.stride(3) or h == 1 or dh == 1 or out.numel() == 0)
+    if t.is_contiguous():
+        assert view
+    assert torch.equal(merge_heads(out), merged)
+
+
+@pytest.mark.rule(
+    "04",
+    "If the output is a contiguous `(B, H, L, Dh)` tensor, then after the transpose one head's features and the "
+    "next head's are `L·Dh` elements apart, not `Dh`, so the merge **copies** (unless `L`, `H` or `Dh` is 1, or the "
+    "tensor is empty).",
+)
+@pytest.mark.rule(
+    "04",
+    "the merge copies a contiguous `(B, H, L, Dh)` output (ours, SDPA on CPU) unless `L`, `H` or `Dh` is 1, and is "
+    "a view when `out.transpose(1, 2)` is contiguous.",
+)
+@RULE_SETTINGS
+@given(b=st.integers(0, 2), h=dims, length=dims, dh=dims)
+def test_merging_a_contiguous_output_copies_unless_a_dim_is_one(b, h, length, dh):
+    out = torch.randn(b, h, length, dh)
+    t = out.transpose(1, 2)
+    assert t.stride(2) == length * dh
+    merged = merge_heads(out)
+    view = merged._base is not None
+    assert view == (1 in (length, h, dh) or out.numel() == 0)
+
+
+@st.composite
+def mask_shapes(draw) -> tuple[tuple[int, ...], tuple[int, int, int, int]]:
+    b, h, lq, lk = draw(dims), draw(dims), draw(dims), draw(dims)
+    ndim = draw(st.integers(0, 5))
+    pool = [1, b, h, lq, lk, 2]
+    shape = tuple(draw(st.sampled_from(pool)) for _ in range(ndim))
+    return shape, (b, h, lq, lk)
+
+
+@pytest.mark.rule(
+    "04",
+    "It must *broadcast* to the scores' shape `(B, H, Lq, Lk)`; it does not have to *be* that shape.",
+)
+@pytest.mark.rule(
+    "04",
+    "`torch.broadcast_shapes(mask.shape, scores.shape)` says whether it does, without touching any data: it must "
+    "return the scores' shape itself (broadcasting *with* the scores to a bigger shape is not enough), and SDPA "
+    "also wants at least 2 dims in the mask.",
+)
+@RULE_SETTINGS
+@given(case=mask_shapes(), floats=st.booleans())
+def test_sdpa_takes_a_mask_exactly_when_it_broadcasts_to_the_scores(case, floats):
+    shape, scores = case
+    q, k, v = _qkv(*scores)
+    mask = torch.ones(shape, dtype=torch.bool)
+    mask = torch.zeros(shape, dtype=torch.float64) if floats else mask
+    try:
+        to_scores = tuple(torch.broadcast_shapes(shape, scores)) == scores
+    except RuntimeError:
+        to_scores = False
+    accepted = _sdpa(q, k, v, mask) is not None
+    assert accepted == (to_scores and len(shape) >= 2)
+
+
+@pytest.mark.rule(
+    "04",
+    "Convention (the same as SDPA): a **boolean mask is `True` where a query may attend to a key**.",
+)
+@RULE_SETTINGS
+@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
+def test_a_boolean_mask_is_true_where_a_query_may_attend(b, h, lq, lk, data):
+    q, k, v = _qkv(b, h, lq, lk)
+    keep = torch.tensor(data.draw(st.lists(st.booleans(), min_size=b * lq * lk, max_size=b * lq * lk)))
+    keep = keep.reshape(b, 1, lq, lk)
+    keep[..., 0] = True  # every query keeps a key
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    by_hand = scores.masked_fill(~keep, float("-inf")).softmax(-1) @ v
+    float_mask = torch.zeros(keep.shape, dtype=torch.float64).masked_fill(~keep, float("-inf"))
+    torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=keep), by_hand)
+    torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=float_mask), by_hand)
+
+
+@pytest.mark.rule(
+    "04",
+    "Whether key `j` is real depends only on the batch item `b` and the key position `j`, so those are the only dims "
+    "it needs; the two 1s broadcast over heads and over **queries** (no query may look at a padded key).",
+)
+@RULE_SETTINGS
+@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
+def test_a_padding_mask_hides_padded_keys_from_every_query_and_head(b, h, lq, lk, data):
+    lengths = data.draw(lengths_for(b, lk))
+    q, k, v = _qkv(b, h, lq, lk)
+    mask = padding_mask(lengths, lk)
+    assert mask.shape == (b, 1, 1, lk)
+    _, weights = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    for i in range(b):
+        assert weights[i, :, :, int(lengths[i]) :].abs().sum() == 0
+    torch.testing.assert_close(weights.sum(-1), torch.ones(b, h, lq, dtype=torch.float64))
+
+
+@pytest.mark.rule(
+    "04",
+    "Each row of weights is a softmax, so it **sums to 1**, and a masked key gets **exactly 0** (`exp(-inf) = 0`), "
+    "while the row keeps a key (section 6b: the other case).",
+)
+@RULE_SETTINGS
+@given(lq=dims, lk=dims, data=st.data())
+def test_weight_rows_sum_to_one_while_a_key_is_kept(lq, lk, data):
+    keep = torch.tensor(data.draw(st.lists(st.booleans(), min_size=lq * lk, max_size=lq * lk))).reshape(lq, lk)
+    scores = torch.randn(lq, lk, dtype=torch.float64)
+    weights = scores.masked_fill(~keep, float("-inf")).softmax(-1)
+    alive = keep.any(-1)
+    torch.testing.assert_close(weights[alive].sum(-1), torch.ones(int(alive.sum()), dtype=torch.float64))
+    assert (weights[alive][~keep[alive]] == 0).all()
+    assert torch.isnan(weights[~alive]).all()  # the other case: 0 / 0
+
+
+@pytest.mark.rule(
+    "04",
+    "With `Lq != Lk`, `j <= i` puts query 0 beside key 0 (**top-left**, as `is_causal=True` and `causal_mask(Lq, "
+    "Lk)` do).",
+)
+@pytest.mark.rule(
+    "04",
+    "When the queries are the *last* `Lq` of `Lk` positions (a decoding step with cached keys), query `i` sits at "
+    "position `i + Lk - Lq` and may see `j <= i + Lk - Lq` (**lower-right**, "
+    "`torch.nn.attention.bias.causal_lower_right`); the top-left mask lets a single new query see key 0 only.",
+)
+@RULE_SETTINGS
+@given(b=dims, h=dims, lq=st.integers(1, 4), extra=st.integers(0, 3))
+def test_causal_alignment_top_left_and_lower_right(b, h, lq, extra):
+    lk = lq + extra  # a decoding step: Lq <= Lk
+    q, k, v = _qkv(b, h, lq, lk)
+    top_left = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None]
+    assert torch.equal(causal_mask(lq, lk), top_left)
+    torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True), _sdpa(q, k, v, top_left))
+    lower_right = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + (lk - lq)
+    torch.testing.assert_close(
+        F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(lq, lk)), _sdpa(q, k, v, lower_right)
+    )
+    assert causal_mask(1, lk).tolist() == [[True] + [False] * (lk - 1)]
+
+
+@pytest.mark.rule(
+    "04",
+    "In self-attention `Lq == Lk`, so both broadcast to `(B, H, L, L)`: **no error**, and real tokens go on "
+    "attending to padding.",
+)
+@pytest.mark.rule(
+    "04",
+    "(In cross-attention, `Lq != Lk`, the same mistake does not broadcast to the scores' shape, so SDPA raises, "
+    "unless `Lk = 1`, where both orientations are one mask — the cell checks both.)",
+)
+@RULE_SETTINGS
+@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
+def test_a_mask_in_the_wrong_orientation(b, h, lq, lk, data):
+    lengths = data.draw(lengths_for(b, lk))
+    q, k, v = _qkv(b, h, lq, lk)
+    right = padding_mask(lengths, lk)
+    wrong = right.transpose(-2, -1)
+    got = _sdpa(q, k, v, wrong)
+    if lq == lk or lk == 1:
+        assert got is not None
+        if lk == 1:
+            torch.testing.assert_close(got, _sdpa(q, k, v, right))
+        else:
+            _, weights = scaled_dot_product_attention(q, k, v, wrong, return_weights=True)
+            for i in range(b):
+                n = int(lengths[i])
+                assert n == lk or weights[i, :, :n, n:].sum() > 0  # real queries attend to padded keys
+    else:
+        assert got is None
+
+
+@pytest.mark.rule(
+    "04",
+    "A raw `(B, Lk)` mask meets the **query** dim: right for `B == 1`, silently wrong for `B == Lq > 1` (unless all "
+    "sequences share one padding), else an error.",
+)
+@pytest.mark.rule("04", "any other `B` **raises**, even `B == Lk` when `Lq != Lk` (the real error first).")
+@RULE_SETTINGS
+@given(b=st.integers(1, 4), h=dims, lq=st.integers(1, 4), lk=st.integers(1, 4), data=st.data())
+def test_a_raw_batch_by_key_mask(b, h, lq, lk, data):
+    lengths = data.draw(lengths_for(b, lk, low=0))
+    q, k, v = _qkv(b, h, lq, lk)
+    right = padding_mask(lengths, lk)
+    raw = _sdpa(q, k, v, right[:, 0, 0])
+    if b == 1:
+        torch.testing.assert_close(raw, _sdpa(q, k, v, right), equal_nan=True)
+    elif b == lq:
+        assert raw is not None
+        same_padding = bool((lengths == lengths[0]).all())
+        assert torch.allclose(raw, _sdpa(q, k, v, right), equal_nan=True) == same_padding
+    else:
+        assert raw is None
+
+
+@pytest.mark.rule(
+    "04",
+    "Unsqueezed at the wrong end, `mask[:, :, None]` `(B, Lk, 1)` reads as `(H, Lq, 1)`: it runs when `B` is 1 or `H` "
+    "and `Lk` is `Lq` or 1, and then, for `Lk > 1`, masks queries — wrong for `B == 1` too.",
+)
+@RULE_SETTINGS
+@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
+def test_a_mask_unsqueezed_at_the_wrong_end(b, h, lq, lk, data):
+    lengths = data.draw(lengths_for(b, lk))
+    assume(lk == 1 or bool((lengths < lk).any()))  # some sequence is padded
+    q, k, v = _qkv(b, h, lq, lk)
+    right = padding_mask(lengths, lk)
+    got = _sdpa(q, k, v, right[:, 0, 0, :, None])
+    assert (got is not None) == (b in (1, h) and lk in (lq, 1))
+    if got is not None and lk > 1:
+        assert not torch.allclose(got, _sdpa(q, k, v, right))
+
+
+@pytest.mark.rule(
+    "04", "A query with no visible key: `0/0 = NaN` from a plain softmax; SDPA and `viewlab.attention` return 0."
+)
+@RULE_SETTINGS
+@given(b=dims, h=dims, lq=dims, lk=dims, floats=st.booleans(), math_only=st.booleans(), data=st.data())
+def test_a_query_with_no_visible_key(b, h, lq, lk, floats, math_only, data):
+    keep = torch.tensor(data.draw(st.lists(st.booleans(), min_size=b * lq * lk, max_size=b * lq * lk)))
+    keep = keep.reshape(b, 1, lq, lk)
+    dead = ~keep.any(-1)  # (B, 1, Lq)
+    q, k, v = _qkv(b, h, lq, lk)
+    mask = torch.zeros(keep.shape, dtype=torch.float64).masked_fill(~keep, float("-inf")) if floats else keep
+    plain = (q @ k.transpose(-2, -1) / 2).masked_fill(~keep, float("-inf")).softmax(-1) @ v
+    if math_only:
+        with sdpa_kernel(SDPBackend.MATH):
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    else:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    ours = scaled_dot_product_attention(q, k, v, keep)
+    rows = dead[..., None].expand(b, h, lq, q.shape[-1])
+    assert torch.isnan(plain[rows]).all() and (out[rows] == 0).all() and (ours[rows] == 0).all()
+
+
+@pytest.mark.rule("04", "A materialised mask costs `H·Lq` times more for the same result.")
+@RULE_SETTINGS
+@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
+def test_a_materialised_mask_costs_h_lq_times_more(b, h, lq, lk, data):
+    lengths = data.draw(lengths_for(b, lk))
+    q, k, v = _qkv(b, h, lq, lk)
+    small = padding_mask(lengths, lk)
+    big = small.expand(b, h, lq, lk).contiguous()
+    assert big.nbytes == h * lq * small.nbytes
+    assert torch.equal(_sdpa(q, k, v, small), _sdpa(q, k, v, big))
+
+
+@pytest.mark.rule("04", "`expand_as(x)` and plain broadcasting are identical in value and memory.")
+@RULE_SETTINGS
+@given(b=st.integers(0, 3), c=dims, hh=st.integers(0, 3), w=dims)
+def test_expand_as_and_broadcasting_are_identical(b, c, hh, w):
+    x = torch.randn(b, c, hh, w)
+    y = torch.rand(b, c, 1, 1)
+    stretched = y.expand_as(x)
+    assert stretched.numel() == 0 or _shares(stretched, y)  # a view: no memory of its own
+    a, e = x * y, x * stretched
+    assert torch.equal(a, e) and a.shape == e.shape and a.nbytes == e.nbytes
+    assert a.numel() == 0 or a.stride() == e.stride()  # (an empty tensor's strides mean nothing)
+
+
+@pytest.mark.rule("04", "On CPU the flash kernel **does** take a mask; only `MATH` and flash run.")
+@RULE_SETTINGS
+@given(
+    b=dims,
+    h=dims,
+    lq=dims,
+    lk=dims,
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+    kind=st.sampled_from(["none", "bool", "float", "causal"]),
+)
+def test_on_cpu_flash_takes_masks(b, h, lq, lk, dtype, kind):
+    q, k, v = (t.to(dtype) for t in _qkv(b, h, lq, lk))
+    keep = padding_mask(torch.full((b,), lk), lk)
+    kwargs = {
+        "none": {},
+        "bool": {"attn_mask": keep},
+        "float": {"attn_mask": torch.zeros(keep.shape, dtype=dtype)},
+        "causal": {"is_causal": True},
+    }[kind]
+    ran = {}
+    for backend in (
+        SDPBackend.MATH,
+        SDPBackend.FLASH_ATTENTION,
+        SDPBackend.EFFICIENT_ATTENTION,
+        SDPBackend.CUDNN_ATTENTION,
+    ):
+        try:
+            with sdpa_kernel(backend):
+                ran[backend] = F.scaled_dot_product_attention(q, k, v, **kwargs)
+        except RuntimeError:
+            ran[backend] = None
+    assert ran[SDPBackend.EFFICIENT_ATTENTION] is None and ran[SDPBackend.CUDNN_ATTENTION] is None
+    assert ran[SDPBackend.MATH] is not None and ran[SDPBackend.FLASH_ATTENTION] is not None
+    torch.testing.assert_close(ran[SDPBackend.FLASH_ATTENTION], ran[SDPBackend.MATH], atol=1e-5, rtol=1e-4)
