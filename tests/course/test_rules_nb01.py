@@ -82,7 +82,7 @@ def layouts(draw, dims=(0, 4), side=(0, 4), kinds=KINDS, dtype=torch.float32) ->
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
-@given(layouts(side=(0, 3)))
+@given(layouts(dims=(0, 3), side=(0, 3)))
 def test_the_address_formula_names_every_element(t):
     flat = _storage(t)
     for index in itertools.product(*map(range, t.shape)):
@@ -543,7 +543,7 @@ def test_data_ptr_is_storage_start_plus_offset_or_0_when_empty(t, dtype):
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
-@given(layouts(side=(0, 3)), st.sampled_from([torch.float32, torch.int64, torch.bool, torch.float16]))
+@given(layouts(dims=(0, 2), side=(0, 3)), st.sampled_from([torch.float32, torch.int64, torch.bool, torch.float16]))
 def test_storage_warns_and_is_typed(t, dtype):
     t = t.to(dtype)
     torch.storage._warn_typed_storage_removal.__dict__["has_warned"] = False  # as in a fresh process

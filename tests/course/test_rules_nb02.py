@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.conftest import RULE_SETTINGS
@@ -163,7 +163,11 @@ def test_expand_keeps_the_storage_and_materialising_costs_the_full_size(case, dt
 @pytest.mark.rule("02", "Broadcasting allocates only the result,")
 @pytest.mark.nb02
 @RULE_SETTINGS
-@given(broadcastable(n=2), st.sampled_from([torch.float32, torch.int32]), st.sampled_from([torch.float32, torch.int64]))
+@given(
+    broadcastable(n=2, max_rank=3),
+    st.sampled_from([torch.float32, torch.int32]),
+    st.sampled_from([torch.float32, torch.int64]),
+)
 def test_broadcasting_allocates_only_the_result(shapes, da, db):
     from viewlab import measure
 
@@ -366,6 +370,44 @@ def test_bmm_takes_two_3d_tensors_with_equal_batches(a, b):
     except RuntimeError:
         works = False
     assert works == (len(a) == len(b) == 3 and a[0] == b[0])
+
+
+def _flattens_as_a_view(t: torch.Tensor, batch: tuple[int, ...]) -> bool:
+    """Is ``t`` expanded to ``batch`` and flattened to one batch dim still a view (what matmul does before bmm)?"""
+    flat = t.expand(*batch, *t.shape[-2:]).reshape(math.prod(batch), *t.shape[-2:])
+    return flat.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+
+
+@pytest.mark.rule(
+    "02",
+    "It hands all batches to one `bmm`, so it flattens the broadcast batch dimensions into one with `reshape`; "
+    "that is a view only when the strides allow it.",
+)
+@pytest.mark.rule(
+    "02",
+    "`matmul` broadcasts batch dims (copying when they cannot be flattened as a view); `bmm` broadcasts nothing.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(
+    st.lists(st.integers(1, 3), max_size=2).map(tuple),
+    st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple),
+    st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
+    st.booleans(),
+)
+def test_matmul_copies_exactly_when_the_batch_cannot_flatten_as_a_view(batch_a, batch_b, mats, swap):
+    from viewlab import measure
+
+    if swap:
+        batch_a, batch_b = batch_b, batch_a
+    batch = _by_the_rules(batch_a, batch_b)
+    assume(batch is not None)
+    n, k, p = mats
+    a, b = torch.ones(*batch_a, n, k), torch.ones(*batch_b, k, p)
+    with measure(device="cpu") as m:
+        c = a @ b
+    copies = m.peak_bytes > c.untyped_storage().nbytes()
+    assert copies == (not (_flattens_as_a_view(a, batch) and _flattens_as_a_view(b, batch)))
 
 
 # ----- 8. NumPy -----------------------------------------------------------------------------------------------------
