@@ -30,8 +30,9 @@ register(
         title="Subtract each row's mean",
         statement=(
             "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row, "
-            "so every row of the result has mean 0. It must also be right when N == D (a square matrix), "
-            "where the classic mistake runs without any error. Return a new tensor: x itself stays unchanged."
+            "so every row of the result has mean 0. It must also be right when N == D (a square matrix) or D == 1 "
+            "(one column), where the classic mistake runs without any error. Return a new tensor: x itself stays "
+            "unchanged."
         ),
         signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
         reference=_center_rows,

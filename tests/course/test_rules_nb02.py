@@ -1,0 +1,512 @@
+"""The rules notebook 02 (broadcasting) states, each checked against torch over generated shapes and layouts.
+
+Every test binds one sentence of the notebook's prose (``@pytest.mark.rule``) and checks it on shapes of
+rank 0 to 4 with sizes 0, 1 and more, in several dtypes and memory layouts -- the edges the notebook's own
+examples do not reach (a size-1 feature dim, a batch of one, an empty operand, a stride-0 target).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from tests.conftest import RULE_SETTINGS
+from viewlab import watch_broadcasts
+from viewlab.errors import BroadcastStretchError
+
+SHAPES = st.lists(st.integers(0, 3), max_size=4).map(tuple)
+
+
+def _by_the_rules(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The three rules, written out: right-align, pad with 1, equal-or-1 (None: refused)."""
+    rank = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    out = []
+    for sizes in zip(*padded):
+        others = {k for k in sizes if k != 1}
+        if len(others) > 1:
+            return None
+        out.append(others.pop() if others else 1)
+    return tuple(out)
+
+
+def _torch_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        return None
+
+
+@st.composite
+def broadcastable(draw, n: int = 2, max_rank: int = 4) -> list[tuple[int, ...]]:
+    """``n`` shapes that broadcast: a result shape, then each operand keeps a suffix with some sizes set to 1."""
+    result = draw(st.lists(st.integers(0, 3), max_size=max_rank).map(tuple))
+    shapes = []
+    for _ in range(n):
+        keep = draw(st.integers(0, len(result)))
+        suffix = result[len(result) - keep :]
+        shapes.append(tuple(1 if draw(st.booleans()) else k for k in suffix))
+    return shapes
+
+
+def _stretched(own: tuple[int, ...], result: tuple[int, ...]) -> list[bool]:
+    """For each result dim: is the operand stretched there (missing, or size 1 against a size that is not 1)?"""
+    padded = (None,) * (len(result) - len(own)) + tuple(own)
+    return [k != 1 and (o is None or o == 1) for o, k in zip(padded, result)]
+
+
+# ----- 2. the three rules ---------------------------------------------------------------------------------------
+@pytest.mark.rule(
+    "02",
+    "In every position the sizes must be **equal, or one of them must be 1**; the result takes the other size, "
+    "and the size-1 operand is read again with stride 0.",
+)
+@pytest.mark.rule(
+    "02",
+    "Shapes right-align, missing leading dims count as 1, and each position must be equal or 1",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.lists(SHAPES, min_size=1, max_size=3))
+def test_the_three_rules_are_torch_broadcast_shapes(shapes):
+    assert _torch_shape(*shapes) == _by_the_rules(*shapes)
+    result = _by_the_rules(*shapes)
+    if result is not None:
+        for t, own in zip(torch.broadcast_tensors(*[torch.zeros(s) for s in shapes]), shapes):
+            assert all(t.stride(d) == 0 for d, hit in enumerate(_stretched(own, result)) if hit)
+
+
+@pytest.mark.rule(
+    "02",
+    "Where a shape has **fewer dimensions**, treat the missing leading ones as size 1.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(SHAPES, SHAPES, st.integers(0, 3))
+def test_missing_leading_dims_count_as_1(a, b, pad):
+    assert _torch_shape(a, b) == (None if _torch_shape((1,) * pad + a, b) is None else _torch_shape(a, b))
+    if len(a) + pad >= len(b) and _torch_shape(a, b) is not None:
+        assert _torch_shape((1,) * pad + a, b) == (1,) * (len(a) + pad - max(len(a), len(b))) + _torch_shape(a, b)
+
+
+@pytest.mark.rule(
+    "02",
+    "Size 0 is an ordinary size: 1 stretches to 0, but 2 and 0 conflict like any two different sizes.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.integers(0, 4), SHAPES)
+def test_size_0_is_an_ordinary_size(k, rest):
+    assert _torch_shape(rest + (0,), rest + (k,)) == (rest + (0,) if k in (0, 1) else None)
+
+
+@pytest.mark.rule(
+    "02",
+    "They are views with **stride 0** along the stretched dimension: stepping along it does not move in memory, "
+    "so the same stored element is read again.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(broadcastable(n=3), st.sampled_from([torch.float32, torch.int64, torch.bool]))
+def test_broadcast_tensors_are_stride_0_views(shapes, dtype):
+    operands = [torch.ones(s, dtype=dtype) for s in shapes]
+    result = tuple(torch.broadcast_shapes(*shapes))
+    for t, own in zip(torch.broadcast_tensors(*operands), operands):
+        assert tuple(t.shape) == result
+        assert t.untyped_storage().data_ptr() == own.untyped_storage().data_ptr()
+        assert all(t.stride(d) == 0 for d, hit in enumerate(_stretched(tuple(own.shape), result)) if hit)
+
+
+# ----- 3. what broadcasting costs ---------------------------------------------------------------------------------
+@pytest.mark.rule(
+    "02",
+    "A stretched operand is a view: `expand` (what `broadcast_tensors` returns) keeps the operand's storage, "
+    "same `data_ptr()` and same `nbytes()`, while `expand(...).contiguous()` (or `repeat`) allocates the full "
+    "size; when nothing is stretched, `contiguous()` hands back the view as it is and only `repeat` copies.",
+)
+@pytest.mark.rule(
+    "02",
+    "Stretched operands are stride-0 views (`torch.broadcast_tensors`, `.stride()`): zero bytes; materialising "
+    "them costs the full result size each.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(broadcastable(n=1), st.sampled_from([torch.float32, torch.float64, torch.int8]), st.integers(0, 2))
+def test_expand_keeps_the_storage_and_materialising_costs_the_full_size(case, dtype, new):
+    (own,) = case
+    small = torch.ones(own, dtype=dtype)
+    # stretch every other size-1 dim to 3 and put `new` dims of size 2 in front (or none: nothing stretched)
+    target = (2,) * new + tuple(3 if k == 1 and i % 2 == 0 else k for i, k in enumerate(own))
+    view = small.expand(target)
+    assert view.untyped_storage().data_ptr() == small.untyped_storage().data_ptr()
+    assert view.untyped_storage().nbytes() == small.untyped_storage().nbytes()
+    full = math.prod(target) * small.element_size()
+    stretched = any(_stretched(own, target)) and math.prod(target) > 0
+    dense = view.contiguous()
+    if stretched:
+        assert dense.untyped_storage().data_ptr() != small.untyped_storage().data_ptr()
+        assert dense.untyped_storage().nbytes() == full
+    else:
+        assert dense is view or dense.untyped_storage().data_ptr() == small.untyped_storage().data_ptr()
+    padded = (1,) * new + own
+    repeated = small.repeat(*[t if o == 1 else 1 for t, o in zip(target, padded)]) if target else small.repeat(())
+    assert repeated.shape == target and repeated.untyped_storage().nbytes() == full
+    assert full == 0 or repeated.untyped_storage().data_ptr() != small.untyped_storage().data_ptr()
+
+
+@pytest.mark.rule("02", "Broadcasting allocates only the result,")
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(
+    broadcastable(n=2, max_rank=3),
+    st.sampled_from([torch.float32, torch.int32]),
+    st.sampled_from([torch.float32, torch.int64]),
+)
+def test_broadcasting_allocates_only_the_result(shapes, da, db):
+    from viewlab import measure
+
+    a, b = torch.ones(shapes[0], dtype=da), torch.ones(shapes[1], dtype=db)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with measure(device="cpu") as m:
+            out = a + b
+    assert m.peak_bytes == out.untyped_storage().nbytes() == out.numel() * out.element_size()
+
+
+# ----- 4. in place -------------------------------------------------------------------------------------------------
+def _in_place_works(big: torch.Tensor, small: torch.Tensor) -> bool:
+    try:
+        big += small
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.rule(
+    "02",
+    "`big += small` writes the result **into `big`'s memory**, so it works exactly when the broadcast shape is "
+    "`big`'s own shape, the result's dtype fits `big` (an integer `big` refuses a float `small`), and `big` has "
+    "one memory element per index (not an `expand`);",
+)
+@pytest.mark.rule("02", "In-place ops never grow their target: `big += small` works, `small += big` cannot")
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(
+    SHAPES,
+    SHAPES,
+    st.sampled_from([torch.float32, torch.int64, torch.bool]),
+    st.sampled_from([torch.float32, torch.int64, torch.bool]),
+    st.booleans(),
+)
+def test_in_place_works_exactly_when_the_target_holds_the_result(big_shape, small_shape, dt_big, dt_small, expand):
+    big = torch.zeros(big_shape, dtype=dt_big)
+    if expand and big_shape:  # a stride-0 target: one stored row read for every index of dim 0
+        big = torch.zeros((1, *big_shape[1:]), dtype=dt_big).expand(big_shape)
+    small = torch.ones(small_shape, dtype=dt_small)
+    result = _torch_shape(big_shape, small_shape)
+    fits = torch.can_cast(torch.result_type(big, small), dt_big)
+    collides = big.numel() > 0 and any(s == 0 and k > 1 for s, k in zip(big.stride(), big.shape))
+    before = big.data_ptr()
+    assert _in_place_works(big, small) == (result == big_shape and fits and not collides)
+    assert big.data_ptr() == before and tuple(big.shape) == big_shape  # never a new or grown target
+
+
+@pytest.mark.rule("02", "`small` must not be a part of `big` either (`x += x[0]` raises).")
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.integers(2, 4), st.integers(1, 4))
+def test_in_place_refuses_an_operand_that_is_part_of_the_target(n, d):
+    x = torch.zeros(n, d)
+    assert not _in_place_works(x, x[0]) and _in_place_works(x, x[0].clone()) and _in_place_works(x, x)
+
+
+# ----- 5. after a reduction ---------------------------------------------------------------------------------------
+def _centring(x: torch.Tensor, dim: int, keepdim: bool) -> str:
+    try:
+        out = x - x.mean(dim=dim, keepdim=keepdim)
+    except RuntimeError:
+        return "raises"
+    by_loop = x.clone()
+    for i in range(x.shape[1 - dim]):
+        line = x.select(1 - dim, i)
+        by_loop.select(1 - dim, i).copy_(line - line.mean())
+    right = out.shape == by_loop.shape and torch.allclose(out, by_loop, equal_nan=True)
+    return "right" if right else "silently wrong"
+
+
+MATRICES = st.tuples(st.integers(0, 4), st.integers(0, 4)).map(
+    lambda s: torch.arange(1.0, 1.0 + s[0] * s[1]).reshape(s) ** 2
+)
+
+
+@pytest.mark.rule(
+    "02",
+    "`x.mean(dim=0)` has shape `(D,)`. Right-aligned, it meets `D`, the dimension it came from: correct, by the rule.",
+)
+@pytest.mark.rule(
+    "02",
+    "After a reduction the remaining dims right-align: dim 0 comes back right by the rule, dim 1 needs `keepdim=True`.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(MATRICES)
+def test_a_reduction_over_dim_0_broadcasts_back_right(x):
+    assert _centring(x, 0, keepdim=False) == "right"
+
+
+@pytest.mark.rule(
+    "02",
+    "`x.mean(dim=1)` has shape `(N,)`. Right-aligned, it meets `D` as well: it raises when `N != D` and neither "
+    "is 1; when `N == D > 1` it silently subtracts row means from columns, and when `D == 1 != N` it silently "
+    "makes an `(N, N)` table.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(MATRICES)
+def test_a_reduction_over_dim_1_raises_or_is_silently_wrong(x):
+    n, d = x.shape
+    verdict = _centring(x, 1, keepdim=False)
+    if n != d and 1 not in (n, d):
+        assert verdict == "raises"
+    elif n == d > 1 or d == 1 != n:
+        assert verdict == "silently wrong"
+    else:  # N == 1, or N == D == 0 (nothing to get wrong)
+        assert verdict == "right"
+
+
+@pytest.mark.rule(
+    "02",
+    "`keepdim=True` keeps the reduced dimension as size 1, `(1, D)` or `(N, 1)`, which lines up with the "
+    "dimension it came from for either dim and any `N`, `D`.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(MATRICES, st.sampled_from([0, 1]))
+def test_keepdim_broadcasts_back_right_for_any_shape(x, dim):
+    assert _centring(x, dim, keepdim=True) == "right"
+
+
+# ----- 6. gradients -------------------------------------------------------------------------------------------------
+@pytest.mark.rule(
+    "02",
+    "autograd sums the incoming gradient over the broadcast dimensions and returns the operand's own shape, "
+    "which is `grad.sum_to_size(operand.shape)` in torch.",
+)
+@pytest.mark.rule("02", "A broadcast operand's gradient is summed over its broadcast dims (`sum_to_size`).")
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(broadcastable(n=2), st.sampled_from(["add", "mul"]))
+def test_a_broadcast_operand_gets_the_summed_gradient(shapes, op):
+    a = torch.arange(1.0, 1.0 + math.prod(shapes[0])).reshape(shapes[0]).requires_grad_(True)
+    b = torch.arange(2.0, 2.0 + math.prod(shapes[1])).reshape(shapes[1]).requires_grad_(True)
+    y = a + b if op == "add" else a * b
+    g = torch.arange(float(y.numel())).reshape(y.shape)
+    y.backward(g)
+    ga = g if op == "add" else g * b.detach()
+    gb = g if op == "add" else g * a.detach()
+    assert a.grad.shape == a.shape and torch.equal(a.grad, ga.sum_to_size(a.shape))
+    assert b.grad.shape == b.shape and torch.equal(b.grad, gb.sum_to_size(b.shape))
+
+
+# ----- 7. matmul and bmm ------------------------------------------------------------------------------------------
+def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return tuple(torch.matmul(torch.zeros(a), torch.zeros(b)).shape)
+    except RuntimeError:
+        return None
+
+
+@pytest.mark.rule(
+    "02",
+    "`torch.matmul` treats the **last two** dimensions as matrices and broadcasts all dimensions before them by "
+    "the three rules.",
+)
+@pytest.mark.rule("02", "The matrix dimensions never broadcast: the inner sizes must be equal.")
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(
+    st.lists(st.integers(0, 3), max_size=2).map(tuple),
+    st.lists(st.integers(0, 3), max_size=2).map(tuple),
+    st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
+)
+def test_matmul_broadcasts_batch_dims_only(batch_a, batch_b, mats):
+    n, k, k2, p = mats
+    batch = _by_the_rules(batch_a, batch_b)
+    expected = None if batch is None or k != k2 else batch + (n, p)
+    assert _matmul_shape(batch_a + (n, k), batch_b + (k2, p)) == expected
+
+
+@pytest.mark.rule(
+    "02",
+    "A 1-D operand is a vector: on the left it acts as a `(1, n)` row, on the right as an `(n, 1)` column, and "
+    "that dimension is dropped from the result.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.integers(0, 3), st.lists(st.integers(0, 3), max_size=3).map(tuple), st.integers(0, 3))
+def test_a_1d_operand_is_a_row_on_the_left_and_a_column_on_the_right(n, batch, m):
+    v = torch.arange(float(n))
+    mat = torch.arange(float(math.prod(batch) * n * m)).reshape(*batch, n, m)
+    assert torch.equal(v @ mat, (v.unsqueeze(0) @ mat).squeeze(-2))
+    assert torch.equal(mat.mT @ v, (mat.mT @ v.unsqueeze(1)).squeeze(-1))
+    assert (v @ v).shape == ()
+
+
+@pytest.mark.rule("02", "`torch.bmm` broadcasts nothing: it takes two **3-D** tensors with **equal** batch sizes.")
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.lists(st.integers(1, 3), min_size=2, max_size=4), st.lists(st.integers(1, 3), min_size=2, max_size=4))
+def test_bmm_takes_two_3d_tensors_with_equal_batches(a, b):
+    b[-2] = a[-1]  # the inner sizes agree: only the batch is on trial
+    try:
+        torch.bmm(torch.zeros(a), torch.zeros(b))
+        works = True
+    except RuntimeError:
+        works = False
+    assert works == (len(a) == len(b) == 3 and a[0] == b[0])
+
+
+def _flattens_as_a_view(t: torch.Tensor, batch: tuple[int, ...]) -> bool:
+    """Is ``t`` expanded to ``batch`` and flattened to one batch dim still a view (what matmul does before bmm)?"""
+    flat = t.expand(*batch, *t.shape[-2:]).reshape(math.prod(batch), *t.shape[-2:])
+    return flat.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+
+
+@pytest.mark.rule(
+    "02",
+    "It hands all batches to one `bmm`, so it flattens the broadcast batch dimensions into one with `reshape`; "
+    "that is a view only when the strides allow it.",
+)
+@pytest.mark.rule(
+    "02",
+    "`matmul` broadcasts batch dims (copying when they cannot be flattened as a view); `bmm` broadcasts nothing.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(
+    st.lists(st.integers(1, 3), max_size=2).map(tuple),
+    st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple),
+    st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
+    st.booleans(),
+)
+def test_matmul_copies_exactly_when_the_batch_cannot_flatten_as_a_view(batch_a, batch_b, mats, swap):
+    from viewlab import measure
+
+    if swap:
+        batch_a, batch_b = batch_b, batch_a
+    batch = _by_the_rules(batch_a, batch_b)
+    assume(batch is not None)
+    n, k, p = mats
+    a, b = torch.ones(*batch_a, n, k), torch.ones(*batch_b, k, p)
+    with measure(device="cpu") as m:
+        c = a @ b
+    copies = m.peak_bytes > c.untyped_storage().nbytes()
+    assert copies == (not (_flattens_as_a_view(a, batch) and _flattens_as_a_view(b, batch)))
+
+
+# ----- 8. NumPy -----------------------------------------------------------------------------------------------------
+@pytest.mark.rule("02", "PyTorch took NumPy's rules, so result shapes agree")
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.lists(SHAPES, min_size=1, max_size=3))
+def test_numpy_and_torch_broadcast_to_the_same_shapes(shapes):
+    try:
+        numpy_shape = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        numpy_shape = None
+    assert numpy_shape == _torch_shape(*shapes)
+
+
+@pytest.mark.rule(
+    "02",
+    "NumPy counts strides in bytes, PyTorch in elements (both 0 along the stretched dimension; NumPy also writes 0 "
+    "along a size-1 dimension, where no step is ever taken, and for an empty array)",
+)
+@pytest.mark.rule(
+    "02",
+    "`np.broadcast_to` is read-only while `expand` can be written through, a write landing on every virtual copy.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(broadcastable(n=1), st.sampled_from([torch.float32, torch.float64, torch.int16]))
+def test_stretched_strides_in_numpy_and_torch(case, dtype):
+    (own,) = case
+    target = tuple(2 if k == 1 and i % 2 else k for i, k in enumerate(own))
+    small = torch.arange(math.prod(own)).to(dtype).reshape(own)
+    t = small.expand(target)
+    n = np.broadcast_to(small.numpy(), target)
+    for d, hit in enumerate(_stretched(own, target)):
+        if hit:
+            assert t.stride(d) == 0 == n.strides[d]
+        elif target[d] > 1 and t.numel():
+            assert n.strides[d] == t.stride(d) * t.element_size()
+        elif target[d] > 1:  # an empty array: NumPy strides 0 (notebook 01)
+            assert n.strides[d] == 0
+        else:
+            assert n.strides[d] == 0 and t.stride(d) == small.stride(d)
+    assert not n.flags.writeable
+    if t.numel():
+        index = tuple(0 for _ in target)
+        t[index] = 7
+        assert torch.all(t[tuple(slice(None) if hit else 0 for hit in _stretched(own, target))] == 7)
+
+
+# ----- 9. silent bugs -----------------------------------------------------------------------------------------------
+@pytest.mark.rule("02", "`(N, 1) - (N,)` is an `(N, N)` table of *every* prediction minus *every* label:")
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.integers(0, 5))
+def test_n_by_1_minus_n_is_every_prediction_minus_every_label(n):
+    pred, target = torch.arange(float(n)).unsqueeze(1), torch.arange(float(n)) * 10
+    table = pred - target
+    assert table.shape == (n, n)
+    assert all(table[i, j] == pred[i, 0] - target[j] for i in range(n) for j in range(n))
+
+
+@pytest.mark.rule(
+    "02",
+    "it reports an operation whose operands were stretched **against each other** (no operand has the result's "
+    "shape, as with `(N, 1)` against `(N,)`) and stays silent for one-sided broadcasts such as adding a bias.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(broadcastable(n=2))
+def test_watch_broadcasts_reports_exactly_the_mutual_broadcasts(shapes):
+    a, b = torch.zeros(shapes[0]), torch.zeros(shapes[1])
+    result = torch.broadcast_shapes(*shapes)
+    mutual = a.shape != result and b.shape != result
+    try:
+        with watch_broadcasts(action="raise"):
+            _ = a + b
+        reported = False
+    except BroadcastStretchError:
+        reported = True
+    assert reported == mutual
+
+
+@pytest.mark.rule(
+    "02",
+    "That raises unless the batch size equals the number of KV heads or one of the two is 1: with equal sizes "
+    "above 1 it silently mixes up sequences, with one KV head it silently makes a `(B, B, ...)` result, and only "
+    "a batch of 1 is right",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3), st.integers(1, 3))
+def test_a_4d_mask_against_5d_queries(batch, kv_heads, repeats, length):
+    mask, queries = (batch, 1, length, length), (batch, kv_heads, repeats, length, length)
+    result = _torch_shape(mask, queries)
+    if batch != kv_heads and 1 not in (batch, kv_heads):
+        assert result is None
+    elif batch == 1:
+        assert result == queries  # one sequence: every head reads its only mask
+    elif kv_heads == 1:
+        assert result == (batch, batch, repeats, length, length)  # a wrong shape, silently
+    else:
+        assert result == queries  # the right shape, but mask b meets kv head b: sequences mixed
