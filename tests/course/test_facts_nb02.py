@@ -1,7 +1,8 @@
 """The general rules notebook 02 states in prose, checked on many shapes (the notebook checks one example each).
 
 - Section 5: after a reduction of an (N, D) tensor without keepdim, dim 0 broadcasts back correctly (right
-  alignment), dim 1 raises when N != D and is silently wrong when N == D; keepdim=True is right for both.
+  alignment), dim 1 raises when N != D and neither is 1, and is silently wrong when N == D > 1 or D == 1 != N;
+  keepdim=True is right for both.
 - Section 7: torch.matmul copies an operand exactly when its expanded batch dims cannot be flattened into one
   as a view (what matmul does before its single bmm); otherwise it allocates only the result.
 """

@@ -44,7 +44,7 @@ register(
         ),
         why=(
             "An (N, 1) column of means lines up with the rows of (N, D) and is stretched along D.",
-            "An (N,) vector lines up with the last dim instead: subtracted per column, and silent when N == D.",
+            "An (N,) vector lines up with the last dim instead: per column, silent when N == D or D == 1.",
         ),
         wrong=(
             (lambda x: x - x.mean(dim=1), "values differ"),

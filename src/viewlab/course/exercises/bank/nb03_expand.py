@@ -196,9 +196,10 @@ def _measured_write(write: str) -> str:
 
 
 def _predicted_write(write: str) -> str:
-    # The rule: a write raises when two elements of the region it writes share one memory location, except
-    # fill_/zero_ with a Python number (they skip the check). Here every row of e is the same 3 elements, so
-    # e itself and a column e[:, j] overlap; a row e[i] and an element e[i, j] do not.
+    # The rule: a write raises when the region it writes is non-empty and has a stride-0 dim longer than 1,
+    # except fill_/zero_ with a Python number (and advanced-index writes, none listed here), which skip the
+    # check. Here e has stride 0 along its rows, so e itself and a column e[:, j] are refused; a row e[i] and
+    # an element e[i, j] have no stride-0 dim left.
     if write in ("e.fill_(7)", "e.zero_()"):
         return "goes through"
     region_overlaps = write.startswith(("e.", "e[:, "))
@@ -229,10 +230,10 @@ register(
             "assignment e[...] = 5 (the number becomes a tensor), keep it.",
         ),
         why=(
-            "A write is refused when two elements of the region it writes share one memory location, whatever the "
-            "values: e and a column e[:, j] overlap (stride 0), a row e[i] and an element e[i, j] do not.",
-            "fill_ and zero_ with a Python number skip that check and write the shared elements; everything else "
-            "here (add_, mul_, copy_, fill_ with a tensor, indexed assignment) keeps it.",
+            "A write is refused when the region it writes has a stride-0 dim longer than 1, whatever the values: "
+            "e and a column e[:, j] have one (the stretched rows), a row e[i] and an element e[i, j] do not.",
+            "fill_ and zero_ with a Python number skip that check and write the shared elements (so do advanced-"
+            "index writes); everything else here (add_, mul_, copy_, fill_ with a tensor, e[...] = 5) keeps it.",
         ),
         wrong=(
             (lambda write: "raises", "expected 'goes through'"),
