@@ -260,13 +260,11 @@ class _LossWatch(_CallRecorder):
             tensors = tensors_in(args[:2]) + tensors_in([kwargs.get("input"), kwargs.get("target")])
             shapes = [tuple(t.shape) for t in tensors[:2]]
             if len(shapes) == 2 and shapes[0] != shapes[1] and not called_from_viewlab(__file__):
-                line = learner_line()
-                self.report(
-                    f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and target of shape "
-                    f"{shapes[1]}; the loss broadcasts them to {tuple(torch.broadcast_shapes(*shapes))} before "
-                    "averaging, which is rarely what a loss should do. Reshape one to the other's shape first "
-                    "(e.g. input.squeeze(-1) or target.view_as(input))." + (f"\nAt {line}" if line else "")
-                )
+                line, result = learner_line(), tuple(torch.broadcast_shapes(*shapes))
+                text = f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and target of shape"
+                text += f" {shapes[1]}; the loss broadcasts them to {result} before averaging, which is rarely what a"
+                fix = "Reshape one to the other's shape first (e.g. input.squeeze(-1) or target.view_as(input))."
+                self.report(f"{text} loss should do. {fix}" + (f"\nAt {line}" if line else ""))
         return super().__torch_function__(func, types, args, kwargs)
 
 
