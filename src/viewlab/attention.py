@@ -55,11 +55,9 @@ def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
     """
     lengths = require_tensor(lengths, "lengths", meta=False)
     if lengths.dim() != 1:
-        raise problem(
-            ValueError,
-            f"`lengths` must be 1-D (one length per batch item), got shape {tuple(lengths.shape)}. "
-            "For a (B, L) 0/1 mask you already have, use `mask.bool()[:, None, None, :]` instead.",
-        )
+        text = "`lengths` must be 1-D (one length per batch item), got shape"
+        fix = "For a (B, L) 0/1 mask you already have, use `mask.bool()[:, None, None, :]` instead."
+        raise problem(ValueError, f"{text} {tuple(lengths.shape)}. {fix}")
     if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.is_complex():
         raise problem(TypeError, f"`lengths` must hold integers, got dtype {lengths.dtype}; pass lengths.long().")
     b = lengths.numel()
@@ -68,10 +66,8 @@ def padding_mask(lengths: Any, max_len: int | None = None) -> torch.Tensor:
     longest = int(lengths.max()) if b else 0
     max_len = longest if max_len is None else require_int(max_len, "max_len", maximum=INT64_MAX)
     if longest > max_len:
-        raise problem(
-            ValueError,
-            f"a length ({longest}) exceeds max_len={max_len}; pass max_len >= {longest} (the padded sequence length).",
-        )
+        fix = f"pass max_len >= {longest} (the padded sequence length)."
+        raise problem(ValueError, f"a length ({longest}) exceeds max_len={max_len}; {fix}")
     if not b:  # an empty batch: no positions to compare, whatever max_len is
         return torch.zeros(0, 1, 1, max_len, dtype=torch.bool, device=lengths.device)
     require_allocation(b * max_len + 8 * max_len, f"a padding mask of shape ({b}, 1, 1, {max_len})", lengths.device)
@@ -130,59 +126,39 @@ def _check_qkv(q: Any, k: Any, v: Any) -> tuple[int, ...]:
     require_same_device({"q": q, "k": k, "v": v})
     require_same_dtype({"q": q, "k": k, "v": v})
     if q.shape[-1] != k.shape[-1]:
-        raise problem(
-            ValueError,
-            "q and k must have the same last dim (the dot-product size); "
-            f"q has shape {tuple(q.shape)} (dim -1 = {q.shape[-1]}), k has {tuple(k.shape)} (dim -1 = {k.shape[-1]}).",
-        )
+        got = f"q has shape {tuple(q.shape)} (dim -1 = {q.shape[-1]}), k has {tuple(k.shape)} (dim -1 = {k.shape[-1]})."
+        raise problem(ValueError, f"q and k must have the same last dim (the dot-product size); {got}")
     if k.shape[-2] != v.shape[-2]:
-        raise problem(
-            ValueError,
-            "k and v must have the same length (dim -2), one value per key; "
-            f"k has shape {tuple(k.shape)}, v has {tuple(v.shape)}.",
-        )
+        got = f"k has shape {tuple(k.shape)}, v has {tuple(v.shape)}."
+        raise problem(ValueError, f"k and v must have the same length (dim -2), one value per key; {got}")
     try:
         batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
-        raise problem(
-            ValueError,
-            f"the batch/head dims (all but the last two) of q {tuple(q.shape)}, k {tuple(k.shape)} "
-            f"and v {tuple(v.shape)} do not broadcast; each must match or be 1.",
-        ) from None
+        dims = f"the batch/head dims (all but the last two) of q {tuple(q.shape)}, k {tuple(k.shape)}"
+        raise problem(ValueError, f"{dims} and v {tuple(v.shape)} do not broadcast; each must match or be 1.") from None
     return (*batch, q.shape[-2], k.shape[-2])
 
 
 def _check_mask(mask: Any, scores_shape: tuple[int, ...], q: torch.Tensor) -> None:
     require_tensor(mask, "mask")
     if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
-        raise problem(
-            TypeError,
-            f"mask dtype {mask.dtype} is ambiguous; pass a bool mask (True = attend), "
-            "e.g. `mask.bool()`, or a float mask that is added to the scores (0 or -inf).",
-        )
+        fix = "pass a bool mask (True = attend), e.g. `mask.bool()`, or a float mask that is added to the scores"
+        raise problem(TypeError, f"mask dtype {mask.dtype} is ambiguous; {fix} (0 or -inf).")
     if mask.dtype != torch.bool and mask.dtype != q.dtype:
-        raise problem(
-            TypeError,
-            f"a float mask is added to the scores, so it must have q's dtype {q.dtype}; "
-            f"`mask` has dtype {mask.dtype}. Pass mask.to(q.dtype), or a bool mask (True = attend).",
-        )
+        text = f"a float mask is added to the scores, so it must have q's dtype {q.dtype}; `mask` has dtype"
+        raise problem(TypeError, f"{text} {mask.dtype}. Pass mask.to(q.dtype), or a bool mask (True = attend).")
     require_same_device({"q": q, "mask": mask})
     if mask.dim() > len(scores_shape):
-        raise problem(
-            ValueError,
-            f"mask has {mask.dim()} dims, shape {tuple(mask.shape)}, but the scores have only "
-            f"{len(scores_shape)}, shape {scores_shape}.",
-        )
+        text = f"mask has {mask.dim()} dims, shape {tuple(mask.shape)}, but the scores have only {len(scores_shape)}"
+        raise problem(ValueError, f"{text}, shape {scores_shape}.")
     padded = (1,) * (len(scores_shape) - mask.dim()) + tuple(mask.shape)
     for d, (m, s) in enumerate(zip(padded, scores_shape)):
         if m not in (1, s):
             lq, lk = scores_shape[-2], scores_shape[-1]
-            raise problem(
-                ValueError,
-                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores "
-                f"(batch..., heads, Lq={lq}, Lk={lk}) = {scores_shape}: size {m} at scores dim {d} must be 1 or {s}. "
-                "A per-key padding mask of shape (B, Lk) must become (B, 1, 1, Lk): `mask[:, None, None, :]`.",
-            )
+            text = f"mask of shape {tuple(mask.shape)} does not broadcast to the scores (batch..., heads, Lq={lq}"
+            fix = "A per-key padding mask of shape (B, Lk) must become (B, 1, 1, Lk): `mask[:, None, None, :]`."
+            text += f", Lk={lk}) = {scores_shape}: size {m} at scores dim {d} must be 1 or {s}."
+            raise problem(ValueError, f"{text} {fix}")
 
 
 @entry("scaled_dot_product_attention")
@@ -263,11 +239,8 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
         raise problem(ValueError, f"expects x of shape (B, L, D), got shape {tuple(x.shape)} ({x.dim()} dims).")
     b, length, d = x.shape
     if d % num_heads:
-        raise problem(
-            ValueError,
-            f"the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by "
-            f"num_heads={num_heads}; pick num_heads among the divisors of {d}.",
-        )
+        text = f"the model dim (dim 2 of x, shape {tuple(x.shape)}) is {d}, not divisible by num_heads={num_heads}"
+        raise problem(ValueError, f"{text}; pick num_heads among the divisors of {d}.")
     return x.view(b, length, num_heads, d // num_heads).transpose(1, 2)
 
 
@@ -362,11 +335,8 @@ class SqueezeExcitation(nn.Module):
         reduction = require_int(reduction, "reduction", minimum=1)
         hidden = channels // reduction
         if hidden == 0:
-            raise problem(
-                ValueError,
-                f"channels={channels}, reduction={reduction} give channels // reduction = 0 hidden units, "
-                f"so the attention would ignore its input. Use reduction <= {channels}.",
-            )
+            text = f"channels={channels}, reduction={reduction} give channels // reduction = 0 hidden units"
+            raise problem(ValueError, f"{text}, so the attention would ignore its input. Use reduction <= {channels}.")
         nbytes = 4 * (2 * channels * hidden + channels + hidden)
         require_allocation(nbytes, f"the weights of {channels} channels x {hidden} hidden units")
         self.channels, self.fc1, self.fc2 = channels, nn.Linear(channels, hidden), nn.Linear(hidden, channels)
@@ -380,26 +350,17 @@ class SqueezeExcitation(nn.Module):
         """
         require_tensor(x, "x", kinds=(FLOAT,))
         if x.dim() != 4 or x.shape[1] != self.channels:
-            raise problem(
-                ValueError,
-                f"a module of {self.channels} channels expects x of shape (B, {self.channels}, H, W); "
-                f"got shape {tuple(x.shape)}"
-                + (f" (dim 1 is {x.shape[1]})." if x.dim() == 4 else f" ({x.dim()} dims)."),
-            )
+            got = f" (dim 1 is {x.shape[1]})." if x.dim() == 4 else f" ({x.dim()} dims)."
+            text = f"a module of {self.channels} channels expects x of shape (B, {self.channels}, H, W)"
+            raise problem(ValueError, f"{text}; got shape {tuple(x.shape)}{got}")
         if x.shape[2] * x.shape[3] == 0:
-            raise problem(
-                ValueError,
-                f"x of shape {tuple(x.shape)} has no pixels (H * W = 0), "
-                "so the per-channel mean is undefined; pass an image with H, W >= 1.",
-            )
+            fix = "so the per-channel mean is undefined; pass an image with H, W >= 1."
+            raise problem(ValueError, f"x of shape {tuple(x.shape)} has no pixels (H * W = 0), {fix}")
         weight = self.fc1.weight
         require_same_device({"the module's weights": weight, "x": x})
         if x.dtype != weight.dtype:
-            raise problem(
-                TypeError,
-                f"`x` has dtype {x.dtype} but the module's weights are {weight.dtype}; "
-                f"they must match. Cast the input, x.to({weight.dtype}), or the module, se.to({x.dtype}).",
-            )
+            fix = f"they must match. Cast the input, x.to({weight.dtype}), or the module, se.to({x.dtype})."
+            raise problem(TypeError, f"`x` has dtype {x.dtype} but the module's weights are {weight.dtype}; {fix}")
         squeezed = x.mean(dim=(2, 3))  # (B, C)
         return torch.sigmoid(self.fc2(torch.relu(self.fc1(squeezed))))[:, :, None, None]
 

@@ -129,10 +129,8 @@ def compare(
         if not isinstance(name, str):
             raise problem(TypeError, f"case names must be str, got {name!r}.")
         if not callable(fn):
-            raise problem(
-                TypeError,
-                f"case {name!r} is a {type(fn).__name__}, not a callable; wrap the expression: lambda: <expression>.",
-            )
+            fix = "wrap the expression: lambda: <expression>."
+            raise problem(TypeError, f"case {name!r} is a {type(fn).__name__}, not a callable; {fix}")
         try:  # the timer calls each case with no arguments: say so before timing starts
             signature = inspect.signature(fn)
         except (TypeError, ValueError):  # builtins without a signature: the timer will tell
@@ -140,11 +138,8 @@ def compare(
         try:
             signature.bind()
         except TypeError:
-            raise problem(
-                TypeError,
-                f"case {name!r} takes arguments {signature}, but each case is called with none; "
-                "bind them first: lambda: fn(x).",
-            ) from None
+            text = f"case {name!r} takes arguments {signature}, but each case is called with none"
+            raise problem(TypeError, f"{text}; bind them first: lambda: fn(x).") from None
     reference = next(iter(cases)) if require_str(reference, "reference", allow_none=True) is None else reference
     if reference not in cases:
         raise problem(ValueError, f"reference={reference!r} is not one of the cases {list(cases)}.")
@@ -159,24 +154,19 @@ def compare(
     rounds = require_int(rounds, "rounds", minimum=1)
     number = isinstance(min_run_time, (int, float)) and not isinstance(min_run_time, bool)
     if not (number and 0 < min_run_time <= MAX_MIN_RUN_TIME):  # nan fails every comparison, inf never ends
-        raise problem(
-            ValueError, f"min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}, got {min_run_time!r}."
-        )
+        text = f"min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}"
+        raise problem(ValueError, f"{text}, got {min_run_time!r}.")
     budget = rounds * len(cases) * min_run_time
     if budget > MAX_TOTAL_SECONDS:
-        raise problem(
-            ValueError,
-            f"rounds={rounds} x {len(cases)} cases x min_run_time={min_run_time} s would time for at "
-            f"least {budget:,.0f} s, more than {MAX_TOTAL_SECONDS} s; use fewer rounds or a shorter min_run_time.",
-        )
+        text = f"rounds={rounds} x {len(cases)} cases x min_run_time={min_run_time} s would time for at least"
+        fix = "use fewer rounds or a shorter min_run_time."
+        raise problem(ValueError, f"{text} {budget:,.0f} s, more than {MAX_TOTAL_SECONDS} s; {fix}")
     if num_threads is not None:
         num_threads = require_int(num_threads, "num_threads", minimum=1, maximum=max(1, 4 * (os.cpu_count() or 1)))
     threads = torch.get_num_threads() if num_threads is None else num_threads
     from torch.utils import benchmark  # imported here: it costs ~0.1 s, and `import viewlab` need not pay it
 
-    timers = {
-        n: benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label=n) for n, fn in cases.items()
-    }
+    timers = {n: benchmark.Timer("fn()", globals={"fn": fn}, num_threads=threads, label=n) for n, fn in cases.items()}
     blocks: dict[str, list[Any]] = {name: [] for name in cases}
     for _ in range(rounds):
         for name, timer in timers.items():

@@ -316,10 +316,8 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
         if len(fixes) > 1:
             lines.append("  Pick the one whose dims mean the same thing as the dims they line up with.")
     else:
-        lines.append(
-            "No single unsqueeze or permute of one operand fixes this: check where these shapes come from "
-            "(a wrong reshape, a reduction over the wrong dim, or the wrong tensor)."
-        )
+        text = "No single unsqueeze or permute of one operand fixes this: check where these shapes come from"
+        lines.append(f"{text} (a wrong reshape, a reduction over the wrong dim, or the wrong tensor).")
     return BroadcastError("\n".join(lines), tuple(conflicts), tuple(fixes))
 
 
@@ -329,16 +327,11 @@ def explain_broadcast(
 ) -> BroadcastExplanation:
     """Explain, step by step, how ``operands`` broadcast together: a :class:`BroadcastExplanation`.
 
-    Args:
-        *operands: two or more tensors, ``torch.Size`` objects, or tuples/lists of ints (mixed is fine).
-        names: labels for the operands (default ``a``, ``b``, ``c``, ...), used in text and errors.
-        dtype: element type assumed for shape operands when counting bytes (tensors use their own).
-
-    Raises:
-        BroadcastError: the shapes do not broadcast; the message names the dimension (from the right and
-            as each operand's own index), the sizes, the operands, and a fix when one exists.
-        TypeError / ValueError: an operand is not a tensor or shape, a size is negative, or fewer than two
-            operands were given.
+    ``operands``: two or more tensors, ``torch.Size`` objects or tuples/lists of ints, mixed; ``names``: labels
+    (default ``a``, ``b``, ...); ``dtype``: assumed for shape operands when counting bytes. Shapes that do not
+    broadcast raise :class:`BroadcastError` naming the dimension (from the right and as each operand's own
+    index), the sizes, the operands and a fix when one exists; a non-shape, a negative size or fewer than two
+    operands raise TypeError / ValueError.
 
     >>> e = explain_broadcast(torch.zeros(3, 1), (2, 1, 4), names=["col", "grid"])
     >>> e.shape, e["col"].expanded_dims, e["col"].expanded_stride, e["col"].copy_bytes, e["col"].broadcast_bytes

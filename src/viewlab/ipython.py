@@ -70,10 +70,8 @@ def _shell(ip: Any, sources: Any) -> tuple[Any, tuple[str, ...]]:
         raise type_error("ip", "the IPython shell (get_ipython()) or None for the running one", ip)
     ip = _running_shell() if ip is None else ip
     if ip is None or not isinstance(getattr(ip, "user_ns", None), dict):
-        raise problem(
-            RuntimeError,
-            "works inside IPython or Jupyter (get_ipython() is None here); in a script nothing keeps outputs alive.",
-        )
+        why = "in a script nothing keeps outputs alive."
+        raise problem(RuntimeError, f"works inside IPython or Jupyter (get_ipython() is None here); {why}")
     names = (sources,) if isinstance(sources, str) else sources
     known = isinstance(names, (list, tuple, set)) and all(isinstance(x, str) and x in _SOURCES for x in names)
     if not known or not names:

@@ -74,10 +74,8 @@ def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
                 f"{base.stride(b)} * {base.shape[b]} = {base.stride(b) * base.shape[b]}"
                 for a, b in blocked
             )
-            return (
-                f"the input ({desc}) cannot be read in the new shape with strides alone; the "
-                f"dimensions that would have to merge are not laid out back to back ({pairs})"
-            )
+            text = f"the input ({desc}) cannot be read in the new shape with strides alone; the dimensions that would"
+            return f"{text} have to merge are not laid out back to back ({pairs})"
         return f"the input ({desc}) cannot be viewed in the new shape"
     return f"{short} computes new values (input {desc}), which need new storage"
 
@@ -111,13 +109,11 @@ class _ViewsOnlyMode(TorchDispatchMode):
             why = _why_not_a_view(*(call or (None, args, kwargs)))
             line = learner_line()
             # The learner's code runs here, after views_only() returned: named after the guard, not by problem().
-            raise CopyError(
-                f"views_only(): {called} made new storage ({t.untyped_storage().nbytes():,} bytes for a tensor of "
-                f"shape {tuple(t.shape)}; PyTorch ran {func}). Why: {why}.\n"
-                + (f"At {line}\n" if line else "")
-                + "If a copy is what you want, make it explicit: x.contiguous(), x.clone(), or x.reshape(...) "
-                f"outside the block; or allow it here: views_only(allow=({called.rsplit('.', 1)[-1]!r},))."
-            )
+            made = f"{t.untyped_storage().nbytes():,} bytes for a tensor of shape {tuple(t.shape)}; PyTorch ran {func}"
+            fix = "If a copy is what you want, make it explicit: x.contiguous(), x.clone(), or x.reshape(...) outside"
+            fix += f" the block; or allow it here: views_only(allow=({called.rsplit('.', 1)[-1]!r},))."
+            where = f"At {line}\n" if line else ""
+            raise CopyError(f"views_only(): {called} made new storage ({made}). Why: {why}.\n{where}{fix}")
         return out
 
 
@@ -260,13 +256,11 @@ class _LossWatch(_CallRecorder):
             tensors = tensors_in(args[:2]) + tensors_in([kwargs.get("input"), kwargs.get("target")])
             shapes = [tuple(t.shape) for t in tensors[:2]]
             if len(shapes) == 2 and shapes[0] != shapes[1] and not called_from_viewlab(__file__):
-                line = learner_line()
-                self.report(
-                    f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and target of shape "
-                    f"{shapes[1]}; the loss broadcasts them to {tuple(torch.broadcast_shapes(*shapes))} before "
-                    "averaging, which is rarely what a loss should do. Reshape one to the other's shape first "
-                    "(e.g. input.squeeze(-1) or target.view_as(input))." + (f"\nAt {line}" if line else "")
-                )
+                line, result = learner_line(), tuple(torch.broadcast_shapes(*shapes))
+                text = f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and target of shape"
+                text += f" {shapes[1]}; the loss broadcasts them to {result} before averaging, which is rarely what a"
+                fix = "Reshape one to the other's shape first (e.g. input.squeeze(-1) or target.view_as(input))."
+                self.report(f"{text} loss should do. {fix}" + (f"\nAt {line}" if line else ""))
         return super().__torch_function__(func, types, args, kwargs)
 
 

@@ -59,39 +59,28 @@ def draw_broadcast(
     require_str(title, "title", allow_none=True)
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
-            raise problem(
-                TypeError,
-                f"draws values, so operand {i} must be a torch.Tensor, got {type(t).__name__}. "
-                "For shapes alone use viewlab.explain_broadcast.",
-            )
+            text = f"draws values, so operand {i} must be a torch.Tensor, got {type(t).__name__}."
+            raise problem(TypeError, f"{text} For shapes alone use viewlab.explain_broadcast.")
         require_tensor(t, f"tensors[{i}]")
         if t.device.type == "meta":
             raise problem(ValueError, f"operand {i} is a meta tensor, which has no values to draw.")
     if op in ("<", ">") and any(t.is_complex() for t in tensors):
-        raise problem(
-            TypeError,
-            f"op={op!r} orders values, and complex numbers have no order; pass real tensors (e.g. x.real) or op='=='.",
-        )
+        fix = "pass real tensors (e.g. x.real) or op='=='."
+        raise problem(TypeError, f"op={op!r} orders values, and complex numbers have no order; {fix}")
     if op == "-" and any(t.dtype == torch.bool for t in tensors):
-        raise problem(
-            TypeError, "op='-' is not defined for bool tensors; pass x.int() to subtract, or op='==' to compare."
-        )
+        fix = "pass x.int() to subtract, or op='==' to compare."
+        raise problem(TypeError, f"op='-' is not defined for bool tensors; {fix}")
     expl = explain_broadcast(*tensors, names=names)  # validates count, names; raises BroadcastError
     shape = tuple(expl.shape)
     if len(shape) > 2:
-        raise problem(
-            ValueError,
-            f"draws results of rank 0, 1 or 2; these operands broadcast to {shape} (rank {len(shape)}). "
-            "Draw a 2-D slice, e.g. x[0] for each operand, or use explain_broadcast.",
-        )
+        fix = "Draw a 2-D slice, e.g. x[0] for each operand, or use explain_broadcast."
+        text = f"draws results of rank 0, 1 or 2; these operands broadcast to {shape} (rank {len(shape)})."
+        raise problem(ValueError, f"{text} {fix}")
     rows, cols = _as_grid(shape)
     numel = rows * cols
     if numel == 0 or numel > MAX_DRAWN_CELLS:
-        raise problem(
-            ValueError,
-            f"draws between 1 and {MAX_DRAWN_CELLS} result cells so the numbers stay readable; "
-            f"the result has shape {shape} = {numel} cells. Draw smaller operands, e.g. x[:4].",
-        )
+        text = f"draws between 1 and {MAX_DRAWN_CELLS} result cells so the numbers stay readable; the result has shape"
+        raise problem(ValueError, f"{text} {shape} = {numel} cells. Draw smaller operands, e.g. x[:4].")
     result = tensors[0].detach().cpu()
     for t in tensors[1:]:
         result = BROADCAST_OPS[op](result, t.detach().cpu())

@@ -40,18 +40,13 @@ def draw_layout(t: Any, title: str | None = None) -> Figure:
     t = require_tensor(t, "t")
     require_str(title, "title", allow_none=True)
     if t.device.type == "meta":
-        raise problem(
-            ValueError,
-            "needs values, and a meta tensor has none. "
-            "Use viewlab.layout(t) for its shape and strides, or draw a CPU tensor of the same shape.",
-        )
+        fix = "Use viewlab.layout(t) for its shape and strides, or draw a CPU tensor of the same shape."
+        raise problem(ValueError, f"needs values, and a meta tensor has none. {fix}")
     info = layout(t)
     if info.numel > MAX_DRAWN_ELEMENTS:
-        raise problem(
-            ValueError,
-            f"draws at most {MAX_DRAWN_ELEMENTS} elements so the numbers stay readable; this tensor has shape "
-            f"{tuple(t.shape)} = {info.numel} elements. Draw a small slice instead, e.g. t[:2, :4].",
-        )
+        text = f"draws at most {MAX_DRAWN_ELEMENTS} elements so the numbers stay readable; this tensor has shape"
+        fix = "Draw a small slice instead, e.g. t[:2, :4]."
+        raise problem(ValueError, f"{text} {tuple(t.shape)} = {info.numel} elements. {fix}")
     idx = storage_indices(t).reshape(-1).tolist()
     n_storage = info.storage_bytes // info.itemsize
     # Show the part of storage the view can reach, plus a little context on each side; from element 0
@@ -59,11 +54,8 @@ def draw_layout(t: Any, title: str | None = None) -> Figure:
     hi = min(n_storage, max(idx) + 3) if idx else min(n_storage, 4)
     lo = 0 if hi <= MAX_DRAWN_ELEMENTS or not idx else max(0, min(idx) - 2)
     if hi - lo > MAX_DRAWN_ELEMENTS:
-        raise problem(
-            ValueError,
-            f"the view reaches {hi - lo} storage elements (storage indices {lo}..{hi - 1}), "
-            f"more than the {MAX_DRAWN_ELEMENTS} that fit in a readable strip. Draw a smaller example.",
-        )
+        text = f"the view reaches {hi - lo} storage elements (storage indices {lo}..{hi - 1}), more than the"
+        raise problem(ValueError, f"{text} {MAX_DRAWN_ELEMENTS} that fit in a readable strip. Draw a smaller example.")
     data = t.detach()
     strip = torch.as_strided(data, (hi - lo,), (1,), lo).cpu().tolist() if hi > lo else []
     reads = Counter(idx)  # how many view cells read each storage element

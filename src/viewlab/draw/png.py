@@ -25,11 +25,8 @@ __all__ = ["PNGFigure", "show_figure", "render_png"]
 
 def _require_alt(alt: Any) -> str:
     if not isinstance(alt, str) or not alt.strip():
-        raise problem(
-            ValueError,
-            "needs alt text: one sentence saying what the picture shows, "
-            "e.g. alt='a 2x3 view reading storage elements 0 to 5'.",
-        )
+        example = "e.g. alt='a 2x3 view reading storage elements 0 to 5'."
+        raise problem(ValueError, f"needs alt text: one sentence saying what the picture shows, {example}")
     return alt.strip()
 
 

@@ -91,17 +91,15 @@ class MemoryMonitor:
     ``mon.start()`` ... ``mon.stop()``; ``mon.mark("label")`` annotates the plot. The widget's buttons act between
     cells (while a cell runs, the kernel reads no widget events).
 
-    Args:
-        device: device to watch (None: CUDA if available, else CPU), as for :func:`viewlab.measure`.
-        interval: seconds between samples, at least 0.25 (at most 4 frames a second).
-        backend: ``"storages"`` (exact bytes of tensor storages made since start by the thread that started the
-            monitor, on any device), ``"cuda"`` (the caching allocator's counters: allocated, reserved, peak),
-            ``"rss"`` (process resident memory, approximate) or ``"auto"`` (``"cuda"`` if available, else storages).
-        rss: also record the process RSS (approximate) as an extra line.
-        display: None shows the live widget only inside a Jupyter kernel; False never displays. title: the plot's.
-        frames: where live frames come from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread, as
-            Colab needs: :mod:`.widget`) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from``
-            says which, ``mon.frames`` counts the frames sent.
+    ``device``: the device to watch, as for :func:`viewlab.measure` (None: CUDA if available, else CPU); ``interval``:
+    seconds between samples, at least 0.25 (at most 4 frames a second). ``backend``: ``"storages"`` (exact bytes of
+    tensor storages made since start by the thread that started the monitor, on any device), ``"cuda"`` (the caching
+    allocator's counters: allocated, reserved, peak), ``"rss"`` (process resident memory, approximate) or ``"auto"``
+    (``"cuda"`` if available, else storages); ``rss``: also record the process RSS (approximate) as an extra line.
+    ``display``: None shows the live widget only inside a Jupyter kernel, False never; ``title``: the plot's.
+    ``frames``: where live frames come from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread, as
+    Colab needs: :mod:`.widget`) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from`` says
+    which, ``mon.frames`` counts the frames sent.
     """
 
     @entry("MemoryMonitor")
