@@ -191,7 +191,9 @@ def test_self_cpu_mem_is_net_so_it_sums_to_what_is_held(name, length):
     " profiled two cells above: the replay gives a fraction of the measured peak).",
 )
 @RULE_SETTINGS
-@given(st.integers(1, 2), st.integers(1, 8), st.integers(1, 8), st.integers(1, 4))
+@given(
+    st.sampled_from([1, 2]), st.sampled_from([1, 5]), st.sampled_from([1, 6]), st.sampled_from([1, 4])
+)  # H, Lq, Lk, Dh
 def test_a_replay_of_the_profiler_misses_the_temporaries_sdpa_frees_inside(heads, lq, lk, dh):
     q, k, v = torch.randn(1, heads, lq, dh), torch.randn(1, heads, lk, dh), torch.randn(1, heads, lk, dh)
     total, replayed = _profiled(lambda: _sdpa_math(q, k, v))
