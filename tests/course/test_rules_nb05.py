@@ -508,3 +508,16 @@ def test_only_stride_0_overlap_raises_overlapping_windows_are_written_silently(n
     assert torch.equal(x, 2.0 ** reads.float())  # an element read by k windows was doubled k times
     e = torch.ones(1).expand(n)
     assert _raises(lambda: e.mul_(2)) == (n > 1)
+
+
+@pytest.mark.rule(
+    "05", "Same block: compare `untyped_storage().data_ptr()` (two unrelated empty storages both report 0)."
+)
+@RULE_SETTINGS
+@given(strided(), strided(), st.booleans())
+def test_storage_pointers_are_equal_exactly_for_one_block_or_two_empty_ones(x, other, related):
+    y = x[...] if related else other.clone()  # a view of x's block, or a block of its own
+    same_block = x.untyped_storage()._cdata == y.untyped_storage()._cdata
+    both_empty = x.untyped_storage().nbytes() == y.untyped_storage().nbytes() == 0
+    equal = x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+    assert equal == (same_block or both_empty)
