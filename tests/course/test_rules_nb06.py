@@ -202,6 +202,28 @@ def test_a_replay_of_the_profiler_misses_the_temporaries_sdpa_frees_inside(heads
     assert total == m.allocated_bytes and replayed < m.peak_bytes
 
 
+@pytest.mark.rule(
+    "06",
+    "`measure` adds those two numbers, exact for every storage an operator returns; a fused kernel's own scratch"
+    " memory (the default CPU attention kernel's) it does not see, the profiler does.",
+)
+@RULE_SETTINGS
+@given(
+    st.sampled_from([1, 2]), st.sampled_from([1, 5]), st.sampled_from([1, 6]), st.sampled_from([1, 4])
+)  # H, Lq, Lk, Dh
+def test_measure_sees_what_sdpa_returns_and_the_profiler_also_its_scratch(heads, lq, lk, dh):
+    q, k, v = torch.randn(1, heads, lq, dh), torch.randn(1, heads, lk, dh), torch.randn(1, heads, lk, dh)
+    with measure(device="cpu", log_ops=True) as m:
+        out = F.scaled_dot_product_attention(q, k, v)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        F.scaled_dot_product_attention(q, k, v)
+    (fused,) = [op for op in m.ops if op.name.startswith("aten._scaled_dot_product_flash_attention_for_cpu")]
+    returned = out.untyped_storage().nbytes() + heads * lq * 4  # the output and its float32 logsumexp
+    assert fused.bytes == returned == m.peak_bytes  # every returned storage, exactly; nothing else
+    scratch = sum(e.self_cpu_memory_usage for e in prof.events() if e.key == "aten::empty")
+    assert scratch > 0  # the kernel's own buffers: freed before it returns, seen only by the profiler
+
+
 @pytest.mark.rule("06", "`contiguous()` ran `aten.clone`, so materialising a view *is* a clone.")
 @RULE_SETTINGS
 @given(tensors())
