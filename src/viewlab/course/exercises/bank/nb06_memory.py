@@ -152,7 +152,8 @@ register(
         id="06-adam-state-bytes",
         title="What Adam keeps",
         statement=(
-            "`shapes` lists the shapes of float32 parameters. Return (as an int) how many bytes of state "
+            "`shapes` lists the shapes of float32 parameters, each with a gradient (Adam keeps no state for one "
+            "whose .grad is None). Return (as an int) how many bytes of state "
             "torch.optim.Adam allocates and keeps after its first step() (measured: what is still held). Predict it "
             "from the shapes: do not build the optimiser and step it."
         ),

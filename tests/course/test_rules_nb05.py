@@ -1,0 +1,523 @@
+"""Notebook 05 (pitfalls): each general sentence of its prose, checked against torch over generated inputs.
+
+The notebook's cells show one example per pitfall; these property tests try the sentence at its edges (sizes 0
+and 1, 0-d tensors, transposed, sliced with a step, expanded, channels_last layouts, duplicate indices), so a
+sentence that only holds for the author's example fails here.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from torch import nn
+
+from tests.conftest import RULE_SETTINGS
+from viewlab.layout import storage_indices
+
+pytestmark = pytest.mark.nb05
+
+OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
+sizes = st.integers(0, 4)
+shapes = st.lists(sizes, min_size=0, max_size=3).map(tuple)
+
+
+@st.composite
+def strided(draw, min_dims: int = 0) -> torch.Tensor:
+    """A float32 tensor in one of the layouts learners meet: contiguous, transposed, stepped slice, expanded,
+    channels_last; sizes 0, 1 and more."""
+    kind = draw(st.sampled_from(["contiguous", "transposed", "sliced", "expanded", "channels_last", "permuted"]))
+    if kind == "channels_last":
+        shape = tuple(draw(st.lists(sizes, min_size=4, max_size=4)))
+        return torch.arange(float(np.prod(shape))).reshape(shape).contiguous(memory_format=torch.channels_last)
+    shape = draw(st.lists(sizes, min_size=max(min_dims, 2 if kind in ("transposed", "permuted") else 0), max_size=3))
+    base = torch.arange(float(np.prod(shape))).reshape(shape) if shape else torch.tensor(3.0)
+    if kind == "transposed":
+        return base.transpose(0, -1)
+    if kind == "permuted":
+        return base.permute(*draw(st.permutations(range(base.ndim))))
+    if kind == "sliced" and base.ndim:
+        dim = draw(st.integers(0, base.ndim - 1))
+        start, step = draw(st.integers(0, 2)), draw(st.integers(1, 3))
+        return base.narrow(dim, 0, base.shape[dim]).transpose(0, dim)[start::step].transpose(0, dim)
+    if kind == "expanded" and base.ndim:
+        dim = draw(st.integers(0, base.ndim - 1))
+        small = base.narrow(dim, 0, min(1, base.shape[dim]))
+        target = list(small.shape)
+        target[dim] = draw(sizes) if small.shape[dim] == 1 else 0
+        return small.expand(target)
+    return base
+
+
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
+
+
+def _raises(fn) -> bool:
+    try:
+        fn()
+    except RuntimeError:
+        return True
+    return False
+
+
+@pytest.mark.rule("05", "`view` never moves data, so it needs one stride per new dimension")
+@RULE_SETTINGS
+@given(strided())
+def test_view_flattens_exactly_when_one_step_walks_the_storage(x):
+    walk = storage_indices(x).flatten().tolist()
+    one_step = len({b - a for a, b in zip(walk, walk[1:])}) <= 1
+    assert _raises(lambda: x.view(-1)) != one_step, (x.shape, x.stride(), walk)
+
+
+@pytest.mark.rule("05", "`reshape` (or `flatten`), which views when it can and copies when it must")
+@RULE_SETTINGS
+@given(strided())
+def test_reshape_views_exactly_when_view_works(x):
+    can_view = not _raises(lambda: x.view(-1))
+    for flat in (x.reshape(-1), x.flatten()):
+        assert torch.equal(flat, torch.tensor(x.tolist()).reshape(-1))
+        assert _same_storage(flat, x) == can_view, (x.shape, x.stride())
+
+
+# P2: the overlap check. A write of a *basic* index region (ints, slices) and in-place arithmetic are refused
+# exactly when the region has a stride-0 dimension of size > 1; a Python number through fill_/zero_ is never
+# refused; advanced-index writes (mask, index lists, index_put_, masked_fill_, index_fill_) are never refused.
+@st.composite
+def expanded_and_region(draw):
+    rows, cols = draw(st.integers(1, 3)), draw(st.integers(0, 4))
+    base = torch.zeros(rows, 1)
+    e = base.expand(rows, cols)
+    r0 = draw(st.one_of(st.integers(0, rows - 1), st.tuples(st.integers(0, rows), st.integers(1, 2))))
+    c0 = draw(
+        st.one_of(st.integers(0, cols - 1), st.tuples(st.integers(0, cols), st.integers(1, 2)))
+        if cols
+        else st.tuples(st.just(0), st.just(1))
+    )
+    index = tuple(i if isinstance(i, int) else slice(i[0], None, i[1]) for i in (r0, c0))
+    return base, e, index, draw(st.floats(-3, 3))
+
+
+def _checked_write_raises(region: torch.Tensor) -> bool:
+    # torch's check (has_internal_overlap) finds only stride-0 overlap, and none in an empty region
+    return region.numel() > 0 and any(s == 0 and n > 1 for s, n in zip(region.stride(), region.shape))
+
+
+@pytest.mark.rule(
+    "05", "Whether a write is refused depends on the operator and on the region written, never on the values."
+)
+@RULE_SETTINGS
+@given(expanded_and_region())
+def test_an_expanded_write_is_refused_by_operator_and_region(case):
+    base, e, index, value = case
+    region = e[index]
+    overlaps = _checked_write_raises(region)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # advanced-index writes into an expanded tensor warn (deprecated)
+        refused = {
+            "e[index] = v": _raises(lambda: e.__setitem__(index, value)),
+            "region.add_(v)": _raises(lambda: region.add_(value)),
+            "region.mul_(v)": _raises(lambda: region.mul_(value)),
+            "region.copy_(...)": _raises(lambda: region.copy_(torch.full(region.shape, value))),
+            "region.fill_(tensor)": _raises(lambda: region.fill_(torch.tensor(value))),
+            "region.fill_(v)": _raises(lambda: region.fill_(value)),
+            "region.zero_()": _raises(lambda: region.zero_()),
+            "e[mask] = v": _raises(lambda: e.__setitem__(torch.ones(e.shape, dtype=torch.bool), value)),
+            "e[rows, cols] = v": _raises(lambda: e.__setitem__(([0] * 2, [0] * 2), value) if e.shape[1] else None),
+            "masked_fill_": _raises(lambda: e.masked_fill_(torch.ones(e.shape, dtype=torch.bool), value)),
+            "index_fill_": _raises(lambda: e.index_fill_(1, torch.arange(e.shape[1]), value)),
+        }
+    checked = {"e[index] = v", "region.add_(v)", "region.mul_(v)", "region.copy_(...)", "region.fill_(tensor)"}
+    assert refused == {name: overlaps and name in checked for name in refused}, (e.shape, index, region.stride())
+
+
+@pytest.mark.rule(
+    "05",
+    "Advanced-index writes (a mask as in `e[e >= 0] = 7`, index lists, `index_put_`, `masked_fill_`, `index_fill_`)"
+    " are never refused: they only warn, and where two indices name one stored element the last value wins silently.",
+)
+@RULE_SETTINGS
+@given(st.integers(1, 3), st.integers(2, 4), st.lists(st.floats(-5, 5), min_size=2, max_size=4))
+def test_advanced_index_writes_into_expanded_memory_warn_and_the_last_colliding_value_wins(rows, cols, values):
+    base = torch.zeros(rows, 1)
+    e = base.expand(rows, cols)
+    n = min(len(values), cols)
+    writes = {
+        "mask": lambda: e.__setitem__(e >= 0, 1.0),
+        "masked_fill_": lambda: e.masked_fill_(torch.ones(e.shape, dtype=torch.bool), 2.0),
+        "index_fill_": lambda: e.index_fill_(1, torch.arange(cols), 3.0),
+        "index_put_": lambda: e.index_put_((torch.zeros(n, dtype=torch.int64), torch.arange(n)), torch.ones(n)),
+        "index lists": lambda: e.__setitem__(([0] * n, list(range(n))), torch.tensor(values[:n])),
+    }
+    for write in writes.values():
+        with pytest.warns(UserWarning, match="expanded tensors is deprecated"):
+            write()
+    # the last write: n indices of row 0 name one stored element; the last value written is what stays
+    assert base[0, 0].item() == torch.tensor(values[n - 1]).item() and base[1:].eq(3.0).all()  # rows 1..: index_fill_
+
+
+@pytest.mark.rule(
+    "05", "`(3, 1)` and `(3,)` broadcast to `(3, 3)`, so every prediction is compared with *every* target"
+)
+@RULE_SETTINGS
+@given(st.integers(0, 5))
+def test_n_by_1_against_n_broadcasts_to_n_by_n(n):
+    pred, target = torch.arange(float(n)).view(n, 1), torch.arange(float(n))
+    diff = pred - target
+    assert diff.shape == (n, n)
+    assert all(diff[i, j] == pred[i, 0] - target[j] for i in range(n) for j in range(n))
+
+
+@pytest.mark.rule(
+    "05",
+    "a perfect prediction scores non-zero unless all targets are equal (always so for `N = 1`): in such a batch the bug"
+    " hides.",
+)
+@RULE_SETTINGS
+@given(st.lists(st.integers(-3, 3), min_size=1, max_size=5))
+def test_a_perfect_n_by_1_prediction_scores_zero_only_when_all_targets_are_equal(labels):
+    target = torch.tensor(labels, dtype=torch.float32)
+    pred = target.view(-1, 1)  # perfect, but (N, 1)
+    by_hand = ((pred - target) ** 2).mean()
+    assert (by_hand.item() == 0) == (len(set(labels)) == 1)
+
+
+@pytest.mark.rule(
+    "05",
+    "Torch warns here only because `F.mse_loss` checks shapes itself; a hand-written `((pred - target) ** 2).mean()` gets no warning.",
+)
+@RULE_SETTINGS
+@given(shapes, shapes)
+def test_mse_loss_warns_exactly_when_shapes_differ_and_by_hand_never(a, b):
+    try:
+        torch.broadcast_shapes(a, b)
+    except RuntimeError:
+        assume(False)
+    pred, target = torch.ones(a), torch.zeros(b)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        F.mse_loss(pred, target)
+    assert any("target size" in str(w.message) for w in caught) == (tuple(a) != tuple(b))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ((pred - target) ** 2).mean()
+    assert not caught
+
+
+@pytest.mark.rule(
+    "05",
+    "a `(1, 1, 4, 1)` mask varies along *queries* and is stretched along keys, so it hides whole query rows (all `-inf`, hence `nan`) and leaves the real queries attending to padding.",
+)
+@RULE_SETTINGS
+@given(st.lists(st.booleans(), min_size=1, max_size=6).filter(lambda r: any(r) and not all(r)))
+def test_a_mask_on_the_query_axis_hides_pad_rows_and_lets_real_queries_see_pads(real):
+    keep = torch.tensor(real)
+    n = len(real)
+    scores = torch.randn(1, 1, n, n)
+    attn = scores.masked_fill(~keep[None, None, :, None], float("-inf")).softmax(-1)[0, 0]
+    assert torch.equal(attn.isnan().all(-1), ~keep) and not attn[keep].isnan().any()
+    assert (attn[keep][:, ~keep].sum(-1) > 0).all()
+
+
+@pytest.mark.rule(
+    "05", "softmax subtracts the row maximum; for a row of all `-inf` that is `-inf - (-inf)`, which is `nan`"
+)
+@RULE_SETTINGS
+@given(
+    st.lists(st.lists(st.booleans(), min_size=1, max_size=4), min_size=1, max_size=4).filter(
+        lambda m: len({len(r) for r in m}) == 1
+    )
+)
+def test_softmax_row_is_nan_exactly_when_every_entry_is_minus_inf(mask):
+    keep = torch.tensor(mask)
+    p = torch.randn(keep.shape).masked_fill(~keep, float("-inf")).softmax(-1)
+    assert torch.equal(p.isnan().all(-1), ~keep.any(-1)) and torch.equal(p.isnan().any(-1), ~keep.any(-1))
+
+
+@pytest.mark.rule("05", "This torch's SDPA already returns zeros for such a row (checked below on CPU).")
+@RULE_SETTINGS
+@given(
+    st.integers(1, 2),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 3),
+    st.booleans(),
+    st.data(),
+)
+def test_sdpa_returns_zeros_for_a_fully_masked_row(b, h, lq, lk, dh, as_float, data):
+    keep = torch.tensor(
+        data.draw(st.lists(st.lists(st.booleans(), min_size=lk, max_size=lk), min_size=lq, max_size=lq))
+    )
+    mask = torch.zeros(keep.shape).masked_fill(~keep, float("-inf")) if as_float else keep
+    q, k, v = torch.randn(b, h, lq, dh), torch.randn(b, h, lk, dh), torch.randn(b, h, lk, dh)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert not out.isnan().any()
+    assert out[:, :, ~keep.any(-1)].eq(0).all()
+
+
+def _saved_bytes(obj) -> int:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getbuffer().nbytes
+
+
+@pytest.mark.rule(
+    "05",
+    "`torch.save` saves *storages*, so that views still share memory after loading; a slice's storage is the whole tensor's.",
+)
+@RULE_SETTINGS
+@given(strided(min_dims=1))
+def test_torch_save_writes_the_whole_storage_and_keeps_views_shared(x):
+    assume(x.untyped_storage().nbytes() > 0)  # an empty storage has no memory to share, before or after
+    base = torch.arange(float(x.untyped_storage().nbytes() // 4))
+    view = base.as_strided(x.shape, x.stride(), x.storage_offset())
+    assert _saved_bytes(view) >= base.untyped_storage().nbytes() > _saved_bytes(view.clone()) - 2000
+    loaded_base, loaded_view = torch.load(io.BytesIO(_dump((base, view))))
+    assert _same_storage(loaded_base, loaded_view) and torch.equal(loaded_view, view)
+
+
+def _dump(obj) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.rule(
+    "05", "torch strides are never negative, so `from_numpy`, which must share memory, cannot represent it."
+)
+@RULE_SETTINGS
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=3), st.data())
+def test_from_numpy_refuses_exactly_the_arrays_with_a_negative_stride(shape, data):
+    arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    steps = tuple(data.draw(st.sampled_from([1, 2, -1, -2])) for _ in shape)
+    arr = arr[tuple(slice(None, None, s) for s in steps)]
+    try:
+        t = torch.from_numpy(arr)
+    except ValueError:
+        assert any(s < 0 for s in arr.strides)
+    else:
+        assert all(s >= 0 for s in arr.strides) and np.shares_memory(t.numpy(), arr) == (arr.size > 0)
+
+
+@pytest.mark.rule(
+    "05",
+    "`t.numpy()` is the same memory as `t`, so an in-place `t += 10` shows in the array; `t = t + 1` makes a new tensor, which the array never sees.",
+)
+@RULE_SETTINGS
+@given(strided(), st.sampled_from([torch.float32, torch.float64, torch.int64, torch.float16, torch.int8]))
+def test_numpy_shares_memory_in_place_writes_show_and_rebinding_does_not(x, dtype):
+    t = x.to(dtype).contiguous() if x.stride() and 0 in x.stride() else x.to(dtype)
+    arr = t.numpy()
+    t += 10
+    assert np.array_equal(arr, t.numpy())
+    before = arr.copy()
+    t = t + 1
+    assert np.array_equal(arr, before) and (t.numel() == 0 or not np.shares_memory(arr, t.numpy()))
+
+
+@pytest.mark.rule(
+    "05", "`squeeze()` removes *every* size-1 dimension, and with one sample the batch dimension has size 1 too."
+)
+@RULE_SETTINGS
+@given(shapes)
+def test_squeeze_removes_every_size_one_dimension(shape):
+    assert torch.zeros(shape).squeeze().shape == tuple(n for n in shape if n != 1)
+
+
+@pytest.mark.rule("05", "Name the dimensions: `squeeze((2, 3))` or `flatten(1)`")
+@RULE_SETTINGS
+@given(st.integers(0, 3), st.integers(0, 3))
+def test_naming_the_dimensions_keeps_the_batch_of_any_size(batch, channels):
+    x = torch.randn(batch, channels, 1, 1)
+    assert x.squeeze((2, 3)).shape == x.flatten(1).shape == (batch, channels)
+
+
+def _identity_mha(d: int) -> nn.MultiheadAttention:
+    mha = nn.MultiheadAttention(d, 1, batch_first=True, bias=False)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.eye(d).repeat(3, 1))
+        mha.out_proj.weight.copy_(torch.eye(d))
+    return mha
+
+
+@pytest.mark.rule(
+    "05",
+    "In `F.scaled_dot_product_attention`, `True` means *may attend*; in `nn.MultiheadAttention`, `True` means *blocked*.",
+)
+@RULE_SETTINGS
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.data())
+def test_the_boolean_mask_means_opposite_things_in_sdpa_and_mha(lq, lk, d, data):
+    rows = st.lists(st.booleans(), min_size=lk, max_size=lk).filter(any)
+    may = torch.tensor(data.draw(st.lists(rows, min_size=lq, max_size=lq)))
+    q, k, v = torch.randn(1, lq, d), torch.randn(1, lk, d), torch.randn(1, lk, d)
+    out_sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=may)
+    out_mha, weights = _identity_mha(d)(q, k, v, attn_mask=~may)
+    assert torch.allclose(out_mha, out_sdpa, atol=1e-5) and torch.equal(weights[0] > 0, may)
+
+
+@pytest.mark.rule(
+    "05",
+    "`cls` is a view: it holds the whole storage (and, through `cls._base`, the big tensor itself), so `del acts` only removes a name.",
+)
+@RULE_SETTINGS
+@given(strided(min_dims=1), st.data())
+def test_a_view_holds_the_whole_storage_after_del_and_a_clone_holds_its_own_bytes(x, data):
+    acts = x.clone() if data.draw(st.booleans()) else torch.randn(x.shape)
+    whole = acts.untyped_storage().nbytes()
+    dim = data.draw(st.integers(0, acts.ndim - 1))
+    part = acts.narrow(dim, 0, min(1, acts.shape[dim]))
+    kept = part.clone()
+    assert part._base is acts
+    del acts
+    assert part.untyped_storage().nbytes() == whole
+    assert kept.untyped_storage().nbytes() == kept.numel() * kept.element_size() and kept._base is None
+
+
+@pytest.mark.rule("05", "Broadcasting may stretch the *other* operand, never the one being written.")
+@RULE_SETTINGS
+@given(shapes, shapes)
+def test_an_in_place_op_works_exactly_when_the_broadcast_shape_is_the_written_shape(a, b):
+    try:
+        out = torch.broadcast_shapes(a, b)
+    except RuntimeError:
+        assume(False)
+    assert _raises(lambda: torch.zeros(a).add_(torch.ones(b))) == (tuple(out) != tuple(a))
+
+
+@pytest.mark.rule("05", "the three writes to index 2 all write the same value")
+@RULE_SETTINGS
+@given(st.integers(1, 4), st.data())
+def test_index_plus_one_counts_each_label_once_and_accumulate_counts_all(classes, data):
+    labels = torch.tensor(data.draw(st.lists(st.integers(0, classes - 1), max_size=8)), dtype=torch.int64)
+    counts = torch.zeros(classes)
+    counts[labels] += 1
+    seen = torch.bincount(labels, minlength=classes)
+    assert torch.equal(counts, (seen > 0).float())
+    fixed = torch.zeros(classes).index_put_((labels,), torch.ones(len(labels)), accumulate=True)
+    assert torch.equal(fixed, seen.float()) and torch.equal(
+        fixed, torch.zeros(classes).index_add_(0, labels, torch.ones(len(labels)))
+    )
+
+
+@pytest.mark.rule(
+    "05",
+    "`data_ptr()` is the address of the tensor's *first element*: storage start + offset x itemsize; a tensor with no elements has no first element, and its `data_ptr()` is 0.",
+)
+@RULE_SETTINGS
+@given(strided(), st.sampled_from([torch.float32, torch.float64, torch.int8, torch.bool]))
+def test_data_ptr_is_storage_start_plus_offset_times_itemsize(x, dtype):
+    base = torch.zeros(x.untyped_storage().nbytes() // 4 + 1, dtype=dtype)
+    t = base.as_strided(x.shape, x.stride(), x.storage_offset())
+    expected = t.untyped_storage().data_ptr() + t.storage_offset() * t.element_size()
+    assert t.data_ptr() == (expected if t.numel() else 0), (t.shape, t.storage_offset())
+
+
+@pytest.mark.rule(
+    "05", "Same elements: for contiguous tensors, compare the byte ranges `[data_ptr(), data_ptr() + nbytes)`."
+)
+@RULE_SETTINGS
+@given(st.integers(0, 12), st.data())
+def test_byte_ranges_decide_common_elements_for_contiguous_tensors(n, data):
+    a = torch.arange(float(n))
+    pieces = [a[data.draw(st.integers(0, n)) :][: data.draw(st.integers(0, n))] for _ in range(2)]
+    x, y = pieces
+    ranges = x.data_ptr() < y.data_ptr() + y.nbytes and y.data_ptr() < x.data_ptr() + x.nbytes
+    common = set(storage_indices(x).flatten().tolist()) & set(storage_indices(y).flatten().tolist())
+    assert ranges == bool(common)
+
+
+@pytest.mark.rule("05", "answers it exactly, for any strides")
+@RULE_SETTINGS
+@given(strided())
+def test_storage_indices_are_the_storage_elements_each_element_reads(x):
+    n = x.untyped_storage().nbytes() // x.element_size()
+    marked = torch.arange(n).as_strided(x.shape, x.stride(), x.storage_offset())  # each element holds its own index
+    assert torch.equal(storage_indices(x), marked)
+
+
+@pytest.mark.rule("05", "`permute` reorders the *strides*, so each pixel's channels are read from the right places.")
+@RULE_SETTINGS
+@given(strided(min_dims=1), st.data())
+def test_permute_reorders_shape_and_strides_and_moves_every_element(x, data):
+    order = data.draw(st.permutations(range(x.ndim)))
+    p = x.permute(*order)
+    assert p.shape == tuple(x.shape[i] for i in order) and p.stride() == tuple(x.stride()[i] for i in order)
+    assert _same_storage(p, x) and p.storage_offset() == x.storage_offset()
+    assert np.array_equal(p.numpy(), np.transpose(x.numpy(), order))  # NumPy's own transpose as the reference
+
+
+@pytest.mark.rule("05", "`view` keeps the memory order and only regroups it")
+@RULE_SETTINGS
+@given(shapes, st.data())
+def test_view_of_a_contiguous_tensor_keeps_the_row_major_order(shape, data):
+    x = torch.arange(float(np.prod(shape))).reshape(shape)
+    new = data.draw(st.permutations(list(shape)))
+    v = x.view(*new) if new else x.view(())
+    assert torch.equal(v.flatten(), x.flatten()) and _same_storage(v, x)
+
+
+def _write_in_place(t: torch.Tensor, op: str) -> None:
+    if op == "add_":
+        t.add_(1)
+    elif op == "mul_":
+        t.mul_(2)
+    elif op == "fill_":
+        t.fill_(3)
+    elif op == "setitem":
+        t[...] = 0.5
+    else:  # zero_, on h or on a view of it
+        t.zero_()
+
+
+@pytest.mark.rule(
+    "05",
+    "each in-place write adds one, autograd records the version it saved, and backward refuses when the two differ",
+)
+@RULE_SETTINGS
+@given(st.integers(0, 4), st.lists(st.sampled_from(["add_", "mul_", "zero_", "fill_", "setitem", "view"]), max_size=4))
+def test_each_in_place_write_adds_one_and_backward_refuses_any(n, writes):
+    w = torch.randn(n, requires_grad=True)
+    h = w.sigmoid()
+    saved = h._version
+    for op in writes:
+        _write_in_place(h[: max(n - 1, 0)] if op == "view" else h, op)
+    assert h._version == saved + len(writes)
+    assert _raises(lambda: h.sum().backward()) == bool(writes)
+
+
+@pytest.mark.rule(
+    "05",
+    "Errors about **overlap** come from writing into stride-0 memory; whether torch refuses depends on the operator and"
+    " on the region written (`fill_(7)` writes every shared element, `e[0] = 7` raises, `e[e >= 0] = 7` only warns):"
+    " `clone()` first (P2).",
+)
+@RULE_SETTINGS
+@given(st.integers(1, 8), st.integers(1, 4), st.integers(1, 4))
+def test_only_stride_0_overlap_raises_overlapping_windows_are_written_silently(n, size, step):
+    x = torch.ones(n + size)
+    windows = x.unfold(0, size, step)  # windows overlap when step < size: one element in several windows
+    reads = torch.bincount(storage_indices(windows).flatten(), minlength=len(x))
+    assert not _raises(lambda: windows.mul_(2))  # never refused: the overlap has no stride 0
+    assert torch.equal(x, 2.0 ** reads.float())  # an element read by k windows was doubled k times
+    e = torch.ones(1).expand(n)
+    assert _raises(lambda: e.mul_(2)) == (n > 1)
+
+
+@pytest.mark.rule(
+    "05", "Same block: compare `untyped_storage().data_ptr()` (two unrelated empty storages both report 0)."
+)
+@RULE_SETTINGS
+@given(strided(), strided(), st.booleans())
+def test_storage_pointers_are_equal_exactly_for_one_block_or_two_empty_ones(x, other, related):
+    y = x[...] if related else other.clone()  # a view of x's block, or a block of its own
+    same_block = x.untyped_storage()._cdata == y.untyped_storage()._cdata
+    both_empty = x.untyped_storage().nbytes() == y.untyped_storage().nbytes() == 0
+    equal = x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+    assert equal == (same_block or both_empty)

@@ -1,0 +1,358 @@
+"""Notebook 06 (memory lab): each general sentence of its prose, checked against torch over generated inputs.
+
+Bytes are checked exactly on the CPU: a storage's size with ``untyped_storage().nbytes()`` and what a block of
+code allocated with ``viewlab.measure(device="cpu")``. Section 7's sentences hold only on CUDA and are not
+bound here (no GPU in this run); their cells assert them where a GPU is present.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import tracemalloc
+import weakref
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import ProfilerActivity, profile
+
+from tests.conftest import RULE_SETTINGS
+from viewlab import MemoryMonitor, measure
+from viewlab.ipython import release_ipython_refs
+
+pytestmark = pytest.mark.nb06
+
+sizes = st.integers(0, 4)
+shapes = st.lists(sizes, min_size=0, max_size=3).map(tuple)
+dtypes = st.sampled_from([torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int64])
+
+
+@st.composite
+def tensors(draw) -> torch.Tensor:
+    """A tensor of a generated shape (sizes 0, 1, more; 0-d) and dtype, in a generated layout."""
+    shape, dtype = draw(shapes), draw(dtypes)
+    x = torch.arange(int(np.prod(shape))).reshape(shape).to(dtype)
+    kind = draw(st.sampled_from(["contiguous", "transposed", "sliced", "expanded"]))
+    if kind == "transposed" and x.ndim >= 2:
+        return x.transpose(0, -1)
+    if kind == "sliced" and x.ndim >= 1:
+        return x[draw(st.integers(0, 2)) :: draw(st.integers(1, 3))]
+    if kind == "expanded" and x.ndim >= 1 and x.shape[0] == 1:
+        return x.expand(draw(sizes), *x.shape[1:])
+    return x
+
+
+def _views(x: torch.Tensor) -> dict[str, object]:
+    """The view-making operators of section 1, each as a function of x (None where x's shape does not allow it)."""
+    return {
+        "expand": lambda: x.unsqueeze(0).expand(3, *x.shape),
+        "slice": lambda: x[1:] if x.ndim else x[...],
+        "view": lambda: x.view(-1) if x.is_contiguous() else x.view(x.shape),
+        "t": lambda: x.t() if x.ndim <= 2 else x.transpose(0, 1),
+        "permute": lambda: x.permute(tuple(reversed(range(x.ndim)))),
+        "unsqueeze": lambda: x.unsqueeze(-1),
+    }
+
+
+@pytest.mark.rule(
+    "06", "Memory is spent when an operator makes a new storage; a view of an existing one adds no storage bytes."
+)
+@RULE_SETTINGS
+@given(tensors(), st.sampled_from(["expand", "slice", "view", "t", "permute", "unsqueeze"]))
+def test_a_view_allocates_nothing(x, op):
+    with measure(device="cpu") as m:
+        v = _views(x)[op]()
+    assert m.allocated_bytes == m.peak_bytes == 0
+    assert v.untyped_storage()._cdata == x.untyped_storage()._cdata
+
+
+@pytest.mark.rule(
+    "06",
+    "`t.untyped_storage().nbytes()` is the size of the block behind `t`, `t.untyped_storage().data_ptr()` its address,"
+    " the same for every view of it.",
+)
+@RULE_SETTINGS
+@given(tensors(), st.sampled_from(["expand", "slice", "view", "t", "permute", "unsqueeze"]))
+def test_every_view_reports_the_same_block(x, op):
+    v = _views(x)[op]()
+    assert v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert v.untyped_storage().nbytes() == x.untyped_storage().nbytes()
+
+
+def _result_bytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+@pytest.mark.rule(
+    "06",
+    "`expand`, slicing, `view`, `t()` make none; `repeat`, `contiguous()` of a non-contiguous view and out-of-place"
+    " arithmetic do (`numel × element size` of the result; an in-place `x += 1` makes none).",
+)
+@RULE_SETTINGS
+@given(tensors(), st.lists(st.integers(0, 3), min_size=3, max_size=3))
+def test_copies_allocate_numel_times_element_size_and_views_and_in_place_nothing(x, reps):
+    reps = tuple(reps[: x.ndim]) + (1,) * max(0, x.ndim - 3) if x.ndim else tuple(reps[:1])
+    with measure(device="cpu") as m_rep:
+        r = x.repeat(reps)
+    with measure(device="cpu") as m_mat:
+        c = x.contiguous()
+    with measure(device="cpu") as m_out:
+        y = x * 2
+    target = x.clone()
+    with measure(device="cpu") as m_in:
+        target += 1
+    assert m_rep.allocated_bytes == _result_bytes(r) == r.untyped_storage().nbytes()
+    assert m_mat.allocated_bytes == (0 if x.is_contiguous() else _result_bytes(c))
+    assert m_out.allocated_bytes == _result_bytes(y) and m_in.allocated_bytes == m_in.peak_bytes == 0
+
+
+@pytest.mark.rule(
+    "06",
+    "A **temporary** is created and freed inside one line: it is not in what is held afterwards, but it raises the"
+    " peak, and the peak is what runs out of memory.",
+)
+@RULE_SETTINGS
+@given(tensors())
+def test_a_temporary_is_in_the_peak_and_not_in_what_is_held(x):
+    with measure(device="cpu") as m:
+        total = (x * 2).sum()
+    temporary = _result_bytes(x * 2)
+    assert m.allocated_bytes == total.untyped_storage().nbytes()
+    assert m.peak_bytes == temporary + total.untyped_storage().nbytes()
+
+
+@pytest.mark.rule("06", "Do not measure tensors with `tracemalloc`: it cannot see them.")
+@RULE_SETTINGS
+@given(st.integers(0, 2_000_000), dtypes)
+def test_tracemalloc_sees_the_same_few_bytes_whatever_the_tensor_size(n, dtype):
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        t = torch.zeros(n, dtype=dtype)
+        seen = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert seen < 1024  # the Python object only: the same for 0 bytes of storage as for 16 MB
+    assert t.untyped_storage().nbytes() == n * t.element_size()
+
+
+def _profiled(fn) -> tuple[int, int]:
+    """(sum of Self CPU Mem over all rows, the peak replayed from the events in time order)."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    total = sum(ev.self_cpu_memory_usage for ev in prof.key_averages())
+    timeline = sorted(
+        (ev.time_range.start, ev.self_cpu_memory_usage) for ev in prof.events() if ev.self_cpu_memory_usage
+    )
+    return total, max(itertools.accumulate((b for _, b in timeline), initial=0))
+
+
+def _sdpa_math(q, k, v):
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+PROFILED = {  # name -> a function of three (1, 2, L, 4) tensors
+    "expand-contiguous-mul": lambda q, k, v: q.expand(3, 2, -1, 4).contiguous() * q,
+    "doubled sum": lambda q, k, v: (q * 2).sum(),
+    "scores softmax": lambda q, k, v: (q @ k.transpose(-1, -2)).softmax(-1),
+    "SDPA (math)": _sdpa_math,
+    "layer norm": lambda q, k, v: F.layer_norm(q, (4,)),
+}
+
+
+@pytest.mark.rule(
+    "06",
+    'With `profile_memory=True` it records per operator its *self* memory ("Self CPU Mem"): the bytes allocated minus'
+    " the bytes freed while that operator was the innermost one running; frees between operators are `[memory]` rows"
+    " (negative).",
+)
+@RULE_SETTINGS
+@given(st.sampled_from(sorted(PROFILED)), st.integers(1, 8))
+def test_self_cpu_mem_is_net_so_it_sums_to_what_is_held(name, length):
+    fn = PROFILED[name]
+    q, k, v = (torch.randn(1, 2, length, 4) for _ in range(3))
+    total, replayed = _profiled(lambda: fn(q, k, v))
+    with measure(device="cpu") as m:
+        fn(q, k, v)
+    assert total == m.allocated_bytes  # net: what is still held
+
+
+@pytest.mark.rule(
+    "06",
+    "what is still held is the sum of that column, but the peak is not in it: an operator that frees its own"
+    " temporaries before it returns books only the net, and a replay of the events misses them (SDPA's math path,"
+    " profiled two cells above: the replay gives a fraction of the measured peak).",
+)
+@RULE_SETTINGS
+@given(
+    st.sampled_from([1, 2]), st.sampled_from([1, 5]), st.sampled_from([1, 6]), st.sampled_from([1, 4])
+)  # H, Lq, Lk, Dh
+def test_a_replay_of_the_profiler_misses_the_temporaries_sdpa_frees_inside(heads, lq, lk, dh):
+    q, k, v = torch.randn(1, heads, lq, dh), torch.randn(1, heads, lk, dh), torch.randn(1, heads, lk, dh)
+    total, replayed = _profiled(lambda: _sdpa_math(q, k, v))
+    with measure(device="cpu") as m:
+        _sdpa_math(q, k, v)
+    assert total == m.allocated_bytes and replayed < m.peak_bytes
+
+
+@pytest.mark.rule(
+    "06",
+    "`measure` adds those two numbers, exact for every storage an operator returns; a fused kernel's own scratch"
+    " memory (the default CPU attention kernel's) it does not see, the profiler does.",
+)
+@RULE_SETTINGS
+@given(
+    st.sampled_from([1, 2]), st.sampled_from([1, 5]), st.sampled_from([1, 6]), st.sampled_from([1, 4])
+)  # H, Lq, Lk, Dh
+def test_measure_sees_what_sdpa_returns_and_the_profiler_also_its_scratch(heads, lq, lk, dh):
+    q, k, v = torch.randn(1, heads, lq, dh), torch.randn(1, heads, lk, dh), torch.randn(1, heads, lk, dh)
+    with measure(device="cpu", log_ops=True) as m:
+        out = F.scaled_dot_product_attention(q, k, v)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        F.scaled_dot_product_attention(q, k, v)
+    (fused,) = [op for op in m.ops if op.name.startswith("aten._scaled_dot_product_flash_attention_for_cpu")]
+    returned = out.untyped_storage().nbytes() + heads * lq * 4  # the output and its float32 logsumexp
+    assert fused.bytes == returned == m.peak_bytes  # every returned storage, exactly; nothing else
+    scratch = sum(e.self_cpu_memory_usage for e in prof.events() if e.key == "aten::empty")
+    assert scratch > 0  # the kernel's own buffers: freed before it returns, seen only by the profiler
+
+
+@pytest.mark.rule("06", "`contiguous()` ran `aten.clone`, so materialising a view *is* a clone.")
+@RULE_SETTINGS
+@given(tensors())
+def test_contiguous_of_a_non_contiguous_tensor_runs_clone_and_of_a_contiguous_one_nothing(x):
+    with measure(device="cpu", log_ops=True) as m:
+        c = x.contiguous()
+    assert [op.name for op in m.ops] == ([] if x.is_contiguous() else ["aten.clone.default"])
+    assert (c is x) == x.is_contiguous() and torch.equal(c, x)
+
+
+@pytest.mark.rule("06", "Its peak line comes from the backend's own peak counter, not from polling.")
+@RULE_SETTINGS
+@given(st.sampled_from([0, 1, 1000, 250_000]), st.sampled_from([torch.float32, torch.int8, torch.float64]))
+def test_the_monitor_peak_catches_a_temporary_that_no_poll_sees(n, dtype):
+    with MemoryMonitor(device="cpu", display=False, interval=5.0) as mon:
+        tmp = torch.zeros(n, dtype=dtype)
+        del tmp
+    assert max(s.allocated for s in mon.samples) == 0
+    assert mon.samples[-1].peak == n * torch.empty((), dtype=dtype).element_size()
+
+
+param_shapes = st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=2).map(tuple), min_size=1, max_size=3)
+
+
+def _model(shapes_: list[tuple[int, ...]], used: list[bool]) -> tuple[list[torch.nn.Parameter], torch.Tensor]:
+    params = [torch.nn.Parameter(torch.randn(s)) for s in shapes_]
+    loss = sum(((p * p).sum() for p, u in zip(params, used) if u), torch.zeros(()))
+    return params, loss
+
+
+@pytest.mark.rule(
+    "06",
+    "With Adam in float32 a training step holds **4 tensors of parameter size** for every parameter that got a"
+    " gradient (parameters, gradients, `exp_avg`, `exp_avg_sq`: 3 × the parameter bytes beyond the parameters), plus"
+    " activations from forward to backward.",
+)
+@RULE_SETTINGS
+@given(param_shapes, st.data())
+def test_adam_keeps_gradient_and_two_moments_per_parameter_that_got_a_gradient(shapes_, data):
+    used = [data.draw(st.booleans()) for _ in shapes_]
+    assume(any(used))
+    params, loss = _model(shapes_, used)
+    opt = torch.optim.Adam(params, foreach=False)
+    with measure(device="cpu") as m:
+        loss.backward()
+        opt.step()
+    got = [p for p, u in zip(params, used) if u]
+    nbytes = sum(p.untyped_storage().nbytes() for p in got)
+    assert all((p.grad is None) == (not u) and (p in opt.state) == u for p, u in zip(params, used))
+    state = {k: sum(opt.state[p][k].untyped_storage().nbytes() for p in got) for k in ("exp_avg", "exp_avg_sq", "step")}
+    assert state == {"exp_avg": nbytes, "exp_avg_sq": nbytes, "step": 4 * len(got)}
+    assert m.allocated_bytes == 3 * nbytes + 4 * len(got)  # gradients + the two moments + a 4-byte step each
+
+
+@pytest.mark.rule(
+    "06",
+    "with `foreach=False`, Adam updates one parameter after the other and makes two temporaries the size of the one it"
+    " updates (`sqrt`, then a division: its `denom`), while the previous parameter's `denom` is still held, so the"
+    " worst moment is 2 × one parameter plus the one before it",
+)
+@RULE_SETTINGS
+@given(param_shapes)
+def test_adam_step_peaks_at_two_of_one_parameter_plus_the_previous_denominator(shapes_):
+    params, loss = _model(shapes_, [True] * len(shapes_))
+    opt = torch.optim.Adam(params, foreach=False)
+    loss.backward()
+    opt.step()  # the first step makes the state; the second shows the steady peak
+    with measure(device="cpu") as m:
+        opt.step()
+    b = [p.untyped_storage().nbytes() for p in params]
+    assert m.allocated_bytes == 0 and m.peak_bytes == max(2 * now + before for before, now in zip([0, *b], b))
+
+
+@pytest.mark.rule("06", "`zero_grad(set_to_none=True)` returns the gradients.")
+@RULE_SETTINGS
+@given(param_shapes)
+def test_zero_grad_set_to_none_frees_every_gradient(shapes_):
+    params, loss = _model(shapes_, [True] * len(shapes_))
+    opt = torch.optim.Adam(params, foreach=False)
+    with measure(device="cpu") as m:
+        loss.backward()
+        grads = sum(p.grad.untyped_storage().nbytes() for p in params)
+        opt.zero_grad(set_to_none=True)
+    assert m.allocated_bytes == 0 and m.peak_bytes >= grads and all(p.grad is None for p in params)
+
+
+@pytest.mark.rule(
+    "06",
+    "a `weakref.ref` does not keep a tensor alive, so `ref()` after `del` tells whether something else does.",
+)
+@RULE_SETTINGS
+@given(st.integers(0, 100), st.sampled_from(["nothing", "a list", "a view", "a dict"]))
+def test_a_weak_reference_tells_whether_something_else_holds_the_tensor(n, holder):
+    t = torch.zeros(n)
+    ref = weakref.ref(t)
+    keep = {"nothing": None, "a list": [t], "a view": t[1:], "a dict": {"t": t}}[holder]
+    del t
+    assert (ref() is not None) == (holder != "nothing")
+    del keep
+    assert ref() is None
+
+
+@pytest.fixture(scope="module")
+def frozen_gc():
+    # release_ipython_refs() runs gc.collect(), whose cost grows with every object alive in the test process
+    # (hypothesis's own included); frozen, the collector scans only what the examples create.
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
+@pytest.mark.rule(
+    "06",
+    "`viewlab.release_ipython_refs()` adds the rest: it drops IPython's references everywhere (`sources=` picks some of"
+    ' `"history"`, `"result"`, `"traceback"`), leaves your own variables alone, and returns the bytes that died.',
+)
+@RULE_SETTINGS
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.sampled_from(["only Out", "also mine", "a view of mine"])), max_size=4)
+)
+def test_release_returns_exactly_the_bytes_only_ipython_held(frozen_gc, entries):
+    mine, out, t = {}, {}, None
+    for number, (n, kind) in enumerate(entries, start=1):
+        t = torch.zeros(n)
+        out[number] = t if kind != "a view of mine" else t[1:]
+        if kind != "only Out":
+            mine[f"x{number}"] = t
+    dying = sum(4 * n for n, kind in entries if kind == "only Out")
+    del t
+    shell = SimpleNamespace(user_ns={"Out": out, **mine}, last_execution_result=SimpleNamespace(result=None))
+    assert release_ipython_refs(shell, sources=("history", "result")) == dying
+    assert shell.user_ns["Out"] == {} and all(shell.user_ns[k] is v for k, v in mine.items())
