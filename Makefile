@@ -88,12 +88,15 @@ lab: $(VENV)/.installed-course
 test: lint test-unit test-notebooks
 
 # The flags live in pyproject.toml ([tool.pytest.ini_options]: tests/ and src/viewlab's doctests).
+# Both suites use every core (pytest-xdist): one test file (one notebook) per worker at a time, so what a
+# file shares (a kernel, the claims table) is built once. PYTEST_JOBS= runs them in one process.
+PYTEST_JOBS ?= -n auto --dist loadfile
 test-unit: $(VENV)/.installed-test
-	$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --durations=15 $(PYTEST_JOBS) $(PYTEST_ARGS)
 
 # Strict nbval, configured once in notebooks/pytest.ini (and notebooks/conftest.py).
 test-notebooks: $(VENV)/.installed-test
-	$(BIN)/python -m pytest notebooks $(PYTEST_ARGS)
+	$(BIN)/python -m pytest notebooks $(PYTEST_JOBS) $(PYTEST_ARGS)
 
 notebooks: $(VENV)/.installed-test
 	$(BIN)/python tools/execute_notebooks.py $(NOTEBOOKS)

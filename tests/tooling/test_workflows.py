@@ -103,8 +103,9 @@ def test_macos_and_windows_run_the_makefiles_two_pytest_commands():
     runs = _runs(job)
     assert re.search(r"^python -m pytest --durations=15$", runs, re.MULTILINE)
     assert re.search(r"^python -m pytest notebooks$", runs, re.MULTILINE)
-    assert re.search(r"^\t\$\(BIN\)/python -m pytest --durations=15 \$\(PYTEST_ARGS\)$", MAKEFILE, re.MULTILINE)
-    assert re.search(r"^\t\$\(BIN\)/python -m pytest notebooks \$\(PYTEST_ARGS\)$", MAKEFILE, re.MULTILINE)
+    jobs = r" \$\(PYTEST_JOBS\)"  # the Makefile adds only the worker count (pytest-xdist) to the same command
+    assert re.search(rf"^\t\$\(BIN\)/python -m pytest --durations=15{jobs} \$\(PYTEST_ARGS\)$", MAKEFILE, re.MULTILINE)
+    assert re.search(rf"^\t\$\(BIN\)/python -m pytest notebooks{jobs} \$\(PYTEST_ARGS\)$", MAKEFILE, re.MULTILINE)
 
 
 def _make_var(name: str) -> str:
