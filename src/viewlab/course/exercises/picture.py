@@ -1,6 +1,7 @@
 """The failure picture: the failing input, the expected and the learner's result as grids of numbers.
 
-Pure functions of data: :func:`failure_figure` takes the tensors and returns a matplotlib ``Figure`` (or
+Drawn with the toolbox's one grid primitive (:func:`viewlab.draw._cells.draw_cells`), like the layout and
+broadcast pictures. Pure functions of data: :func:`failure_figure` takes the tensors and returns a matplotlib ``Figure`` (or
 None when they cannot be drawn as small grids); :func:`failure_alt_text` describes it for screen readers.
 Cells where the two results differ are outlined in orange and marked with ``!``.
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from viewlab._format import cell_value
+from viewlab.draw._cells import Cell, draw_cells
 
 if TYPE_CHECKING:  # matplotlib is imported only when a picture is drawn
     from matplotlib.figure import Figure
@@ -100,7 +102,6 @@ def _grid(t: torch.Tensor) -> tuple[list[list[str]], int, int]:
 
 def _panels_figure(panels: list[tuple[str, torch.Tensor, torch.Tensor | None]]) -> Figure:
     from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
 
     grids = [(title, *_grid(t), None if m is None else _grid(m.to(torch.int64))[0]) for title, t, m in panels]
     width = sum(max(c, 2) for _, _, _, c, _ in grids) * 0.55 + 0.8 * len(grids)
@@ -108,33 +109,16 @@ def _panels_figure(panels: list[tuple[str, torch.Tensor, torch.Tensor | None]]) 
     fig = Figure(figsize=(max(width, 3.0), height), facecolor="white")
     axes = fig.subplots(1, len(grids), gridspec_kw={"width_ratios": [max(c, 2) for _, _, _, c, _ in grids]})
     for ax, (title, text, rows, cols, bad) in zip(axes, grids):
-        ax.set_facecolor("white")
-        ax.axis("off")
-        ax.set_aspect("equal")
-        for r in range(rows):
-            for c in range(cols):
-                wrong = bad is not None and bad[r][c] == "1"
-                ax.add_patch(
-                    Rectangle(
-                        (c, rows - 1 - r),
-                        1,
-                        1,
-                        facecolor=_FILL_BAD if wrong else _FILL,
-                        edgecolor=_EDGE_BAD if wrong else "black",
-                        linewidth=2.5 if wrong else 0.8,
-                    )
-                )
-                ax.text(
-                    c + 0.5,
-                    rows - 1 - r + 0.5,
-                    text[r][c] + ("!" if wrong else ""),
-                    ha="center",
-                    va="center",
-                    fontsize=9,
-                    fontweight="bold" if wrong else "normal",
-                )
-        ax.set_xlim(-0.1, max(cols, 1) + 0.1)
-        ax.set_ylim(-0.1, max(rows, 1) + 0.1)
-        ax.set_title(title, fontsize=9)
+        wrong = [[bad is not None and bad[r][c] == "1" for c in range(cols)] for r in range(rows)]
+        cells = [
+            [
+                Cell(text[r][c] + "!", _FILL_BAD, edge=_EDGE_BAD, linewidth=2.5, bold=True)
+                if wrong[r][c]
+                else Cell(text[r][c], _FILL, linewidth=0.8)
+                for c in range(cols)
+            ]
+            for r in range(rows)
+        ]
+        draw_cells(ax, cells, title=title)
     fig.tight_layout()
     return fig
