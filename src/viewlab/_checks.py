@@ -402,21 +402,37 @@ def require_environment_device(device: torch.device) -> None:
 
 
 # Resources.
+def spare_bytes() -> int:
+    """What one helper may allocate on this machine: half of the memory free now (Linux: ``MemAvailable``),
+    else half of the physical memory. Beyond it a learner's call would push the machine into swap or the
+    kernel's out-of-memory killer instead of getting an answer.
+
+    >>> spare_bytes() > 0
+    True
+    """
+    try:
+        with open("/proc/meminfo") as fh:
+            free = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
+    except (OSError, ValueError, IndexError, StopIteration):  # not Linux
+        try:
+            free = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+            free = 2**41
+    return free // 2
+
+
 def require_allocation(nbytes: int, what: str, device: torch.device | None = None) -> None:
-    """A ValueError when making ``what`` would need more bytes than the device has in total (its total
-    memory for CUDA, this machine's physical memory otherwise; meta tensors allocate nothing and pass).
+    """A ValueError when making ``what`` would need more bytes than the device can give: on CUDA its total
+    memory, on the CPU :func:`spare_bytes` (half of what is free now); meta tensors allocate nothing and pass.
 
     >>> require_allocation(1024, "the mask")
     """
     device = torch.device("cpu") if device is None else device
     if device.type == "meta":
         return
-    try:
-        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # this machine's physical memory
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
-        limit = 2**40
+    limit, where = spare_bytes(), "half of the memory this machine has free now"
     if device.type == "cuda" and torch.cuda.is_available():
-        limit = torch.cuda.get_device_properties(device).total_memory
+        limit, where = torch.cuda.get_device_properties(device).total_memory, f"what {device} has in total"
     if nbytes > limit:
-        text = f"{what} would take {nbytes:,} bytes, more than the {limit:,} bytes this {device.type} device has"
-        raise problem(ValueError, f"{text} in total. Use smaller sizes (or device='meta' to look at shapes only).")
+        text = f"{what} would take {nbytes:,} bytes, more than {where} ({limit:,} bytes)."
+        raise problem(ValueError, f"{text} Use smaller sizes (or device='meta' to look at shapes only).")

@@ -312,3 +312,19 @@ def test_padding_mask_of_an_empty_batch_allocates_nothing_whatever_max_len_regre
         mask = padding_mask(torch.tensor([], dtype=torch.long), 2**31)
     assert mask.shape == (0, 1, 1, 2**31) and mask.dtype == torch.bool
     assert m.peak_bytes == 0
+
+
+def test_a_mask_too_big_for_the_free_memory_is_refused_before_it_is_built_regression():
+    """A padding mask of 2**31 positions needs about 19 GB (an int64 position row and the bool mask). The old
+    limit was the machine's total memory, so on a 24 GB machine it was built and the process was killed by
+    the kernel's out-of-memory killer (a random fuzz example did this in `make test`). The limit is now half
+    of the memory free at the call."""
+    from viewlab._checks import spare_bytes
+    from viewlab.attention import padding_mask
+
+    needed = 9 * 2**31  # (B = 1 bool) + 8 bytes of position per key
+    if needed <= spare_bytes():
+        pytest.skip(f"this machine can spare {spare_bytes():,} bytes: the mask would really be built")
+    with pytest.raises(ValueError, match=r"^padding_mask\(\): a padding mask of shape \(1, 1, 1, 2147483648\) would"):
+        padding_mask(torch.tensor([1]), max_len=2**31)
+    assert padding_mask(torch.tensor([1]), max_len=4).shape == (1, 1, 1, 4)
