@@ -509,8 +509,8 @@ A26 = claim_row(
     A,
     "conclusion",
     "memory",
-    "In the author's projects, sensible use of expand() cut GPU memory use by 30-70 %, especially for video "
-    "sequences and 3-D point clouds.",
+    "In the author's projects, sensible use of expand() cut GPU memory use by 30-70 %, especially for data with "
+    "spatial locality such as video sequences and 3-D point clouds.",
     _ev_saving_range,
     _j_saving_range,
     true={"savings": {"a": 0.5, "b": 0.4}},
@@ -589,7 +589,7 @@ A28 = claim_row(
     A,
     "1 Views and copies",
     "API",
-    "The article checks that a view shares memory with x.storage().data_ptr(), as a way of reaching a tensor's storage.",
+    "The article shows that a view shares memory by comparing the two tensors' .storage().data_ptr().",
     _ev_storage_api,
     _j_storage_api,
     true={"warning": None},
