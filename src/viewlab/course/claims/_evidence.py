@@ -1,11 +1,14 @@
 """Measuring helpers the claims share: the text of an error, bytes under :func:`viewlab.memory.measure`,
-timings through :func:`viewlab.bench.compare`, and the two ways a timing is judged.
+timings through :func:`viewlab.bench.compare`, the two ways a timing is judged, the aten operators a call
+runs (:class:`OpNames`), and the inputs and shape questions more than one claim asks.
 
 >>> error_of(lambda: torch.zeros(2, 3).expand(4, 3))
 'RuntimeError: The expanded size of the tensor (4) must match the existing size (2) at non-singleton dimension 0'
 >>> row = torch.zeros(1, 4)
 >>> bytes_of(lambda: row.expand(3, 4))[:2], bytes_of(lambda: row.repeat(3, 1))[:2]
 ((0, 0), (48, 48))
+>>> stretches((1, 4), (3, 4)), stretches((3, 4), (1, 3, 4))
+(True, False)
 >>> which_faster({"median_s": 1e-6, "iqr_s": 0.0}, {"median_s": 3e-6, "iqr_s": 0.0}, round_ratios=[3.0, 2.9])
 'a'
 """
@@ -13,6 +16,8 @@ timings through :func:`viewlab.bench.compare`, and the two ways a timing is judg
 from __future__ import annotations
 
 import itertools
+import math
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,7 +27,7 @@ from viewlab._format import fmt_us
 from viewlab.bench import compare
 from viewlab.memory import measure
 
-from .model import NOT_CHECKABLE, Verdict
+from .model import NOT_CHECKABLE, Facts, Verdict
 
 
 def error_of(fn: Callable[[], Any]) -> str | None:
@@ -127,3 +132,113 @@ def small_shape_pairs() -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """Every pair of shapes with 0-3 dimensions of size 0-3 (85 x 85 pairs)."""
     shapes = [s for n in range(4) for s in itertools.product(range(4), repeat=n)]
     return list(itertools.product(shapes, shapes))
+
+
+def storage_call(fn: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``fn()`` and the first sentence of the first warning it gives. Torch warns about ``Tensor.storage()``
+    once per process unless told to warn always: the flag is set for the call and restored after."""
+    always = torch.storage._get_always_warn_typed_storage_removal()
+    torch.storage._set_always_warn_typed_storage_removal(True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = fn()
+    finally:
+        torch.storage._set_always_warn_typed_storage_removal(always)
+    return out, (str(caught[0].message).split(".")[0] if caught else None)
+
+
+class OpNames(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records every aten operator run inside it: ``names`` (``"expand"``, ``"bmm"``...) and, per call, the
+    tensor arguments (``calls``: name -> list of argument tuples), to ask which work an operation does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+        self.calls: dict[str, list[tuple[Any, ...]]] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        name = func.__name__.split(".")[0]
+        self.names.append(name)
+        self.calls.setdefault(name, []).append(args)
+        return func(*args, **(kwargs or {}))
+
+
+def stretches(src: tuple[int, ...], size: tuple[int, ...]) -> bool:
+    """Does expanding ``src`` to ``size`` repeat some element (a size-1 or new dimension grown past 1)?"""
+    padded = (1,) * (len(size) - len(src)) + tuple(src)
+    return any(a == 1 and b > 1 for a, b in zip(padded, size)) and math.prod(size) > 0
+
+
+def attention_inputs(batch: int, tokens: int, width: int, seed: int) -> tuple[torch.Tensor, ...]:
+    """Seeded input (batch, tokens, width) and the two projection weights of an attention layer."""
+    gen = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(batch, tokens, width, generator=gen),
+        torch.randn(3 * width, width, generator=gen) / width**0.5,
+        torch.randn(width, width, generator=gen) / width**0.5,
+    )
+
+
+def best_device() -> str:
+    """``"cuda"`` where a GPU is present, else ``"cpu"`` (memory claims are measured where the article measured)."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def graph_nodes(t: torch.Tensor) -> list[str]:
+    """Sorted class names of every autograd node behind ``t`` (its grad_fn and all it leads to)."""
+    seen, todo, names = set(), [t.grad_fn], []
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        names.append(type(node).__name__)
+        todo += [n for n, _ in node.next_functions]
+    return sorted(names)
+
+
+def expand_result(shape: tuple[int, ...], size: tuple[int, ...]) -> Facts:
+    """``{"error", "shape"}`` of expanding a tensor of ``shape`` of ones to ``size``."""
+    err = error_of(lambda: torch.ones(shape).expand(*size))
+    return {"error": err, "shape": None if err else tuple(torch.ones(shape).expand(*size).shape)}
+
+
+#: Operations tried on a contiguous tensor and on its transpose (is each always a view, or always a copy?).
+VIEW_OR_COPY_OPS = {
+    "reshape(-1)": lambda t: t.reshape(-1),
+    "flatten()": lambda t: t.flatten(),
+    "contiguous()": lambda t: t.contiguous(),
+    "to(torch.float32)": lambda t: t.to(torch.float32),
+    "to(torch.float64)": lambda t: t.to(torch.float64),
+    "expand(2, *shape)": lambda t: t.expand(2, *t.shape),
+    "clone()": lambda t: t.clone(),
+}
+
+
+#: In-place operations tried on an expanded tensor (do they reach the original, or refuse?).
+INPLACE_OPS = {
+    "add_(1)": lambda e: e.add_(1),
+    "mul_(2)": lambda e: e.mul_(2),
+    "copy_(ones)": lambda e: e.copy_(torch.ones(3, 4)),
+    "fill_(5)": lambda e: e.fill_(5),
+    "fill_(tensor(5))": lambda e: e.fill_(torch.tensor(5.0)),
+    "zero_()": lambda e: e.zero_(),
+    "e[0, 0] = 3": lambda e: e.__setitem__((0, 0), 3.0),
+    "e[:, 0] = 3": lambda e: e.__setitem__((slice(None), 0), 3.0),
+}
+
+
+#: Blocks of clip code, each written with repeat and with expand, on (frames, features) and one (1, features) row.
+CLIP_BLOCKS = {
+    "add to every frame": (lambda fr, row: fr + row.repeat(len(fr), 1), lambda fr, row: fr + row.expand_as(fr)),
+    "mean over frames": (lambda fr, row: row.repeat(len(fr), 1).mean(0), lambda fr, row: row.expand_as(fr).mean(0)),
+    "broadcasting instead": (lambda fr, row: fr + row, lambda fr, row: fr + row.expand_as(fr)),
+}
+
+
+#: Ways to reach a tensor's storage pointer: the article's and the current one.
+STORAGE_CALLS = {
+    "storage": lambda t: t.storage().data_ptr(),
+    "untyped_storage": lambda t: t.untyped_storage().data_ptr(),
+}

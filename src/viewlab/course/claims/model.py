@@ -51,7 +51,8 @@ class Claim:
         section: where in the article (its own numbering, titles translated).
         statement: our one-sentence restatement of what the article says.
         kind: one of :data:`KINDS`.
-        evidence: runs code, returns facts (plain Python values).
+        evidence: runs code, returns facts (plain Python values); its inputs (sizes, dtypes, layouts, seeds)
+            are keyword parameters whose defaults are the article's values, so it can be run on others.
         judge: maps facts to ``(verdict, why)``.
         examples: verdict -> facts (overriding the measured ones) under which ``judge`` gives that verdict.
     """

@@ -1,0 +1,242 @@
+"""Reach of the article-000 claims (A01-A28): every verdict follows the evidence, and the evidence can vary.
+
+For each claim, either two real evidence runs on different inputs give different verdicts, or a written reason
+says why the verdict cannot change, and a property test checks the reason's fact over generated inputs.
+The facts a judge is fed here come from running its evidence function, never from a literal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from viewlab import shares_storage
+from viewlab.course.claims import a000_expand as a0
+from viewlab.course.claims import a014_expand as a1
+from viewlab.course.claims import get, judge
+from viewlab.course.claims._evidence import OpNames, bytes_of, error_of, graph_nodes, small_shape_pairs, stretches
+from viewlab.memory import measure
+
+_EXPANDING = [(s, t) for s, t in small_shape_pairs() if error_of(lambda s=s, t=t: torch.zeros(s).expand(t)) is None]
+expanding_pairs = st.sampled_from(_EXPANDING)
+small_shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
+
+
+def verdict(claim_id: str, **inputs) -> str:
+    c = get(claim_id)
+    return judge(c, c.evidence(**inputs))[0]
+
+
+# ---- claims whose verdict changes with the inputs: two (or three) real runs -------------------------------------------
+VARYING = {
+    "A03": [
+        ({}, "false"),
+        ({"ops": ("clone()", "expand(2, *shape)")}, "true"),
+        ({"ops": ("to(torch.float32)",)}, "misleading"),
+    ],
+    "A08": [({}, "misleading"), ({"ops": ("fill_(5)", "zero_()", "e[0, 0] = 3")}, "true")],
+    "A09": [({}, "misleading"), ({"pairs": [((1, 4), (3, 4)), ((4,), (2, 4))]}, "true")],
+    "A15": [({}, "false"), ({"weight_shape": (4, 8)}, "true")],
+    "A17": [({}, "false"), ({"dtype": torch.float64}, "true")],
+    "A20": [({}, "true"), ({"shape": (1, 3)}, "false")],
+    "A21": [({}, "false"), ({"shape": (1, 1)}, "true")],
+    "A22": [({}, "true"), ({"size": (1, -1)}, "false"), ({"shape": (3, 5)}, "false")],
+    "A23": [({}, "true"), ({"shape": (2, 3, 224)}, "false")],
+    "A24": [({}, "misleading"), ({"shape": (100, 100)}, "false")],
+    "A25": [({}, "misleading"), ({"originals": ((1, 100),)}, "true")],
+    "A26": [
+        ({}, "misleading"),
+        ({"blocks": ("add to every frame",)}, "true"),
+        ({"blocks": ("broadcasting instead", "mean over frames")}, "false"),
+        ({"frames": 8, "features": 32, "seed": 1}, "misleading"),
+    ],
+    "A28": [({}, "misleading"), ({"method": "untyped_storage"}, "true")],
+}
+
+
+@pytest.mark.parametrize("claim_id", sorted(VARYING))
+def test_the_verdict_follows_the_inputs(claim_id):
+    runs = VARYING[claim_id]
+    for inputs, expected in runs:
+        assert verdict(claim_id, **inputs) == expected, (claim_id, inputs)
+    assert len({v for _, v in runs}) >= 2
+
+
+# ---- claims whose verdict cannot change: the reason, and its fact over generated inputs -------------------------------
+# A02, A04, A05, A14, A16 (true) and A06 (false: its 2.0 MB expand cell can never be measured): expand never
+# allocates and always reads the source's storage, whatever the shapes.
+@settings(max_examples=60)
+@given(expanding_pairs)
+def test_expand_never_allocates_and_always_shares(pair):
+    src_shape, size = pair
+    src = torch.randn(src_shape)
+    held, peak, out = bytes_of(lambda: src.expand(size))
+    assert (held, peak) == (0, 0)
+    assert out.untyped_storage().data_ptr() == src.untyped_storage().data_ptr()
+    if out.numel():
+        assert shares_storage(out, src)
+
+
+@settings(max_examples=15)
+@given(small_shapes, st.integers(1, 5))
+def test_the_expand_claims_hold_on_generated_inputs(shape, rows):
+    size = (rows, *shape[1:]) if shape[0] == 1 else (rows, *shape)
+    assert verdict("A02", shape=shape, size=size) == "true"
+    assert verdict("A04", shape=shape, size=size) == "true"
+    assert verdict("A05", shape=shape, size=size) == "true"
+    assert verdict("A14", batch=rows, steps=shape[-1], features=shape[0]) == "true"
+    assert verdict("A16", rows=rows, features=shape[-1]) == "true"
+    assert verdict("A06", batch=rows, features=shape[-1]) == "false"
+
+
+# A01 (true) and A27 (misleading: expand is cheaper at every count, not only above 16): repeat always allocates
+# its whole result and never shares, for any non-empty result.
+@settings(max_examples=30)
+@given(small_shapes, st.lists(st.integers(1, 3), min_size=3, max_size=3))
+def test_repeat_always_allocates_its_result(shape, times):
+    src = torch.randn(shape)
+    times = times[: len(shape)]
+    held, _, out = bytes_of(lambda: src.repeat(*times))
+    assert held >= out.numel() * out.element_size() > 0 and not shares_storage(out, src)
+    assert verdict("A01", shape=shape, times=tuple(times)) == "true"
+
+
+@settings(max_examples=10)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=4, unique=True), st.integers(1, 64))
+def test_the_threshold_never_shows(counts, features):
+    assert verdict("A27", counts=tuple(counts), features=features) == "misleading"
+
+
+# A07 and A11 (false on a machine without a GPU): expand runs one aten operator, `expand`, and no kernel, on any
+# device and any size, so it costs microseconds of host work against the 120 us and 28.7 us claimed.
+@settings(max_examples=30)
+@given(expanding_pairs, st.sampled_from(["cpu", "meta"]))
+def test_expand_runs_only_the_expand_operator(pair, device):
+    src = torch.zeros(pair[0], device=device)
+    with OpNames() as seen:
+        src.expand(pair[1])
+    assert seen.names == ["expand"]
+
+
+def test_the_timing_claims_fail_on_their_expand_half():
+    if torch.cuda.is_available():
+        pytest.skip("with a GPU both halves are measured: test_claims.py checks that")
+    assert verdict("A07") == "false" and verdict("A07", batch=8, features=4, devices=("meta",)) == "false"
+    a11 = get("A11")
+    facts = a11.evidence(sample_shape=(3, 8, 8), batch_size=4)
+    assert judge(a11, facts)[0] == "false" and facts["expand_median_s"] < 28.7e-6 / 5
+
+
+# A09's misleading verdict rests on this: contiguous() after an expand copies exactly when a dimension was stretched.
+@settings(max_examples=60)
+@given(expanding_pairs)
+def test_contiguous_copies_exactly_when_expand_stretched(pair):
+    src_shape, size = pair
+    if math.prod(size) == 0:
+        return
+    src = torch.zeros(src_shape)
+    out = src.expand(size).contiguous()
+    assert (out.data_ptr() != src.data_ptr()) == stretches(src_shape, size)
+
+
+# A10 (true, with the in-place trap named): expand gives the batch for 0 B and a write to one sample reaches all.
+@settings(max_examples=10)
+@given(st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4)), st.integers(2, 6))
+def test_a_batch_view_is_free_and_shares_writes(sample_shape, batch_size):
+    c = get("A10")
+    facts = c.evidence(sample_shape=sample_shape, batch_size=batch_size)
+    assert judge(c, facts)[0] == "true"
+    assert facts["augment_error"] is None and facts["augment_changed_every_sample"] and facts["augment_changed_source"]
+
+
+# A12 (false): the rebuilt layer never splits heads and never expands a weight, whatever the head count and size.
+@settings(max_examples=8)
+@given(
+    st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=3, unique=True), st.integers(1, 3), st.integers(1, 6)
+)
+def test_the_heads_are_never_split(heads, batch, tokens):
+    c = get("A12")
+    facts = c.evidence(heads=tuple(heads), batch=batch, tokens=tokens, width=16, seed=batch)
+    assert not facts["heads_split"] and not facts["expanded_a_weight"] and facts["heads_only_scale"]
+    assert judge(c, facts)[0] == "false"
+
+
+def test_a_split_head_layer_would_be_seen():
+    """The evidence's head test is not blind: a product over per-head slices is recognised as split heads."""
+    x = torch.randn(2, 5, 16)
+    with OpNames() as seen:
+        q = x.view(2, 5, 4, 4).transpose(1, 2).reshape(8, 5, 4)
+        torch.bmm(q, q.transpose(1, 2))
+    shapes = {tuple(t.shape) for args in seen.calls["bmm"] for t in args}
+    assert any(sh[0] == 2 * 4 and sh[-1] == 16 // 4 for sh in shapes)
+
+
+# A13 (false): the rebuilt layer builds a new mask with torch.ones on every call.
+@settings(max_examples=8)
+@given(st.integers(1, 4), st.sampled_from([1, 2, 4]), st.integers(1, 6))
+def test_a_mask_is_built_on_every_call(calls, heads, tokens):
+    c = get("A13")
+    facts = c.evidence(calls=calls, heads=heads, tokens=tokens)
+    assert facts["masks_built"] == calls and not facts["mask_changes_output"]
+    assert judge(c, facts)[0] == "false"
+
+
+# A18 (false): each graph has exactly one node over the leaf, whatever the shapes.
+@settings(max_examples=20)
+@given(expanding_pairs)
+def test_both_graphs_have_one_node(pair):
+    src_shape, size = pair
+    padded = (1,) * (len(size) - len(src_shape)) + tuple(src_shape)
+    if not size or 0 in padded or math.prod(size) == 0:
+        return
+    x = torch.randn(src_shape, requires_grad=True)
+    times = [n // m for n, m in zip(size, padded)]
+    assert len(graph_nodes(x.expand(size))) == len(graph_nodes(x.repeat(*times))) == 2
+    assert verdict("A18", shape=src_shape, size=size) == "false"
+
+
+# A19 (false): both backward passes do the same work (one sum into x.grad; repeat adds only a free view), so a
+# difference in time can only be noise.
+@settings(max_examples=10)
+@given(st.integers(1, 64), st.integers(1, 64))
+def test_both_backward_passes_do_the_same_work(rows, features):
+    x = torch.randn(1, features, requires_grad=True)
+    upstream = torch.randn(rows, features)
+    seen = []
+    for y in (x.expand(rows, features), x.repeat(rows, 1)):
+        with measure(log_ops=True) as m:
+            torch.autograd.grad(y, x, upstream)
+        seen.append(([op.name for op in m.ops if "view" not in op.name], sum(op.bytes for op in m.ops)))
+    assert seen[0] == seen[1]
+
+
+def test_a19_runs_on_other_sizes():
+    c = get("A19")
+    facts = c.evidence(rows=16, features=64)
+    assert facts["expand_backward_bytes"] == facts["repeat_backward_bytes"]
+    assert judge(c, facts)[0] in ("false", "true", "not checkable here")
+
+
+def test_every_a_claim_has_reach():
+    """Each A-claim is in VARYING or has a reason above; the registry rows of this file are A01-A28."""
+    with_reason = {"A01", "A02", "A04", "A05", "A06", "A07", "A10", "A11", "A12", "A13", "A14", "A16"}
+    with_reason |= {"A18", "A19", "A27"}
+    ids = {c.id for c in a0.CLAIMS + a1.CLAIMS}
+    assert ids == {f"A{n:02d}" for n in range(1, 29)}
+    assert ids == set(VARYING) | with_reason
+
+
+def test_a19_judges_differing_work_by_its_timing():
+    """Where the two backward passes did differ in work, the timing decides: faster repeat -> false, rounds that
+    disagree -> not checkable. (Torch's backward of expand and repeat do the same work, so this is the judge alone,
+    fed a real run's facts with the work and rounds changed.)"""
+    c = get("A19")
+    real = c.evidence(rows=8, features=16)
+    differing = {**real, "expand_backward_bytes": real["repeat_backward_bytes"] + 4}
+    assert judge(c, {**differing, "repeat_over_expand_by_round": [0.5, 0.5, 0.6]})[0] == "false"
+    assert judge(c, {**differing, "repeat_over_expand_by_round": [0.5, 2.0, 1.0]})[0] == "not checkable here"
+    assert judge(c, {**differing, "repeat_over_expand_by_round": [2.0, 2.1, 1.9]})[0] == "true"
