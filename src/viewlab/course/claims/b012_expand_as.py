@@ -36,7 +36,7 @@ def _ev_shape_buffers(
     saved = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     x = torch.randn(x_shape)
     if common:
-        model.template_0 = torch.empty(x.shape)  # make the first branch the one taken, at a small size
+        model.buffer_0 = torch.empty(x.shape)  # make the first branch the one taken, at a small size
     with torch.no_grad():
         same = torch.equal(model(x), x * model.scale)
         t_model, t_plain, ratios = paired_timings(lambda: model(x), lambda: x * model.scale)
