@@ -290,7 +290,9 @@ def _ev_write_through(column: tuple[float, ...] = (1.0, 2.0, 3.0), width: int = 
     src = torch.tensor(column)[:, None]
     wide = src.expand_as(torch.empty(len(column), width))
     wide[0, 0] = value  # one element written through the view
-    return {"a_after": src.flatten().tolist(), "row0": wide[0].tolist(), "expected": [value, *column[1:]]}
+    expected = torch.tensor(column)
+    expected[0] = value  # the same write on a tensor of its own: what a would hold if the write reached it
+    return {"a_after": src.flatten().tolist(), "row0": wide[0].tolist(), "expected": expected.tolist()}
 
 
 def _j_write_through(f: Mapping[str, Any]) -> Verdict:
