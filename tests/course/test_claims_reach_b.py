@@ -287,3 +287,22 @@ def test_every_evidence_takes_its_inputs_as_keywords_with_defaults(claim):
 
     params = inspect.signature(claim.evidence).parameters.values()
     assert params and all(p.default is not inspect.Parameter.empty for p in params), claim.id
+
+
+def test_notebook_07_asserts_facts_never_verdicts():
+    """07 shows the registry's verdict and asserts the facts behind it: a changed verdict changes the output."""
+    import json
+    import re
+
+    from tests.conftest import ROOT
+
+    cells = json.loads((ROOT / "notebooks" / "07_the_two_articles.ipynb").read_text(encoding="utf-8"))["cells"]
+    asserts = [
+        line
+        for c in cells
+        if c["cell_type"] == "code"
+        for line in "".join(c["source"]).splitlines()
+        if line.lstrip().startswith("assert")
+    ]
+    pinned = [a for a in asserts if re.search(r"""\[["']verdict["']\]\s*==\s*["']""", a)]
+    assert asserts and not pinned, pinned
