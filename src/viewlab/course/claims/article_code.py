@@ -1,8 +1,9 @@
 """The articles' examples, rebuilt: their behaviour, in our own code (the articles' code is not carried over).
 
 Each function or class here does what an example of a source article does, flaws included, so that a
-claim about it can be checked by running it. Notebook 07 prints their source next to the verdicts, so
-their names and bodies are part of what the course shows.
+claim about it can be checked by running it; its docstring says that behaviour in one sentence, and the
+code is the smallest of ours that has it (not the article's steps renamed). Notebook 07 prints their
+source next to the verdicts, so their names and bodies are part of what the course shows.
 
 >>> x = torch.ones(2, 3, 4)
 >>> pool_expanded(x, torch.ones(1, 4)).shape, article_guarded_expand_as(torch.ones(3, 1), torch.ones(3, 4)).shape
@@ -35,54 +36,54 @@ __all__ = [
 
 
 def article_attention(x: torch.Tensor, w_in: torch.Tensor, w_out: torch.Tensor, heads: int) -> torch.Tensor:
-    """Our model of article 000's attention layer (our code, its behaviour): one projection makes q, k
-    and v side by side; the heads are never split (``heads`` only sets the scale); no softmax; a mask
-    of ones is built and expanded on every call, then used to hide nothing."""
-    n_batch, n_tok, width = x.shape
-    q, k, v = (x @ w_in.T).chunk(3, dim=-1)
-    scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(width // heads)
-    keep = torch.ones(1, n_tok, n_tok).expand(n_batch, n_tok, n_tok)
-    scores = scores.masked_fill(keep == 0, float("-inf"))
-    return torch.bmm(scores, v) @ w_out.T
+    """Article 000's attention layer, as behaviour: it projects x (batch, tokens, width) once into
+    full-width queries, keys and values (``heads`` only sets the 1/sqrt(width // heads) scale: the heads
+    are never split), scores queries against keys without a softmax, hides the scores where an all-ones
+    mask -- made with torch.ones and expanded to the batch on every call -- is 0 (nowhere), and projects
+    the score-weighted values out."""
+    batch, tokens, width = x.shape
+    everywhere = torch.ones(tokens, tokens).expand(batch, tokens, tokens)
+    q, k, v = torch.split(x @ w_in.T, width, dim=-1)
+    scores = torch.where(everywhere.bool(), torch.bmm(q, k.mT) / math.sqrt(width // heads), -math.inf)
+    return torch.bmm(scores, v) @ w_out.T  # bmm, not @: a 3-d @ expands its operands, and A12 counts expands
 
 
 def pool_expanded(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """Our model of article 000's pooling (its behaviour): a learnable (1, D) weight is stretched to
-    (batch, D), given a length-1 time axis, multiplied with x (batch, T, D) and summed over T."""
-    stretched = w.expand(len(x), w.shape[-1])[:, None, :]
-    return (x * stretched).sum(1)
+    """Article 000's weighted pooling, as behaviour: it stretches a learnable (1, D) weight to one
+    (1, D) row per sample, multiplies x (batch, T, D) by it and sums over T."""
+    return (x * w.expand(len(x), 1, w.shape[-1])).sum(1)
 
 
 class ShapeBufferScale(nn.Module):
-    """Our model of article 001's "efficient expansion" example (its behaviour, our code): a learnable
-    (1, C, 1, 1) scale; buffers of two "common" input shapes, allocated and never filled, kept only to
-    compare sizes; forward multiplies x by the scale stretched onto whichever buffer matches x, else onto x."""
+    """Article 001's "efficient expansion" model, as behaviour: a learnable (1, C, 1, 1) scale, plus one
+    registered buffer per "common" input shape (allocated, never filled, saved with the model, used only
+    for its shape); forward stretches the scale onto the buffer whose shape is x's (onto x when none is)
+    and multiplies x by it."""
 
     def __init__(self, channels: int, common: Iterable[tuple[int, ...]]) -> None:
         super().__init__()
         self.scale = nn.Parameter(torch.randn(1, channels, 1, 1))
-        self.templates = []
         for i, shape in enumerate(common):
-            self.register_buffer(f"template_{i}", torch.empty(shape))
-            self.templates.append(f"template_{i}")
+            self.register_buffer(f"buffer_{i}", torch.empty(shape))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        target = next((getattr(self, n) for n in self.templates if getattr(self, n).shape == x.shape), x)
-        return x * self.scale.expand_as(target)
+        like = next((buf for buf in self.buffers() if buf.shape == x.shape), x)
+        return x * self.scale.expand_as(like)
 
 
 def article_masked_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Our model of article 001's masked loss (its behaviour): one-hot targets, element-wise binary
-    cross-entropy on the logits (batch, seq, vocab), the (batch, 1, seq) mask stretched with expand_as
-    onto that loss, weighted sum divided by the stretched mask's sum."""
-    targets = F.one_hot(labels, logits.size(-1)).type_as(logits)
-    each = F.binary_cross_entropy_with_logits(logits, targets, reduction="none")
-    weights = mask.expand_as(each)
-    return (each * weights).sum() / weights.sum()
+    """Article 001's masked loss, as behaviour: binary cross-entropy of every logit (batch, seq, vocab)
+    against one-hot labels, weighted by the mask (meant as (batch, 1, seq)) stretched with expand_as to
+    the logits' shape, summed and divided by the stretched mask's total."""
+    stretched = mask.expand_as(logits)
+    hot = (labels[..., None] == torch.arange(logits.shape[-1])).to(logits.dtype)
+    per_logit = F.binary_cross_entropy_with_logits(logits, hot, reduction="none")
+    return (per_logit * stretched).sum() / stretched.sum()
 
 
 def article_guarded_expand_as(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Our model of article 001's guarded expand_as (its behaviour): assert that the article's checker
-    accepts the pair, then call expand_as."""
-    assert ah.article_check_expandable(a, b), f"expand_as guard refused {tuple(a.shape)} -> {tuple(b.shape)}"
+    """Article 001's guarded expand_as, as behaviour: an ``assert`` that the article's shape check accepts
+    a and b (so ``python -O`` drops it), then ``a.expand_as(b)``."""
+    accepted = ah.article_check_expandable(a, b)
+    assert accepted, f"{tuple(a.shape)} cannot be expanded to {tuple(b.shape)}, says the guard"
     return a.expand_as(b)

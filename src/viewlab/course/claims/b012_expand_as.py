@@ -24,19 +24,24 @@ from ._evidence import bytes_of, error_of, paired_timings, small_shape_pairs, wh
 from .article_code import ShapeBufferScale, article_guarded_expand_as, article_masked_loss
 from .model import NOT_CHECKABLE, B, Claim, Facts, Verdict, claim_row
 
-
 # ---- B12 -------------------------------------------------------------------------------------------------------------
-def _ev_shape_buffers() -> Facts:
-    common = [(16, 256, 32, 32), (32, 256, 64, 64)]
-    held, _, model = bytes_of(lambda: ShapeBufferScale(256, common))
+_COMMON = ((16, 256, 32, 32), (32, 256, 64, 64))  # the article's two "common" shapes
+
+
+def _ev_shape_buffers(
+    channels: int = 256, common: tuple[tuple[int, ...], ...] = _COMMON, x_shape: tuple[int, ...] = (4, 256, 16, 16)
+) -> Facts:
+    """``x_shape`` keeps the timed input small; it replaces the first buffer so the buffer branch is the one run."""
+    held, _, model = bytes_of(lambda: ShapeBufferScale(channels, common))
     saved = sum(t.numel() * t.element_size() for t in model.state_dict().values())
-    x = torch.randn(4, 256, 16, 16)
-    model.template_0 = torch.empty(x.shape)  # make the first branch the one taken, at a small size
+    x = torch.randn(x_shape)
+    if common:
+        model.buffer_0 = torch.empty(x.shape)  # make the first branch the one taken, at a small size
     with torch.no_grad():
         same = torch.equal(model(x), x * model.scale)
         t_model, t_plain, ratios = paired_timings(lambda: model(x), lambda: x * model.scale)
     return {
-        "buffer_bytes": held - 256 * 4,
+        "buffer_bytes": held - channels * 4,
         "state_dict_bytes": saved,
         "same_output_as_broadcasting": same,
         "model_median_s": t_model["median_s"],
@@ -97,17 +102,24 @@ B12 = claim_row(
 
 
 # ---- B13 -------------------------------------------------------------------------------------------------------------
-def _ev_masked_loss() -> Facts:
-    gen = torch.Generator().manual_seed(0)
+def _ev_masked_loss(seq: int = 3, vocab: int = 5, mask_layout: str = "batch, 1, seq", seed: int = 0) -> Facts:
+    """``mask_layout``: the article's ``"batch, 1, seq"`` or ``"batch, seq, 1"``."""
+
+    def shaped(keep: torch.Tensor) -> torch.Tensor:
+        return keep[:, None, :] if mask_layout == "batch, 1, seq" else keep[:, :, None]
+
+    gen = torch.Generator().manual_seed(seed)
     err = error_of(
         lambda: article_masked_loss(
-            torch.randn(2, 3, 5, generator=gen), torch.randint(5, (2, 3), generator=gen), torch.ones(2, 1, 3)
+            torch.randn(2, seq, vocab, generator=gen),
+            torch.randint(vocab, (2, seq), generator=gen),
+            shaped(torch.ones(2, seq)),
         )
     )
-    n = 4  # seq_len == vocab: now it runs
+    n = 4  # seq_len == vocab: a (batch, 1, seq) mask now runs
     logits, labels = torch.randn(2, n, n, generator=gen), torch.randint(n, (2, n), generator=gen)
     keep = torch.tensor([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
-    got = article_masked_loss(logits, labels, keep[:, None, :]).item()
+    got = article_masked_loss(logits, labels, shaped(keep)).item()
     total = count = 0.0
     for i in range(2):
         for t in range(n):
@@ -120,6 +132,7 @@ def _ev_masked_loss() -> Facts:
         "error_when_seq_ne_vocab": err,
         "loss_when_seq_eq_vocab": round(got, 4),
         "token_loop_loss": round(total / count, 4),
+        "mask_layout": mask_layout,
     }
 
 
@@ -127,9 +140,9 @@ def _j_masked_loss(f: Mapping[str, Any]) -> Verdict:
     if f["error_when_seq_ne_vocab"] is None and math.isclose(
         f["loss_when_seq_eq_vocab"], f["token_loop_loss"], abs_tol=1e-4
     ):
-        return "true", "the mask weights each token's loss, as a loop over tokens does"
+        return "true", f"a ({f['mask_layout']}) mask weights each token's loss, as a loop over tokens does"
     return "false", (
-        f"a (batch, 1, seq) mask lines seq up with the vocabulary axis: with seq 3, vocab 5 it raises "
+        f"a ({f['mask_layout']}) mask lines seq up with the vocabulary axis: with seq 3, vocab 5 it raises "
         f"({f['error_when_seq_ne_vocab']}); with seq = vocab = 4 it runs but masks vocabulary entries "
         f"(loss {f['loss_when_seq_eq_vocab']} vs {f['token_loop_loss']} from a loop over real tokens); "
         "the mask must be (batch, seq, 1)"
@@ -150,8 +163,9 @@ B13 = claim_row(
 
 
 # ---- B14 -------------------------------------------------------------------------------------------------------------
-def _ev_checker() -> Facts:
-    pairs = small_shape_pairs()
+def _ev_checker(ndims: tuple[int, ...] = (0, 1, 2, 3)) -> Facts:
+    """``ndims``: the numbers of dimensions the tried shapes have (sizes 0-3)."""
+    pairs = [(a, b) for a, b in small_shape_pairs() if len(a) in ndims and len(b) in ndims]
     wrong = [p for p in pairs if ah.article_check_expandable(*p) != ah.torch_can_expand(*p)]
     return {
         "pairs": len(pairs),
@@ -185,15 +199,17 @@ B14 = claim_row(
 
 
 # ---- B15 -------------------------------------------------------------------------------------------------------------
-def _ev_timer_memory() -> Facts:
+def _ev_timer_memory(a_shape: tuple[int, ...] = (1, 1024), b_shape: tuple[int, ...] = (1024, 1024)) -> Facts:
     from torch.utils import benchmark
 
-    a, b = torch.randn(1, 1024), torch.randn(1024, 1024)
-    m = benchmark.Timer(stmt="a.expand_as(b)", globals={"a": a, "b": b}).timeit(100)  # what the article runs
+    a, b = torch.randn(a_shape), torch.randn(b_shape)
+    measured = benchmark.Timer("small.expand_as(big)", globals={"small": a, "big": b}).timeit(
+        100
+    )  # the article's check
     view, copy, ratios = paired_timings(lambda: a.expand_as(b), lambda: a.expand_as(b).clone())
     held, _, _ = bytes_of(lambda: a.expand_as(b))
     return {
-        "memory_fields": [n for n in dir(m) if "mem" in n.lower() or "byte" in n.lower()],
+        "memory_fields": [n for n in dir(measured) if "mem" in n.lower() or "byte" in n.lower()],
         "expand_as_median_s": view["median_s"],
         "expand_as_iqr_s": view["iqr_s"],
         "copy_median_s": copy["median_s"],
@@ -248,13 +264,13 @@ B15 = claim_row(
 
 
 # ---- B16 -------------------------------------------------------------------------------------------------------------
-def _ev_noncontiguous() -> Facts:
-    col = torch.randn(3, 2)[:, :1]
-    err = error_of(lambda: col.expand(3, 4))
+def _ev_noncontiguous(rows: int = 3, source_cols: int = 2, width: int = 4) -> Facts:
+    col = torch.randn(rows, source_cols)[:, :1]  # a column sliced out of a wider tensor
+    err = error_of(lambda: col.expand(rows, width))
     return {
         "input_contiguous": col.is_contiguous(),
         "error": err,
-        "still_a_view": None if err else shares_storage(col.expand(3, 4), col),
+        "still_a_view": None if err else shares_storage(col.expand(rows, width), col),
     }
 
 
@@ -262,7 +278,7 @@ def _j_noncontiguous(f: Mapping[str, Any]) -> Verdict:
     if f["error"] and not f["input_contiguous"]:
         return "true", f"expanding a non-contiguous tensor raised: {f['error']}"
     return "false", (
-        f"a non-contiguous (3, 1) column (contiguous: {f['input_contiguous']}) expands without error and "
+        f"a sliced column (contiguous: {f['input_contiguous']}) expands without error and "
         f"stays a view ({f['still_a_view']}); contiguous() first only adds a copy"
     )
 
@@ -280,19 +296,19 @@ B16 = claim_row(
 
 
 # ---- B17 -------------------------------------------------------------------------------------------------------------
-def _ev_detach_or_clone() -> Facts:
-    p = torch.zeros(3, 1, requires_grad=True)
-    d = p.expand(3, 4).detach()
+def _ev_detach_or_clone(rows: int = 3, width: int = 4) -> Facts:
+    p = torch.zeros(rows, 1, requires_grad=True)
+    d = p.expand(rows, width).detach()
     shares_d = shares_storage(d, p)
     d[0, 0] = 5.0
-    c = p.detach().expand(3, 4).clone()
-    c[1, 0] = 7.0
+    c = p.detach().expand(rows, width).clone()
+    c[-1, 0] = 7.0
     return {
         "detach_shares": shares_d,
         "detach_write_reached": p[0, 0].item() == 5.0,
-        "detach_add_error": error_of(lambda: p.expand(3, 4).detach().add_(1)),
+        "detach_add_error": error_of(lambda: p.expand(rows, width).detach().add_(1)),
         "clone_shares": shares_storage(c, p),
-        "clone_write_reached": p[1, 0].item() == 7.0,
+        "clone_write_reached": p[-1, 0].item() == 7.0,
     }
 
 
@@ -321,8 +337,9 @@ B17 = claim_row(
 
 
 # ---- B18 -------------------------------------------------------------------------------------------------------------
-def _ev_guarded() -> Facts:
-    pairs = small_shape_pairs()
+def _ev_guarded(ndims: tuple[int, ...] = (0, 1, 2, 3)) -> Facts:
+    """``ndims``: the numbers of dimensions the tried shapes have (sizes 0-3)."""
+    pairs = [(a, b) for a, b in small_shape_pairs() if len(a) in ndims and len(b) in ndims]
     missed = caught = 0
     for sa, sb in pairs:
         err = error_of(
