@@ -43,7 +43,7 @@ def timed_table():
 def test_the_table_covers_both_articles_in_under_30_seconds(timed_table):
     rows, seconds, _, _ = timed_table
     assert seconds < 30, f"table() took {seconds:.1f} s"
-    assert 35 <= len(rows) <= 45
+    assert len(rows) == len(cl.CLAIMS) >= 35
     by_article = cl.counts(rows)
     assert set(by_article) == {"000 expand", "001 expand_as"}
     assert all(sum(c.values()) >= 15 for c in by_article.values())
@@ -119,8 +119,9 @@ def test_what_the_machine_has_is_checked(timed_table):
     if torch.cuda.is_available():
         assert "needs a CUDA GPU" not in a07["why"], "with a GPU present, the RTX 3090 timing claim must be measured"
         assert a07["evidence"]["repeat_median_s"] is not None
-    else:
-        assert a07["verdict"] == "not checkable here" and "needs a CUDA GPU" in a07["why"]
+    else:  # the expand half is measured on CPU and meta; only the repeat half needs the GPU
+        assert a07["evidence"]["expand_ops"] == ["expand"] and a07["evidence"]["repeat_median_s"] is None
+        assert "needs a CUDA GPU" in a07["why"]
 
 
 def test_claim_ids_are_unique_and_each_is_found():

@@ -117,9 +117,9 @@ def test_mask_of_shape_b1s_cannot_expand_as_bsv():
 
 
 def test_single_element_write_through_expand_reaches_the_original_but_bulk_writes_raise():
-    a = torch.tensor([[1.0], [2.0], [3.0]])
-    b = a.expand_as(torch.empty(3, 4))
-    b[0, 0] = 10
-    assert a.flatten().tolist() == [10.0, 2.0, 3.0] and b[0].tolist() == [10.0] * 4
+    column = torch.tensor([[1.0], [2.0], [3.0]])
+    wide = column.expand_as(torch.zeros(3, 5))  # each row: one stored element seen five times
+    wide[2, 4] = -7.0  # one element of the view: written into the column itself
+    assert column.flatten().tolist() == [1.0, 2.0, -7.0] and wide[2].tolist() == [-7.0] * 5
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
-        b.add_(1)
+        wide.mul_(2)

@@ -49,9 +49,9 @@ def article_attention(x: torch.Tensor, w_in: torch.Tensor, w_out: torch.Tensor, 
 
 
 def pool_expanded(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """Article 000's weighted pooling, as behaviour: it stretches a learnable (1, D) weight to one
-    (1, D) row per sample, multiplies x (batch, T, D) by it and sums over T."""
-    return (x * w.expand(len(x), 1, w.shape[-1])).sum(1)
+    """Article 000's weighted pooling, as behaviour: it stretches a learnable (1, D) weight (or one
+    already (batch, D)) to one row per sample, multiplies x (batch, T, D) by it and sums over T."""
+    return torch.einsum("btd,bd->bd", x, w.expand(len(x), w.shape[-1]))
 
 
 class ShapeBufferScale(nn.Module):
