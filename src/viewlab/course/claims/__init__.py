@@ -146,7 +146,7 @@ def show(claim_id: str, width: int = 108) -> dict[str, Any]:
     >>> row = show("A22")
     A22 · 000 expand · 4.1 Errors · API
     claim:    torch.ones(1, 5).expand(2, -1) gives shape torch.Size([2, 5]).
-    evidence: shape = (2, 5)
+    evidence: error = None; shape = (2, 5)
     verdict:  true -- shape (2, 5)
     """
     width = require_int(width, "width", minimum=1)  # textwrap's own refusal would not name show()
