@@ -123,12 +123,22 @@ def test_expand_runs_only_the_expand_operator(pair, device):
 
 
 def test_the_timing_claims_fail_on_their_expand_half():
+    """A07/A11 judge measured times, so which verdict a run gets depends on the machine and its load (a busy
+    machine widens the spread until "not checkable here"); no unit test asserts a timing. What must hold on
+    any machine: the expand half runs only `expand` (real runs, two inputs), a run is never judged true
+    (microseconds against the claimed 120 us / 28.7 us), and the judge follows the facts it is given."""
     if torch.cuda.is_available():
         pytest.skip("with a GPU both halves are measured: test_claims.py checks that")
-    assert verdict("A07") == "false" and verdict("A07", batch=8, features=4, devices=("meta",)) == "false"
-    a11 = get("A11")
+    a07, a11 = get("A07"), get("A11")
+    for inputs in ({}, {"batch": 8, "features": 4, "devices": ("meta",)}):
+        facts = a07.evidence(**inputs)
+        assert facts["expand_ops"] == ["expand"] and judge(a07, facts)[0] in ("false", "not checkable here")
     facts = a11.evidence(sample_shape=(3, 8, 8), batch_size=4)
-    assert judge(a11, facts)[0] == "false" and facts["expand_median_s"] < 28.7e-6 / 5
+    assert judge(a11, facts)[0] in ("false", "not checkable here")
+    # the same judge over facts that differ: far off (false), both within 2x (true), a spread as wide as the gap
+    repeat = {"repeat_median_s": 150e-6, "repeat_iqr_s": 1e-6}
+    for median, iqr, expected in ((1e-6, 1e-7, "false"), (28e-6, 1e-6, "true"), (14e-6, 14e-6, "not checkable here")):
+        assert judge(a11, {**facts, **repeat, "expand_median_s": median, "expand_iqr_s": iqr})[0] == expected
 
 
 # A09's misleading verdict rests on this: contiguous() after an expand copies exactly when a dimension was stretched.
