@@ -307,7 +307,7 @@ def test_the_harness_fails_a_hang_and_what_a_call_leaves_on_its_thread():
     started = time.perf_counter()
     with pytest.raises(Hang, match=r"(?s)no answer within 0.2 s; the call was at:\n.*release.wait\(30\)"):
         run_with_time_limit(lambda: release.wait(30), 0.2)
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 25  # the limit fired: the call itself would wait 30 s
     release.set()  # let the worker finish: no thread outlives the test
     outcome = run_with_time_limit(lambda: 1 + 1, 5)
     assert (outcome.result, outcome.error, outcome.after) == (2, None, outcome.before)
