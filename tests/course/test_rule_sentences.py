@@ -45,8 +45,9 @@ def _rule_tests() -> list[tuple[str, object, str, str]]:
 RULES = _rule_tests()
 
 
-def test_rule_marks_are_read_from_the_rule_modules():
-    assert all(len(r) == 4 and isinstance(r[3], str) for r in RULES)
+def test_rule_marks_are_read_from_every_rule_module():
+    assert {r[0].split("::")[0] for r in RULES} == {p.stem for p in RULE_MODULES} and len(RULE_MODULES) == 6
+    assert all(r[2] in {"01", "02", "03", "04", "05", "06"} and isinstance(r[3], str) for r in RULES)
 
 
 @pytest.mark.parametrize(("test", "fn", "notebook", "sentence"), RULES, ids=[r[0] for r in RULES])
