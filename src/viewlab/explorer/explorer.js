@@ -417,11 +417,17 @@ export function render({ model, el: root }) {
     msg.textContent = text;
     msg.className = `msg ${cls}`;
   };
+  let quiet = false; // set while the three keys change together: no drawing of a half-changed layout
   const setLayout = (l) => {
     checkLayout(l.shape, l.stride, l.offset);
-    model.set("shape", l.shape.slice());
-    model.set("stride", l.stride.slice());
-    model.set("offset", l.offset);
+    quiet = true;
+    try {
+      model.set("shape", l.shape.slice());
+      model.set("stride", l.stride.slice());
+      model.set("offset", l.offset);
+    } finally {
+      quiet = false;
+    }
     model.save_changes();
     draw();
   };
@@ -442,6 +448,12 @@ export function render({ model, el: root }) {
     const { shape, stride, offset } = get();
     const size = model.get("size");
     fill();
+    try {
+      checkLayout(shape, stride, offset); // the kernel may send shape and stride one message apart
+    } catch (err) {
+      say(`waiting for a whole layout: ${err.message}`, "err");
+      return;
+    }
     const a = analyse(shape, stride, offset, size);
     live.textContent = describe(shape, stride, offset, size);
     box.dataset.indices = JSON.stringify(a.indices); // for tests and anyone scripting the page
@@ -575,7 +587,7 @@ export function render({ model, el: root }) {
   opSel.addEventListener("change", argHint);
   run.addEventListener("click", runOp);
   argIn.addEventListener("keydown", (e) => e.key === "Enter" && runOp());
-  const redraw = () => draw();
+  const redraw = () => quiet || draw();
   for (const key of ["shape", "stride", "offset", "size"]) model.on(`change:${key}`, redraw);
   argHint();
   draw();
