@@ -328,7 +328,7 @@ const CSS = `
  border:2px dashed #c00;color:#900}
 .vx .c.hot{box-shadow:0 0 0 3px #000}.vx .c:focus{box-shadow:0 0 0 3px #06c;outline:none}
 .vx .c sup{position:absolute;top:0;right:2px;font-size:9px;color:#900}
-.vx .off{background:#dfe8ff}.vx .msg{min-height:1.3em;margin:4px 0}.vx .err{color:#b00}
+.vx .c.off{border-bottom:5px solid #06c}.vx .msg{min-height:1.3em;margin:4px 0}.vx .err{color:#b00}
 .vx .copy{color:#8a4b00}.vx .viewok{color:#07603a}.vx h4{margin:2px 0 4px;font-size:13px}
 .vx .sub{font-size:11px;color:#555;margin:2px 0}`;
 
@@ -355,7 +355,7 @@ export function describe(shape, stride, offset, size) {
   const hi = Math.max(...a.indices);
   text += `Its ${a.numel} elements read storage elements ${lo} to ${hi}`;
   text += a.overlap ? `, some more than once (overlap: ${a.numel - a.reads.size} repeated reads). ` : ", each once. ";
-  if (a.outside) text += `Out of bounds: ${a.outside} elements would read past the end of the storage. `;
+  if (a.outside) text += `Out of bounds: ${a.outside} of its elements would read past the end of the storage. `;
   text += a.contiguous ? "Contiguous." : "Not contiguous.";
   return text;
 }
