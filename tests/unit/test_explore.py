@@ -177,12 +177,13 @@ EVALUATE = """(cases) => {
 }"""
 
 
-def _page_with_the_module(browser, requests: list[str]):
-    """A blank page whose one script is explorer.js as shipped, its exports put on window.vx."""
+def _page_with_the_module(browser, requests: list[str], source: str | None = None):
+    """A blank page whose one script is explorer.js as shipped (or ``source``), its exports put on window.vx."""
     page = browser.new_page()
     page.route("**/*", lambda route: (requests.append(route.request.url), route.abort()))
     exports = ", ".join(JS_NAMES)
-    html = f'<script type="module">\n{JS.read_text(encoding="utf-8")}\nwindow.vx = {{{exports}}};\n</script>'
+    source = JS.read_text(encoding="utf-8") if source is None else source
+    html = f'<script type="module">\n{source}\nwindow.vx = {{{exports}}};\n</script>'
     page.set_content(html)
     page.wait_for_function("() => window.vx !== undefined", timeout=30_000)
     return page
@@ -208,3 +209,41 @@ def test_the_modules_arithmetic_agrees_with_torch_in_chromium(chromium_args, cap
     assert report["n"] == len(cases)
     assert report["mismatches"] == 0, json.dumps(report["first"], indent=1)
     assert not requests, requests
+
+
+# One slip each in torch's rules, as a port could make it: the cases must catch every one.
+SLIPS = {
+    "a size-1 dim no longer joins a chunk in computeStride": ("|| newShape[viewD] === 1)", ")"),
+    "a slice forgets its start in the offset": ("offset: offset + a * stride[d]", "offset"),
+    "is_contiguous checks size-1 dims too": (
+        "if (shape[d] !== 1) {\n      if (stride[d] !== z)",
+        "{\n      if (stride[d] !== z)",
+    ),
+    "expand keeps the stride of a stretched dim": ("size = target;\n      st = 0;", "size = target;"),
+    "unsqueeze gives a new last dim stride 0": (
+        "d >= n ? 1 : shape[d] * stride[d]",
+        "d >= n ? 0 : shape[d] * stride[d]",
+    ),
+    "the storage needed forgets the offset": ("return offset + 1 + shape.reduce", "return 1 + shape.reduce"),
+}
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: `apt-get install -y chromium`)")
+def test_the_cases_catch_a_slip_in_each_rule(chromium_args):
+    from playwright.sync_api import sync_playwright
+
+    cases = explorer_cases.all_cases()
+    source = JS.read_text(encoding="utf-8")
+    caught = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args)
+        try:
+            for slip, (old, new) in SLIPS.items():
+                assert source.count(old) == 1, f"the slip {slip!r} no longer applies to explorer.js"
+                page = _page_with_the_module(browser, [], source.replace(old, new))
+                caught[slip] = page.evaluate(EVALUATE, cases)["mismatches"]
+                page.close()
+        finally:
+            browser.close()
+    assert all(n > 0 for n in caught.values()), caught
