@@ -87,6 +87,15 @@ def test_in_a_kernel_the_explorers_model_syncs_both_ways():
         kc.shell_channel.send(kc.session.msg("comm_msg", update))
         got = json.loads(_stdout(_collect(kc, kc.execute(CHECK))).strip().splitlines()[-1])
         assert got == {**_expected([3, 2], [4, 2], 0), "same_storage": True}
+        # displayed as the notebooks do it, beside a figure: the stored text is the layout (the book reads it)
+        shown = _collect(
+            kc,
+            kc.execute("display(viewlab.show_figure(viewlab.draw_layout(x.t()), alt='x.t()'), viewlab.explore(x.t()))"),
+        )
+        data = [m["content"]["data"] for m in shown if m["msg_type"] == "display_data"]
+        assert "image/png" in data[0] and "application/vnd.jupyter.widget-view+json" in data[1]
+        t = torch.arange(12).view(3, 4).t()
+        assert data[1]["text/plain"] == f"Explorer(shape={tuple(t.shape)}, stride={t.stride()}, offset=0, size=12)"
         # and Python's edits reach the front end as updates
         changed = _collect(kc, kc.execute("ex.offset = 1"))
         updates = [m["content"]["data"] for m in changed if m["msg_type"] == "comm_msg"]
