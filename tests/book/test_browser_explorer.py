@@ -248,3 +248,39 @@ def test_each_stored_explorer_output_is_an_explorer_on_its_notebook_page(browser
             explorers.nth(k).locator(".vx").wait_for(timeout=15_000)
             assert _drawn(explorers.nth(k)) == _torch_reads(*layout.values())
         assert not report["foreign"] and not report["errors"], (name, report)
+
+
+@pytest.mark.browser
+@pytest.mark.kernel
+@needs_chromium
+def test_an_executed_explore_output_becomes_an_explorer_in_a_sphinx_page(browser, tmp_path):
+    """The notebook path end to end: a notebook executed by a real kernel stores a ``viewlab.explore`` output,
+    MyST-NB with this extension builds it, and the page draws that layout from file:// with no network."""
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("myst_nb")
+    src = tmp_path / "src"
+    src.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Explorer"),
+        nbformat.v4.new_code_cell("import torch, viewlab\nviewlab.explore(torch.arange(12).view(3, 4)[:, 1::2].t())"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    nbformat.write(nb, src / "page.ipynb")
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'viewlab_explorer']\nnb_execution_mode = 'off'\nnb_ipywidgets_js = {}\n"
+        "exclude_patterns = ['_build']\nroot_doc = 'page'\n"
+    )
+    from sphinx.cmd.build import build_main
+
+    assert build_main(["-q", "-b", "html", str(src), str(tmp_path / "html")]) == 0
+    page, report = _open(browser, (tmp_path / "html" / "page.html").as_uri())
+    explorer = page.locator("div.viewlab-explorer")
+    explorer.locator(".grid .c").first.wait_for(timeout=15_000)
+    t = torch.arange(12).view(3, 4)[:, 1::2].t()
+    assert _drawn(explorer) == t.flatten().tolist()  # arange storage: each value is its storage index
+    assert "offset 1" in explorer.inner_text()
+    _edit_stride_and_check(page, explorer, list(t.shape), [1, 1], 1, 12, ARTIFACTS / "sphinx-notebook-output.png")
+    assert not report["foreign"] and not report["errors"], report
