@@ -123,6 +123,14 @@ def test_bad_input_is_refused_with_what_to_pass(kwargs, kind, pattern):
         viewlab.explore(t, **kwargs)
 
 
+@pytest.mark.parametrize("shape, stride", [([2, 2], [1]), ([2], [-1])])
+def test_tensor_refuses_what_is_not_a_layout_before_torch_sees_it(shape, stride):
+    ex = viewlab.explore(torch.arange(6))
+    ex.shape, ex.stride = shape, stride
+    with pytest.raises(ValueError, match=r"^Explorer\.tensor\(\): .* is not a layout: give one stride >= 0 per dim"):
+        ex.tensor()
+
+
 def test_tensor_needs_a_tensor():
     with pytest.raises(ValueError, match=r"^Explorer\.tensor\(\): this explorer was made from a layout"):
         viewlab.explore(shape=(2, 2)).tensor()

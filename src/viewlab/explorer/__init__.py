@@ -43,8 +43,10 @@ class Explorer(anywidget.AnyWidget):
         """The current layout as a view of the tensor given to :func:`explore` (``torch.as_strided``)."""
         if self._source is None:
             raise problem(ValueError, "this explorer was made from a layout, not a tensor; use viewlab.explore(t).")
+        where = f"shape={tuple(self.shape)}, stride={tuple(self.stride)}, offset={self.offset}"
+        if len(self.stride) != len(self.shape) or min(self.stride, default=0) < 0:
+            raise problem(ValueError, f"{where} is not a layout: give one stride >= 0 per dim.")
         if _end(self.shape, self.stride, self.offset) > self.size:
-            where = f"shape={tuple(self.shape)}, stride={tuple(self.stride)}, offset={self.offset}"
             raise problem(ValueError, f"{where} reads past the storage's {self.size} elements; edit it to fit.")
         return self._source.as_strided(self.shape, self.stride, self.offset)
 
