@@ -226,6 +226,18 @@ def test_the_books_explorer_page_works_from_file_with_the_network_blocked(browse
     _edit_stride_and_check(page, explorers.nth(0), shape, [1, 3], offset, size, ARTIFACTS / "book-stride-edited.png")
     assert not report["foreign"], f"requests to other hosts: {report['foreign']}"
     assert not report["errors"], report["errors"]
+    # dark mode: the theme's light text colours must not reach the explorer's white box
+    dark = browser.new_context(color_scheme="dark", viewport={"width": 1280, "height": 900}).new_page()
+    dark.goto((site / "book" / "explorer.html").as_uri())
+    dark.locator("div.viewlab-explorer .vx h4").first.wait_for(timeout=15_000)
+    assert dark.evaluate("document.documentElement.dataset.theme") == "dark"
+    colours = dark.evaluate(
+        "() => [...document.querySelectorAll('.vx h4, .vx label, .vx input, .vx .sub')].map(e => getComputedStyle(e).color)"
+    )
+    dim = [c for c in colours if sum(map(int, re.findall(r"\d+", c)[:3])) > 3 * 140]  # light text on white
+    assert not dim, dim
+    dark.locator("div.viewlab-explorer").nth(3).screenshot(path=str(ARTIFACTS / "book-overlap-dark.png"))
+    dark.context.close()
 
 
 @pytest.mark.browser

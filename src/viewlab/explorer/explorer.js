@@ -317,7 +317,9 @@ const CSS = `
 .vx{font:13px/1.35 system-ui,sans-serif;color:#1a1a1a;background:#fff;border:1px solid #bbb;border-radius:6px;
  padding:8px;max-width:100%;overflow-x:auto}
 .vx fieldset{border:0;margin:0 0 6px;padding:0;display:flex;flex-wrap:wrap;gap:6px 12px;align-items:center}
-.vx input{font:inherit;width:8em}.vx input.n{width:4em}.vx button,.vx select{font:inherit}
+.vx{color-scheme:light}.vx input,.vx button,.vx select{font:inherit;color:#111;background:#fff;border:1px solid #888;
+ border-radius:3px}.vx input{width:8em}.vx input.n{width:4em}.vx button{background:#f0f0f0;cursor:pointer}
+.vx h4,.vx label{color:#1a1a1a}
 .vx .panes{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
 .vx .cells{display:flex;flex-wrap:wrap;gap:2px}.vx .grid{display:inline-grid;gap:2px;margin:0 8px 8px 0}
 .vx .c{min-width:2.2em;height:2.2em;display:flex;align-items:center;justify-content:center;border:1px solid #555;
