@@ -4,7 +4,8 @@ Where a tensor lives (:func:`layout`, :func:`storage_indices`, :func:`shares_sto
 broadcast (:func:`explain_broadcast`), which operators return views (:func:`view_op_table`), how
 many bytes code allocates (:func:`measure`, :class:`MemoryMonitor`), guards that catch copies and
 accidental broadcasts (:func:`views_only`, :func:`watch_broadcasts`), what IPython keeps alive
-(:func:`held_by_ipython`), and pictures of all of it (:func:`draw_layout`, :func:`draw_broadcast`).
+(:func:`held_by_ipython`), pictures of all of it (:func:`draw_layout`, :func:`draw_broadcast`) and a
+stride explorer to edit a layout and watch which storage elements it reads (:func:`explore`).
 More lives in submodules, imported when first used: ``viewlab.attention`` (masks and attention built
 by broadcasting), ``viewlab.bench`` (timings as ratios), ``viewlab.versions`` (behaviours that
 changed between torch releases). The course's own exercises and claims are in ``viewlab.course``,
@@ -58,6 +59,7 @@ __all__ = [
     "draw_layout",
     "draw_broadcast",
     "show_figure",
+    "explore",
     # what can be caught
     "BroadcastError",
     "CopyError",
@@ -74,4 +76,7 @@ _SUBMODULES = ("attention", "bench", "versions")
 def __getattr__(name: str):  # noqa: ANN202 - a module attribute hook
     if name in _SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
+    if name == "explore":  # anywidget is loaded only by the first explorer
+        globals()[name] = _importlib.import_module(f"{__name__}.explorer").explore
+        return globals()[name]
     raise AttributeError(f"module 'viewlab' has no attribute {name!r}")

@@ -15,8 +15,8 @@ import viewlab
 
 SRC = Path(viewlab.__file__).resolve().parent
 MAX_MODULE_LINES = 600  # a module past this is split by concern
-MAX_TOOLBOX_LINES = 4_500  # everything in src/viewlab outside course/
-MAX_FACE = 25  # names in viewlab.__all__
+MAX_TOOLBOX_LINES = 4_570  # everything in src/viewlab outside course/ (explorer/: +64; its JS is not counted)
+MAX_FACE = 26  # names in viewlab.__all__
 
 
 def _toolbox_files() -> list[Path]:

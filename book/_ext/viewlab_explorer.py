@@ -1,0 +1,126 @@
+"""The stride explorer in the book, with no kernel: the same ES module as ``viewlab.explore``, inlined.
+
+Browsers refuse module imports from ``file://`` and the book loads nothing from other hosts, so each
+page that has an explorer carries src/viewlab/explorer/explorer.js inline, in one ``<script type="module">``,
+followed by a small stand-in for anywidget's model (``get``/``set``/``on``/``off``/``save_changes``).
+Every ``<div class="viewlab-explorer">`` on the page is rendered with it, its starting layout read from its
+``data-`` attributes. Explorers come from two places:
+
+1. the ``viewlab-explorer`` directive in the book's own pages (options: shape, stride, offset, size);
+2. a notebook output of ``viewlab.explore(...)``: its stored text is the layout
+   (``Explorer(shape=(3, 4), stride=(4, 1), offset=0, size=12)``), which replaces the widget view
+   (a widget view needs a kernel, and saved widget state would load its code from a CDN).
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+CLASS = "viewlab-explorer"
+REPR = re.compile(r"^Explorer\(shape=(\([\d, ]*\)), stride=(\([\d, ]*\)), offset=(\d+), size=(\d+)\)$")
+
+# anywidget's model, as far as explorer.js uses it, over a plain object; change:<key> fires on set.
+STAND_IN = """
+for (const node of document.querySelectorAll("div.viewlab-explorer")) {
+  const data = {};
+  for (const key of ["shape", "stride", "offset", "size"]) data[key] = JSON.parse(node.dataset[key]);
+  const handlers = new Map();
+  const model = {
+    get: (key) => data[key],
+    set: (key, value) => { data[key] = value; for (const f of handlers.get(`change:${key}`) || []) f(); },
+    on: (event, f) => handlers.set(event, [...(handlers.get(event) || []), f]),
+    off: (event, f) => handlers.set(event, (handlers.get(event) || []).filter((g) => g !== f)),
+    save_changes: () => {},
+  };
+  render({ model, el: node });
+}
+"""
+
+
+def module_source() -> str:
+    """explorer.js as the package ships it (found without importing viewlab.explorer, so without anywidget)."""
+    spec = importlib.util.find_spec("viewlab")
+    assert spec and spec.origin, "viewlab is not importable: install the course (make book does)"
+    return (Path(spec.origin).parent / "explorer" / "explorer.js").read_text(encoding="utf-8")
+
+
+def explorer_div(shape: list[int], stride: list[int], offset: int, size: int) -> str:
+    """The placeholder the inline module renders into."""
+    attrs = {"shape": list(shape), "stride": list(stride), "offset": int(offset), "size": int(size)}
+    data = " ".join(f'data-{k}="{html.escape(json.dumps(v))}"' for k, v in attrs.items())
+    return f'<div class="{CLASS}" {data}></div>'
+
+
+def layout_from_repr(text: str) -> dict[str, Any] | None:
+    """The layout in an explorer's stored text output, or None when the text is something else."""
+    match = REPR.match(text.strip())
+    if not match:
+        return None
+    shape, stride = (list(ast.literal_eval(g)) for g in match.groups()[:2])
+    return {"shape": shape, "stride": stride, "offset": int(match[3]), "size": int(match[4])}
+
+
+def _ints(text: str) -> list[int]:
+    return [int(p) for p in re.split(r"[\s,]+", text.strip(" ()[]")) if p]
+
+
+class ExplorerDirective(SphinxDirective):
+    """``{viewlab-explorer}`` with ``:shape: 3, 4`` and optionally ``:stride:``, ``:offset:``, ``:size:``."""
+
+    option_spec = {"shape": _ints, "stride": _ints, "offset": directives.nonnegative_int, "size": int}
+
+    def run(self) -> list[nodes.Node]:
+        shape = self.options.get("shape", [2, 3])
+        stride = self.options.get("stride")
+        if stride is None:  # contiguous, as torch makes them
+            stride, z = [], 1
+            for n in reversed(shape):
+                stride.insert(0, z)
+                z *= max(n, 1)
+        offset = self.options.get("offset", 0)
+        needed = 0 if 0 in shape else offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+        size = self.options.get("size", needed)
+        return [nodes.raw("", explorer_div(shape, stride, offset, size), format="html")]
+
+
+def _patch_widget_views() -> None:
+    """A stored ``viewlab.explore`` output becomes an explorer; every other widget view renders as before."""
+    from myst_nb.core.render import NbElementRenderer
+
+    original = NbElementRenderer.render_widget_view
+    if getattr(original, "_viewlab_explorer", False):
+        return
+
+    def render_widget_view(self: Any, data: Any) -> list[nodes.Element]:
+        _, outputs = self.renderer.nb_client.code_cell_outputs(data.cell_index)
+        text = outputs[data.output_index].get("data", {}).get("text/plain", "")
+        layout = layout_from_repr("".join(text) if isinstance(text, list) else text)
+        if layout is None:
+            return original(self, data)
+        return [nodes.raw("", explorer_div(**layout), format="html")]
+
+    render_widget_view._viewlab_explorer = True  # type: ignore[attr-defined]
+    NbElementRenderer.render_widget_view = render_widget_view
+
+
+def _inline_the_module(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    if f'class="{CLASS}"' in context.get("body", ""):
+        app.add_js_file(None, body=module_source() + STAND_IN, type="module")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    _patch_widget_views()
+    app.add_directive("viewlab-explorer", ExplorerDirective)
+    app.connect("html-page-context", _inline_the_module)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -1,0 +1,92 @@
+"""The stride explorer: edit a view's shape, stride and offset and see which storage elements it reads.
+
+All of it runs in explorer.js (one ES module, no dependency), through anywidget here and inlined in the book.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import torch
+import traitlets
+
+from .._checks import entry, problem, require_int, require_tensor, type_error, value_error
+
+__all__ = ["Explorer", "explore", "MAX_STORAGE"]
+MAX_STORAGE = 1024  # storage elements drawn; a bigger one would not fit a page
+
+
+def _end(shape: list[int], stride: list[int], offset: int) -> int:
+    """Storage elements a layout needs (torch's computeStorageNbytes, in elements): 0 when it has none."""
+    return 0 if 0 in shape else offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+
+
+class Explorer(anywidget.AnyWidget):
+    """What :func:`explore` returns: the widget, and :meth:`tensor` for its current view in torch."""
+
+    _esm = Path(__file__).with_name("explorer.js")
+    shape = traitlets.List(traitlets.Int()).tag(sync=True)
+    stride = traitlets.List(traitlets.Int()).tag(sync=True)
+    offset, size = traitlets.Int(0).tag(sync=True), traitlets.Int(0).tag(sync=True)  # size: storage elements
+    _source: torch.Tensor | None = None
+
+    def __repr__(self) -> str:  # the notebook's saved text for the widget: the layout, no address
+        return (
+            f"Explorer(shape={tuple(self.shape)}, stride={tuple(self.stride)}, offset={self.offset}, size={self.size})"
+        )
+
+    @entry("Explorer.tensor")
+    def tensor(self) -> torch.Tensor:
+        """The current layout as a view of the tensor given to :func:`explore` (``torch.as_strided``)."""
+        if self._source is None:
+            raise problem(ValueError, "this explorer was made from a layout, not a tensor; use viewlab.explore(t).")
+        where = f"shape={tuple(self.shape)}, stride={tuple(self.stride)}, offset={self.offset}"
+        if len(self.stride) != len(self.shape) or min(self.stride, default=0) < 0:
+            raise problem(ValueError, f"{where} is not a layout: give one stride >= 0 per dim.")
+        if _end(self.shape, self.stride, self.offset) > self.size:
+            raise problem(ValueError, f"{where} reads past the storage's {self.size} elements; edit it to fit.")
+        return self._source.as_strided(self.shape, self.stride, self.offset)
+
+
+def _ints(value: Any, arg: str) -> list[int]:
+    if not isinstance(value, (list, tuple, torch.Size)) or len(value) > 6:
+        raise type_error(arg, "a tuple of at most 6 ints", value, f"e.g. {arg}=(3, 4).")
+    return [require_int(v, f"{arg}[{i}]") for i, v in enumerate(value)]
+
+
+@entry("explore")
+def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = None, offset: int = 0) -> Explorer:
+    """An explorer of ``t``'s layout (or of ``shape``/``stride``/``offset`` over the storage they need).
+
+    In JupyterLab, VS Code and Colab it draws the storage and the view side by side and lets you edit
+    the layout or apply transpose, permute, slice, expand, unsqueeze, unfold, as_strided, view, reshape
+    and contiguous; ``.tensor()`` gives the layout you reached back as a real view of ``t``.
+
+    >>> import torch, viewlab
+    >>> x = torch.arange(12)
+    >>> ex = viewlab.explore(x)
+    >>> ex.shape, ex.stride = [3, 2], [4, 2]   # as if edited in the browser
+    >>> torch.equal(ex.tensor(), x.view(3, 4)[:, ::2])
+    True
+    """
+    if t is not None:
+        t = require_tensor(t, "t")
+        if (shape, stride, offset) != (None, None, 0):
+            raise problem(ValueError, "takes a tensor `t` or a layout (shape=, stride=, offset=), not both.")
+        shape, stride, offset = list(t.shape), list(t.stride()), t.storage_offset()
+    shape = _ints((2, 3) if shape is None else shape, "shape")
+    contiguous = [math.prod(max(n, 1) for n in shape[d + 1 :]) for d in range(len(shape))]
+    stride = _ints(contiguous if stride is None else stride, "stride")
+    if len(stride) != len(shape):
+        raise value_error("stride", f"{len(shape)} ints, one per dim of shape {tuple(shape)}", stride)
+    offset = require_int(offset, "offset")
+    size = _end(shape, stride, offset) if t is None else t.untyped_storage().nbytes() // t.element_size()
+    if size > MAX_STORAGE:
+        fix = "Pass a smaller one, e.g. torch.arange(12).view(3, 4)."
+        raise problem(ValueError, f"draws at most {MAX_STORAGE} storage elements; this layout spans {size}. {fix}")
+    widget = Explorer(shape=shape, stride=stride, offset=offset, size=size)
+    widget._source = t
+    return widget

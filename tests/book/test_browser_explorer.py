@@ -1,0 +1,298 @@
+"""The stride explorer in the book: no kernel, no network, opened from ``file://`` in Debian's chromium.
+
+Two levels. Always: a page written here with book/_ext/viewlab_explorer.py's own inline script (the
+package's explorer.js and the model stand-in) and placeholders from its ``explorer_div``. With the built
+book (``make test-book`` sets VIEWLAB_BOOK_HTML): the book's explorer page and the notebook pages. In both,
+every request that is not for a ``file://`` URL is aborted and recorded, and none may be made; editing a
+stride must redraw the view with the storage elements torch's ``as_strided`` reads. Screenshots go to
+test-artifacts/explorer/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import viewlab
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+pytest.importorskip("sphinx", reason="the book extra is not installed (make test-book installs it)")
+import viewlab_explorer as ext  # noqa: E402 - book/_ext is not a package
+
+CHROMIUM = shutil.which("chromium")
+SITE = os.environ.get("VIEWLAB_BOOK_HTML")
+ARTIFACTS = ROOT / "test-artifacts" / "explorer"
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (apt-get install chromium)")
+needs_site = pytest.mark.skipif(not SITE, reason="needs the built book: `make test-book` sets VIEWLAB_BOOK_HTML")
+EXPLORE_CELLS = {"01_views_and_copies.ipynb": 3, "03_expand_expand_as_repeat.ipynb": 1}
+
+
+# --- the extension, without a browser --------------------------------------------------------------------
+
+
+@given(st.lists(st.integers(0, 4), max_size=4), st.data())
+def test_the_book_reads_back_the_layout_a_stored_explorer_output_names(shape, data):
+    stride = data.draw(st.lists(st.integers(0, 5), min_size=len(shape), max_size=len(shape)))
+    ex = viewlab.explore(shape=shape, stride=stride, offset=data.draw(st.integers(0, 3)))
+    assert ext.layout_from_repr(repr(ex)) == {
+        "shape": ex.shape,
+        "stride": ex.stride,
+        "offset": ex.offset,
+        "size": ex.size,
+    }
+    assert ext.layout_from_repr("<ipywidgets.Widget object>") is None
+
+
+def test_the_inline_module_is_the_packages_file():
+    shipped = (Path(viewlab.__file__).parent / "explorer" / "explorer.js").read_text(encoding="utf-8")
+    assert ext.module_source() == shipped
+    assert not re.search(r"^\s*import\b|\bimport\s*\(|https?://", shipped, re.MULTILINE), "it must load nothing"
+
+
+@pytest.mark.parametrize("name, count", EXPLORE_CELLS.items())
+def test_each_explorer_cell_keeps_its_static_figure(name, count):
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and "viewlab.explore(" in c.source]
+    assert len(cells) == count
+    for cell in cells:  # GitHub, nbviewer and strict nbval see an image in every one of them
+        assert any("image/png" in o.get("data", {}) for o in cell.outputs), cell.source[:120]
+
+
+# --- in chromium ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_args):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args)
+        yield browser
+        browser.close()
+
+
+def _open(browser, url: str):
+    """The page, with every request that does not stay on file:// aborted and recorded."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    report: dict = {"foreign": [], "errors": []}
+
+    def route(r):
+        if r.request.url.startswith("file://"):
+            r.continue_()
+        else:
+            report["foreign"].append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("pageerror", lambda e: report["errors"].append(str(e)))
+    page.on("console", lambda m: report["errors"].append(m.text) if m.type == "error" else None)
+    page.goto(url, wait_until="load")
+    return page, report
+
+
+def _drawn(explorer) -> list[int]:
+    """The storage element each cell of the view shows, in the view's row-major order."""
+    return [int(t) for t in explorer.locator(".grid .c").all_inner_texts()]
+
+
+def _torch_reads(shape, stride, offset, size) -> list[int]:
+    # arange storage: each value is its own storage index; out of bounds, read over a storage big enough
+    needed = 0 if 0 in shape else offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+    return torch.arange(max(size, needed)).as_strided(shape, stride, offset).flatten().tolist()
+
+
+def _edit_stride_and_check(page, explorer, shape, new_stride, offset, size, shot: Path) -> None:
+    before = explorer.locator("[aria-live]").inner_text()
+    stride_input = explorer.locator("input[name=stride]")
+    stride_input.fill(", ".join(map(str, new_stride)))
+    stride_input.press("Enter")
+    expected = _torch_reads(shape, new_stride, offset, size)
+    page.wait_for_function(
+        "([el, want]) => JSON.stringify([...el.querySelectorAll('.grid .c')].map(c => +c.textContent))"
+        " === JSON.stringify(want)",
+        arg=[explorer.element_handle(), expected],
+        timeout=15_000,
+    )
+    assert _drawn(explorer) == expected
+    after = explorer.locator("[aria-live]").inner_text()
+    assert after != before and f"stride ({', '.join(map(str, new_stride))}" in after
+    outside = sum(i >= size for i in expected)
+    assert explorer.locator(".grid .c.oob").count() == outside
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    explorer.screenshot(path=str(shot))
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_a_file_page_with_the_inline_module_draws_and_redraws_offline(browser, tmp_path):
+    layouts = [([3, 4], [4, 1], 0, 12), ([3, 4], [0, 1], 0, 4), ([2, 2], [4, 2], 4, 12)]
+    body = "\n".join(ext.explorer_div(*layout) for layout in layouts)
+    html = f'<!doctype html><meta charset="utf-8"><body>{body}<script type="module">{ext.module_source()}{ext.STAND_IN}</script>'
+    (tmp_path / "page.html").write_text(html, encoding="utf-8")
+    page, report = _open(browser, (tmp_path / "page.html").as_uri())
+    explorers = page.locator("div.viewlab-explorer")
+    page.wait_for_function("() => document.querySelectorAll('div.viewlab-explorer .vx').length === 3", timeout=15_000)
+    for k, (shape, stride, offset, size) in enumerate(layouts):
+        assert _drawn(explorers.nth(k)) == _torch_reads(shape, stride, offset, size)
+    # stride 0 is overlap: each of the 4 storage elements is outlined and marked x3
+    assert explorers.nth(1).locator(".cells .c.over").count() == 4
+    assert explorers.nth(1).locator(".cells .c sup").all_inner_texts() == ["×3"] * 4
+    # keyboard: Tab reaches a cell of the view, which lights up the storage element it reads
+    explorers.nth(0).locator(".grid .c").nth(5).focus()
+    assert explorers.nth(0).locator(".cells .c.hot").all_inner_texts() == ["5"]
+    _edit_stride_and_check(page, explorers.nth(0), [3, 4], [1, 3], 0, 12, ARTIFACTS / "file-page-stride-edited.png")
+    _edit_stride_and_check(page, explorers.nth(2), [2, 2], [4, 4], 4, 12, ARTIFACTS / "file-page-out-of-bounds.png")
+    assert not report["foreign"] and not report["errors"], report
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_view_that_must_copy_is_said_so_and_the_layout_stays(browser, tmp_path):
+    (tmp_path / "page.html").write_text(
+        f'<body>{ext.explorer_div([4, 3], [1, 4], 0, 12)}<script type="module">{ext.module_source()}{ext.STAND_IN}</script>'
+    )
+    page, report = _open(browser, (tmp_path / "page.html").as_uri())
+    explorer = page.locator("div.viewlab-explorer")
+    explorer.locator(".grid .c").first.wait_for()
+    t = torch.arange(12).view(3, 4).t()
+    with pytest.raises(RuntimeError):
+        t.view(-1)  # torch: no view exists
+    assert not t.reshape(-1)._is_view()  # and reshape copies
+    for op, words in (("view", "view is impossible"), ("reshape", "reshape must copy")):
+        explorer.locator("select[name=op]").select_option(op)
+        explorer.locator("input[name=args]").fill("-1")
+        explorer.locator("button", has_text="Apply op").click()
+        assert words in explorer.locator("[role=status]").inner_text()
+        assert _drawn(explorer) == t.flatten().tolist()  # the layout is kept
+    explorer.locator("select[name=op]").select_option("transpose")
+    explorer.locator("input[name=args]").fill("0, 1")
+    explorer.locator("button", has_text="Apply op").click()
+    assert _drawn(explorer) == t.t().flatten().tolist()
+    assert not report["foreign"] and not report["errors"], report
+
+
+# --- the built book ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    path = (ROOT / SITE).resolve()
+    assert (path / "book" / "explorer.html").is_file(), f"no built book at {path}; run `make book`"
+    return path
+
+
+def _directive_layouts() -> list[tuple[list[int], list[int], int, int]]:
+    """The layouts of book/explorer.md's explorers, computed as the directive does (contiguous by default)."""
+    text = (ROOT / "book" / "explorer.md").read_text(encoding="utf-8")
+    found = []
+    for block in re.findall(r"```\{viewlab-explorer\}\n(.*?)```", text, re.DOTALL):
+        opts = dict(re.findall(r":(\w+):\s*(.*)", block))
+        shape = [int(v) for v in opts["shape"].split(",")]
+        stride = [int(v) for v in opts["stride"].split(",")] if "stride" in opts else list(torch.empty(shape).stride())
+        offset = int(opts.get("offset", 0))
+        needed = 0 if 0 in shape else offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+        found.append((shape, stride, offset, int(opts.get("size", needed))))
+    return found
+
+
+@pytest.mark.browser
+@needs_chromium
+@needs_site
+def test_the_books_explorer_page_works_from_file_with_the_network_blocked(browser, site):
+    layouts = _directive_layouts()
+    assert len(layouts) >= 5
+    page, report = _open(browser, (site / "book" / "explorer.html").as_uri())
+    explorers = page.locator("div.viewlab-explorer")
+    page.wait_for_function(
+        f"() => document.querySelectorAll('div.viewlab-explorer .vx').length === {len(layouts)}", timeout=15_000
+    )
+    for k, layout in enumerate(layouts):
+        assert _drawn(explorers.nth(k)) == _torch_reads(*layout), layout
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    explorers.nth(0).scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "book-explorer-page.png"))
+    shape, _, offset, size = layouts[0]
+    _edit_stride_and_check(page, explorers.nth(0), shape, [1, 3], offset, size, ARTIFACTS / "book-stride-edited.png")
+    assert not report["foreign"], f"requests to other hosts: {report['foreign']}"
+    assert not report["errors"], report["errors"]
+    # dark mode: the theme's light text colours must not reach the explorer's white box
+    dark = browser.new_context(color_scheme="dark", viewport={"width": 1280, "height": 900}).new_page()
+    dark.goto((site / "book" / "explorer.html").as_uri())
+    dark.locator("div.viewlab-explorer .vx h4").first.wait_for(timeout=15_000)
+    assert dark.evaluate("document.documentElement.dataset.theme") == "dark"
+    colours = dark.evaluate(
+        "() => [...document.querySelectorAll('.vx h4, .vx label, .vx input, .vx .sub')].map(e => getComputedStyle(e).color)"
+    )
+    dim = [c for c in colours if sum(map(int, re.findall(r"\d+", c)[:3])) > 3 * 140]  # light text on white
+    assert not dim, dim
+    dark.locator("div.viewlab-explorer").nth(3).screenshot(path=str(ARTIFACTS / "book-overlap-dark.png"))
+    dark.context.close()
+
+
+@pytest.mark.browser
+@needs_chromium
+@needs_site
+def test_each_stored_explorer_output_is_an_explorer_on_its_notebook_page(browser, site):
+    for name in EXPLORE_CELLS:
+        nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+        stored = [
+            ext.layout_from_repr(o["data"]["text/plain"])
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.outputs
+            if ext.layout_from_repr(o.get("data", {}).get("text/plain", "")) is not None
+        ]
+        page, report = _open(browser, (site / "notebooks" / name.replace(".ipynb", ".html")).as_uri())
+        explorers = page.locator("div.viewlab-explorer")
+        assert explorers.count() == len(stored), name  # 0 until the notebooks are executed with the explorer cells
+        for k, layout in enumerate(stored):
+            explorers.nth(k).locator(".vx").wait_for(timeout=15_000)
+            assert _drawn(explorers.nth(k)) == _torch_reads(*layout.values())
+        assert not report["foreign"] and not report["errors"], (name, report)
+
+
+@pytest.mark.browser
+@pytest.mark.kernel
+@needs_chromium
+def test_an_executed_explore_output_becomes_an_explorer_in_a_sphinx_page(browser, tmp_path):
+    """The notebook path end to end: a notebook executed by a real kernel stores a ``viewlab.explore`` output,
+    MyST-NB with this extension builds it, and the page draws that layout from file:// with no network."""
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("myst_nb")
+    src = tmp_path / "src"
+    src.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Explorer"),
+        nbformat.v4.new_code_cell("import torch, viewlab\nviewlab.explore(torch.arange(12).view(3, 4)[:, 1::2].t())"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    nbformat.write(nb, src / "page.ipynb")
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'viewlab_explorer']\nnb_execution_mode = 'off'\nnb_ipywidgets_js = {}\n"
+        "exclude_patterns = ['_build']\nroot_doc = 'page'\n"
+    )
+    from sphinx.cmd.build import build_main
+
+    assert build_main(["-q", "-b", "html", str(src), str(tmp_path / "html")]) == 0
+    page, report = _open(browser, (tmp_path / "html" / "page.html").as_uri())
+    explorer = page.locator("div.viewlab-explorer")
+    explorer.locator(".grid .c").first.wait_for(timeout=15_000)
+    t = torch.arange(12).view(3, 4)[:, 1::2].t()
+    assert _drawn(explorer) == t.flatten().tolist()  # arange storage: each value is its storage index
+    assert "offset 1" in explorer.inner_text()
+    _edit_stride_and_check(page, explorer, list(t.shape), [1, 1], 1, 12, ARTIFACTS / "sphinx-notebook-output.png")
+    assert not report["foreign"] and not report["errors"], report

@@ -1,0 +1,257 @@
+"""viewlab.explore: the Python side (inputs, the real tensor's layout, ``.tensor()``) and explorer.js's
+arithmetic against real torch, evaluated in a real browser (Debian's chromium through Playwright).
+
+The module is read from the package (the file anywidget serves) and run in a page that can reach nothing:
+every request is aborted and counted. The cases come from tests/unit/explorer_cases.py, answered by torch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from importlib import resources
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import viewlab
+from tests.unit import explorer_cases
+from viewlab.explorer import MAX_STORAGE, Explorer
+
+CHROMIUM = shutil.which("chromium")
+JS = resources.files("viewlab.explorer").joinpath("explorer.js")
+JS_NAMES = (
+    "analyse checkLayout inferSize viewOrCopy contiguousStrides numel transpose permute slice expand unsqueeze "
+    "unfold contiguous asStrided describe render"
+).split()
+
+
+# --- Python: inputs and the real tensor ---------------------------------------------------------------
+
+
+def test_import_viewlab_loads_no_anywidget_until_explore_is_used():
+    code = "import sys, viewlab; print('anywidget' in sys.modules); viewlab.explore; print('anywidget' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "True"], out.stdout
+
+
+def test_explore_is_the_function_even_after_its_module_is_imported():
+    import viewlab.explorer  # noqa: F401 - the submodule import must not shadow the face's name
+
+    assert callable(viewlab.explore) and viewlab.explore is viewlab.explorer.explore
+
+
+@st.composite
+def views(draw):
+    """A real tensor with a non-trivial layout: a view of an arange reached by a few view operators."""
+    t = torch.arange(draw(st.integers(0, 24)))
+    if t.numel() and draw(st.booleans()):
+        rows = draw(st.sampled_from([d for d in range(1, t.numel() + 1) if t.numel() % d == 0]))
+        t = t.view(rows, -1)
+        if draw(st.booleans()):
+            t = t.t()
+        if draw(st.booleans()):
+            t = t[:, :: draw(st.integers(1, 3))]
+    if draw(st.booleans()):
+        t = t.unsqueeze(0).expand(draw(st.integers(0, 3)), *t.shape)
+    return t
+
+
+@given(views())
+def test_explorer_starts_from_the_real_layout_and_tensor_gives_it_back(t):
+    ex = viewlab.explore(t)
+    assert (ex.shape, ex.stride, ex.offset) == (list(t.shape), list(t.stride()), t.storage_offset())
+    assert ex.size == t.untyped_storage().nbytes() // t.element_size()
+    back = ex.tensor()
+    assert back.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+    assert (back.shape, back.stride(), back.storage_offset()) == (t.shape, t.stride(), t.storage_offset())
+    assert torch.equal(back, t)
+
+
+@given(st.lists(st.integers(0, 4), max_size=4), st.data())
+def test_an_edited_layout_is_the_as_strided_view_of_the_same_storage(shape, data):
+    base = torch.arange(30)
+    ex = viewlab.explore(base)
+    stride = data.draw(st.lists(st.integers(0, 5), min_size=len(shape), max_size=len(shape)))
+    ex.shape, ex.stride, ex.offset = shape, stride, data.draw(st.integers(0, 6))
+    needed = 0 if 0 in shape else ex.offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+    if needed > base.numel():
+        with pytest.raises(ValueError, match=r"^Explorer\.tensor\(\): .* reads past the storage's 30 elements"):
+            ex.tensor()
+        with pytest.raises(RuntimeError):  # torch refuses it too: the explorer's refusal is not stricter
+            base.as_strided(shape, stride, ex.offset)
+    else:
+        assert torch.equal(ex.tensor(), base.as_strided(shape, stride, ex.offset))
+
+
+@given(st.lists(st.integers(0, 5), max_size=4))
+def test_a_layout_alone_gets_torchs_contiguous_strides_and_the_storage_it_needs(shape):
+    ex = viewlab.explore(shape=shape)
+    reference = torch.empty(shape)
+    assert ex.stride == list(reference.stride()) and ex.offset == 0
+    assert ex.size == reference.untyped_storage().nbytes() // reference.element_size()
+
+
+def test_the_repr_is_the_layout_and_the_storage_is_what_torch_allocates_for_it():
+    ex = viewlab.explore(shape=(2, 3), stride=(1, 2), offset=1)
+    assert ex.size == 1 + torch.empty_strided((2, 3), (1, 2)).untyped_storage().nbytes() // 4
+    assert repr(ex) == f"Explorer(shape=(2, 3), stride=(1, 2), offset=1, size={ex.size})"
+
+
+@pytest.mark.parametrize(
+    "kwargs, kind, pattern",
+    [
+        ({"t": [1, 2]}, TypeError, r"explore\(\): expects a torch.Tensor for `t`, got list"),
+        ({"shape": 3}, TypeError, r"explore\(\): `shape` must be a tuple of at most 6 ints; got int 3"),
+        ({"shape": (2, -1)}, ValueError, r"explore\(\): `shape\[1\]` must be an int >= 0; got int -1"),
+        ({"shape": (2, 3), "stride": (1,)}, ValueError, r"`stride` must be 2 ints, one per dim of shape \(2, 3\)"),
+        ({"shape": (2,), "stride": (-1,)}, ValueError, r"`stride\[0\]` must be an int >= 0"),
+        ({"shape": (2,), "offset": 1.5}, TypeError, r"`offset` must be an int >= 0; got float 1.5"),
+        ({"shape": (40, 40)}, ValueError, rf"draws at most {MAX_STORAGE} storage elements; this layout spans 1600"),
+        ({"t": torch.zeros(3), "shape": (3,)}, ValueError, r"takes a tensor `t` or a layout .* not both"),
+        ({"t": torch.zeros(3), "offset": 1}, ValueError, r"not both"),
+        ({"t": torch.zeros(2000)[:4]}, ValueError, r"this layout spans 2000"),
+    ],
+)
+def test_bad_input_is_refused_with_what_to_pass(kwargs, kind, pattern):
+    t = kwargs.pop("t", None)
+    with pytest.raises(kind, match=pattern):
+        viewlab.explore(t, **kwargs)
+
+
+@pytest.mark.parametrize("shape, stride", [([2, 2], [1]), ([2], [-1])])
+def test_tensor_refuses_what_is_not_a_layout_before_torch_sees_it(shape, stride):
+    ex = viewlab.explore(torch.arange(6))
+    ex.shape, ex.stride = shape, stride
+    with pytest.raises(ValueError, match=r"^Explorer\.tensor\(\): .* is not a layout: give one stride >= 0 per dim"):
+        ex.tensor()
+
+
+def test_tensor_needs_a_tensor():
+    with pytest.raises(ValueError, match=r"^Explorer\.tensor\(\): this explorer was made from a layout"):
+        viewlab.explore(shape=(2, 2)).tensor()
+
+
+def test_the_widget_ships_the_module_and_syncs_the_layout():
+    ex = viewlab.explore(torch.zeros(2, 3).t())
+    assert isinstance(ex, Explorer) and JS.is_file()
+    assert "export default" in ex._esm and ex._esm == JS.read_text(encoding="utf-8")
+    state = ex.get_state()
+    assert (state["shape"], state["stride"], state["offset"], state["size"]) == ([3, 2], [1, 3], 0, 6)
+
+
+# --- explorer.js against torch, in chromium -------------------------------------------------------------
+
+# Runs every case through the module's own functions and compares with torch's answer, in the page.
+EVALUATE = """(cases) => {
+  const X = window.vx, bad = [], counts = {};
+  const run = (c) => {
+    const L = {shape: c.shape, stride: c.stride, offset: c.offset};
+    if (c.kind === "layout") {
+      X.checkLayout(c.shape, c.stride, c.offset);
+      const a = X.analyse(c.shape, c.stride, c.offset, c.size);
+      return {in_bounds: a.inBounds, indices: a.indices, overlap: a.overlap, contiguous: a.contiguous};
+    }
+    if (c.kind === "view") {
+      try { X.inferSize(c.new, X.numel(c.shape)); } catch (e) { return {error: true}; }
+      let view = null;
+      try { view = X.viewOrCopy(L, c.new, "view").stride; } catch (e) { view = null; }
+      const r = X.viewOrCopy(L, c.new, "reshape");
+      return {view, reshape: {kind: r.kind, stride: r.stride}};
+    }
+    const a = c.args;
+    if (c.op === "contiguous") { const r = X.contiguous(L); return {kind: r.kind, shape: r.shape, stride: r.stride}; }
+    if (c.op === "slice") return X.slice(L, a[0], a[1], a[2], a[3]);
+    if (c.op === "transpose") return X.transpose(L, a[0], a[1]);
+    if (c.op === "unfold") return X.unfold(L, a[0], a[1], a[2]);
+    return X[c.op](L, a[0]);
+  };
+  const sorted = (k, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x);
+  const canon = (v) => JSON.stringify(v, sorted);
+  for (const c of cases) {
+    const key = c.kind === "op" ? `op:${c.op}` : c.kind;
+    counts[key] = (counts[key] || 0) + 1;
+    let got;
+    try { got = run(c); } catch (e) { got = {error: true}; }
+    const keep = Object.keys(c.expect);
+    const picked = Object.fromEntries(keep.map((k) => [k, got[k]]));
+    if (canon(picked) !== canon(c.expect)) bad.push({c, got});
+  }
+  return {n: cases.length, counts, mismatches: bad.length, first: bad.slice(0, 8).map((b) => JSON.stringify(b))};
+}"""
+
+
+def _page_with_the_module(browser, requests: list[str], source: str | None = None):
+    """A blank page whose one script is explorer.js as shipped (or ``source``), its exports put on window.vx."""
+    page = browser.new_page()
+    page.route("**/*", lambda route: (requests.append(route.request.url), route.abort()))
+    exports = ", ".join(JS_NAMES)
+    source = JS.read_text(encoding="utf-8") if source is None else source
+    html = f'<script type="module">\n{source}\nwindow.vx = {{{exports}}};\n</script>'
+    page.set_content(html)
+    page.wait_for_function("() => window.vx !== undefined", timeout=30_000)
+    return page
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: `apt-get install -y chromium`)")
+def test_the_modules_arithmetic_agrees_with_torch_in_chromium(chromium_args, capsys):
+    from playwright.sync_api import sync_playwright
+
+    cases = explorer_cases.all_cases()
+    assert len(cases) >= 2000
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args)
+        try:
+            requests: list[str] = []
+            page = _page_with_the_module(browser, requests)
+            report = page.evaluate(EVALUATE, cases)
+        finally:
+            browser.close()
+    with capsys.disabled():
+        print(f"\nexplorer.js vs torch: {report['n']} cases, {report['mismatches']} mismatches; {report['counts']}")
+    assert report["n"] == len(cases)
+    assert report["mismatches"] == 0, json.dumps(report["first"], indent=1)
+    assert not requests, requests
+
+
+# One slip each in torch's rules, as a port could make it: the cases must catch every one.
+SLIPS = {
+    "a size-1 dim no longer joins a chunk in computeStride": ("|| newShape[viewD] === 1)", ")"),
+    "a slice forgets its start in the offset": ("offset: offset + a * stride[d]", "offset"),
+    "is_contiguous checks size-1 dims too": (
+        "if (shape[d] !== 1) {\n      if (stride[d] !== z)",
+        "{\n      if (stride[d] !== z)",
+    ),
+    "expand keeps the stride of a stretched dim": ("size = target;\n      st = 0;", "size = target;"),
+    "unsqueeze gives a new last dim stride 0": (
+        "d >= n ? 1 : shape[d] * stride[d]",
+        "d >= n ? 0 : shape[d] * stride[d]",
+    ),
+    "the storage needed forgets the offset": ("return offset + 1 + shape.reduce", "return 1 + shape.reduce"),
+}
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: `apt-get install -y chromium`)")
+def test_the_cases_catch_a_slip_in_each_rule(chromium_args):
+    from playwright.sync_api import sync_playwright
+
+    cases = explorer_cases.all_cases()
+    source = JS.read_text(encoding="utf-8")
+    caught = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args)
+        try:
+            for slip, (old, new) in SLIPS.items():
+                assert source.count(old) == 1, f"the slip {slip!r} no longer applies to explorer.js"
+                page = _page_with_the_module(browser, [], source.replace(old, new))
+                caught[slip] = page.evaluate(EVALUATE, cases)["mismatches"]
+                page.close()
+        finally:
+            browser.close()
+    assert all(n > 0 for n in caught.values()), caught
