@@ -1,5 +1,4 @@
 // The stride explorer: one ES module, no imports, no network.
-//
 // The first half is the layout arithmetic, written as torch computes it (checked against real torch over
 // generated cases: tests/unit/test_explore.py). The second half draws it: `render({model, el})` is
 // anywidget's contract, so JupyterLab, VS Code and Colab run this file as it is, and the book inlines it
