@@ -386,7 +386,7 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
         raise _NotSolved() from exc
     except Exception as exc:  # noqa: BLE001 - the learner's error is the lesson: report it, no traceback
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        broken = watch.forbidden() if watch else None  # a forbidden op that then raised: the rule comes first
+        broken = watch.forbidden(c.learner_fn) if watch else None  # a rule broken, then raised: the rule first
         raise _Failure(
             broken or f"your function raised {type(exc).__name__}: {msg}",
             text,

@@ -401,7 +401,9 @@ def forbid_problem(rules: Rules, rec: OpRecorder | None, more: dict[str, Hit] | 
     ``more``, by name (a torch function before it decomposes, a numpy function doing the same work)."""
     more = more or {}
     for family in rules.forbid:
-        hit = (rec.first_hit(family) if rec is not None else None) or more.get(family)
+        seen = rec.first_hit(family) if rec is not None else None
+        # autograd by name says which (torch.func.jacfwd, forward AD); the others by the aten operator run
+        hit = (more.get(family) or seen) if family == "autograd" else (seen or more.get(family))
         if hit is not None and family == "repeat" and "tile" in rules.forbid and "tile(" in (hit.line or ""):
             family, hit = "tile", (rec.first_hit("tile") if rec is not None else None) or more.get("tile") or hit
         if hit is not None:
@@ -474,18 +476,20 @@ def memory_problem(memory: str | None, inputs: list[torch.Tensor], outputs: list
 
 
 def view_bytes_problem(new_bytes: int, first: Hit | None) -> str | None:
-    """Rule ``must_view`` measured: a view allocates nothing while it runs, not even a temporary.
+    """Rule ``must_view`` measured: a view allocates nothing while it runs, not even a temporary. ``first``: the
+    first tensor made; with ``new_bytes`` 0, one made over memory from outside torch (``torch.frombuffer``).
 
     >>> view_bytes_problem(24, Hit("created", "aten.clone.default on cpu", "f.py:2: y = x.clone()"))[:70]
     'breaks rule `must_view`: while your function ran, new tensors took 24 '
     """
-    if new_bytes <= 0:
+    if new_bytes <= 0 and (first is None or first.op.startswith("aten.")):
         return None
     made = f"; the first, {first.op}{first.where()}" if first is not None else ""
+    seen = f"new tensors took {new_bytes:,} B" if new_bytes > 0 else "it made a tensor over memory from outside torch"
     return (
-        f"breaks rule `must_view`: while your function ran, new tensors took {new_bytes:,} B (viewlab.measure, "
-        f"memory borrowed from numpy included){made}. A view allocates zero new bytes, not even a temporary that "
-        "is gone by the end: reach the result with view ops alone (view, transpose, expand, slicing)"
+        f"breaks rule `must_view`: while your function ran, {seen} (viewlab.measure, memory borrowed from numpy "
+        f"included){made}. A view allocates zero new bytes, not even a temporary that is gone by the end: reach the "
+        "result with view ops alone (view, transpose, expand, slicing)"
     )
 
 

@@ -12,9 +12,11 @@ dispatch-level :class:`~.rules.OpRecorder` (aten operators, new and borrowed sto
   leaves torch (``.tolist()``, ``.numpy()``, ``torch.from_numpy``, ``torch.frombuffer``): a profile hook
   (``sys.setprofile``) that sees C calls too;
 * with ``loops=True``, the dynamic witness of a Python loop (``sys.settrace``): a line of the learner's code
-  reached again by a backward jump in the same call (``for``, ``while``, a comprehension), or a function of
-  it entered again while it still runs (recursion). A multi-line expression revisits a line number without
-  jumping back, so it is not mistaken for a loop.
+  reached again by a backward jump in the same call (``for``, ``while``, a comprehension), a function of it
+  entered again while it still runs (recursion), or a C function that loops over a Python sequence (``sum``,
+  ``math.prod``, ``functools.reduce``). A multi-line expression revisits a line number without jumping back,
+  so it is not mistaken for a loop; a loop written on one line shows its jump from its second pass (the
+  static witness, :func:`.loops.static_loop`, sees it from the source).
 
 Threads: while the watch is on, ``threading.Thread.start`` is wrapped so that a thread started by the
 function runs with the same recorders, hooks and meter (``viewlab.measure``'s dispatch mode); everything is
@@ -191,7 +193,8 @@ class ApiRecorder(TorchFunctionMode):
         bare, shown = _api_name(func)
         family = _API_FAMILY.get(bare)
         if family is None and bare.startswith("aten."):
-            family = next((f for f, (ops, _) in FAMILIES.items() if any(bare.startswith(o + ".") for o in ops)), None)
+            match = [f for f, (ops, _) in FAMILIES.items() for o in ops if bare == o or bare.startswith(o + ".")]
+            family = match[0] if match else None
         if family is not None and family not in self.hits:
             self.hits[family] = Hit(family, _autograd(shown) if family == "autograd" else shown, learner_line(_SKIP))
         if bare in _EXITS and not self.exits and any(isinstance(a, torch.Tensor) and a.numel() > 1 for a in args):
@@ -217,8 +220,8 @@ def call_problem(fn: Callable[..., Any], reference: Callable[..., Any], args: tu
         pass
     except ValueError:  # no signature to read (a builtin): let the call itself say what is wrong
         return None
-    try:
-        wanted = str(inspect.signature(reference))
+    try:  # annotations as written (the bank's are strings), without the return type
+        wanted = str(inspect.signature(reference).replace(return_annotation=inspect.Signature.empty)).replace("'", "")
     except (TypeError, ValueError):
         wanted = f"{len(args)} parameters"
     return (
@@ -273,22 +276,25 @@ class Watch:
         return self
 
     # ----- the messages, in the order the rules are judged ----------------------------------------------------
-    def forbidden(self) -> str | None:
-        """The first forbidden family seen (the rule that comes first, even when the function then raised)."""
-        return forbid_problem(self.rules, self.recorder, self.more)
+    def forbidden(self, fn: Callable[..., Any] | None = None) -> str | None:
+        """The first forbidden family seen, or with ``fn`` a loop in its source or seen while it ran: the rules
+        that come first, even when the function then raised."""
+        reason = forbid_problem(self.rules, self.recorder, self.more)
+        if reason is None and fn is not None and self.rules.no_python_loops is not None:
+            static = _static(fn)
+            seen = (static[1], static[0]) if static is not None else self.loop  # (what, line)
+            reason = static_loop_problem(*seen) if seen is not None else None
+        return reason
 
     def before_compare(self, fn: Callable[..., Any], args: tuple[Any, ...], got: Any, measured: Any) -> str | None:
         """Rules judged before the values: forbidden work, a prediction that ran, bytes, loops."""
         for t in _tensors(got):
             self.recorder.note_borrowed(t)  # a result made straight from a buffer or an array ran no operator
-        reason = self.forbidden() or predict_problem(self.rules, self.recorder.created or self.made)
+        reason = forbid_problem(self.rules, self.recorder, self.more)
+        reason = reason or predict_problem(self.rules, self.recorder.created or self.made)
         if reason is None and measured is not None:
             reason = bytes_problem(self.rules, args, measured.peak_bytes, self.recorder.borrowed_bytes)
-        if reason is None and self.rules.no_python_loops is not None:
-            static = _static(fn)
-            seen = (static[1], static[0]) if static is not None else self.loop  # (what, line)
-            reason = static_loop_problem(*seen) if seen is not None else None
-        return reason
+        return reason or self.forbidden(fn)
 
     def after_compare(self, measured: Any) -> str | None:
         """Rules judged once the values are right: zero new bytes for a view, torch does the work."""
