@@ -320,6 +320,26 @@ def test_right_answers_with_multi_line_expressions_and_helpers_called_twice_pass
     )
 
 
+def test_a_loop_in_a_notebook_cell_names_the_cells_line_and_lambdas_are_told_apart():
+    cell = "/tmp/ipykernel_1/loops.py"
+    source = (
+        "right, looped = lambda p: p[:, None] - p[None], lambda p: torch.stack([a - p for a in p])\n"
+        "def pairs(p):\n"
+        "    return torch.stack([a - p for a in p])\n"
+    )
+    linecache.cache[cell] = (len(source), None, source.splitlines(True), cell)
+    try:
+        namespace: dict = {"torch": torch}
+        exec(compile(source, cell, "exec"), namespace)
+        assert static_loop(namespace["right"]) is None  # the other lambda on its line has the comprehension
+        assert static_loop(namespace["looped"]) == (f"line 1 of this cell: {source.splitlines()[0]}", "a comprehension")
+        passes("02-pairwise-diff", namespace["right"])
+        r = ex.check_exercise("02-pairwise-diff", namespace["pairs"])
+    finally:
+        del linecache.cache[cell]
+    assert "has a comprehension at line 3 of this cell: `return torch.stack([a - p for a in p])`" in r.reason, r.reason
+
+
 # ----- forward-mode AD and torch.func count as autograd ---------------------------------------------------
 def _grad_by_jacfwd(upstream):
     jac = torch.func.jacfwd(lambda w: w.expand_as(upstream))(torch.zeros(1, upstream.shape[1]))

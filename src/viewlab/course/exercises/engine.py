@@ -192,8 +192,8 @@ def _tensor_parts(obj: Any) -> list[torch.Tensor]:
 
 
 def _meter(memory: str | None, args: tuple[Any, ...], rules: Rules) -> Any:
-    """``viewlab.measure`` for view exercises on CPU inputs and for the rule on bytes (exact new-storage bytes),
-    else a no-op (a prediction is judged by the tensors it creates, on any device: see :mod:`.watch`)."""
+    """``viewlab.measure`` for view exercises on CPU inputs and for the rule on bytes, else a no-op (a prediction
+    is judged by the tensors it creates, on any device: :mod:`.watch`)."""
     parts = _tensor_parts(args)
     on_cpu = all(p.device.type == "cpu" for p in parts)
     by_bytes = rules.max_new_bytes is not None
@@ -581,10 +581,13 @@ def check(
         extra: more rules, each ``rule(args, result) -> problem text or None`` (a ``rule`` attribute on it
             names the rule in the message, see :func:`~.rules.named_rule`).
         rules: the exercise's stated rules (:class:`~.rules.Rules`): forbidden operators,
-            no Python loops, bytes limits, predict without running.
+            no Python loops, bytes limits, predict without running; ``must_view`` / ``must_copy`` are
+            ``memory="view"`` / ``"copy"``. While the function runs it is watched (:mod:`.watch`): by name
+            and by behaviour, numpy and viewlab's own helpers included, in the threads it starts too.
 
     Also checked: value, shape, dtype and device of every tensor in the result, and that the
-    learner's function did not modify its input in place. A stub (raises NotImplementedError,
+    learner's function did not modify its input in place and fits the call (else the parameters expected are
+    named). ``check("05-batch-view", my_fn)`` points to ``check_exercise``. A stub (raises NotImplementedError,
     returns ``...`` or None) gives status ``"not solved yet"``; any other exception is reported as
     a failure with its message, never as a traceback.
 

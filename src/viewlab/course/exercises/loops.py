@@ -66,7 +66,9 @@ def _node_of(fn: Callable[..., Any]) -> tuple[ast.AST, str] | None:
     tree = _tree(code.co_filename)
     if tree is None:
         return None
-    spots = [(line, col) for line, _end, col, _ecol in code.co_positions() if line is not None and col is not None]
+    spots = [  # where the bytecode's instructions are (RESUME and the like span nothing: no place)
+        (line, col) for line, _end, col, ecol in code.co_positions() if None not in (line, col, ecol) and ecol > col
+    ]
     candidates = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):

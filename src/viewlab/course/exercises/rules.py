@@ -28,8 +28,9 @@ An exercise says *what* to return (the reference checks that) and often *how*: "
   ``torch_only``.
 
 Every rule is checked in the calling thread and in the threads it starts while it runs (they inherit the
-recorders and the meter). Out of reach: another process (a forked child, a subprocess), threads started
-before the check (a thread pool made earlier), and C extensions other than torch and numpy.
+recorders and the meter). Out of reach, so not checked: work in another process (a forked child, a
+subprocess, a multiprocessing pool), threads started before the check (a thread pool made earlier), a
+function that takes the checker's hooks off itself, and C extensions other than torch and numpy.
 
 Each broken rule gives a message ``breaks rule `<label>`: <what was seen> ... <how to fix it>``, naming
 the operator and, when the stack shows it, the learner's own line (:func:`viewlab._dispatch.learner_line`).
@@ -233,8 +234,9 @@ class Rules:
         out = [f"Do not use {n} (checked: every operator your function runs is recorded)." for n in self.forbid]
         if self.no_python_loops is not None:
             out.append(
-                "No Python loops (checked: on a bigger input, a vectorised answer runs no more torch "
-                "operators) and no building the result from Python lists."
+                "No Python loops (checked three ways: your source has no for, while, comprehension, recursion or "
+                "map; no line of it runs again while it runs; on a bigger input it runs no more torch operators) "
+                "and no building the result from Python lists."
             )
         if self.must_view:
             out.append("Return a view: no copy, zero new bytes.")

@@ -22,7 +22,8 @@ Threads: while the watch is on, ``threading.Thread.start`` is wrapped so that a 
 function runs with the same recorders, hooks and meter (``viewlab.measure``'s dispatch mode); everything is
 restored when the watch ends. Out of reach, and said so in :mod:`.rules`: another process (a fork, a
 subprocess), a thread started before the check (a pool made earlier), ``_thread.start_new_thread`` called
-directly, and work in C extensions other than torch and numpy. A tracer or profiler already installed (a
+directly, a function that takes the hooks off itself (``sys.setprofile(None)``), and work in C extensions
+other than torch and numpy. A tracer or profiler already installed (a
 debugger, coverage) is set aside for the call and put back after it.
 
 >>> import numpy as np
@@ -56,6 +57,7 @@ from viewlab._dispatch import PACKAGE_DIR, enter_mode, learner_line, remove_mode
 
 from .loops import place, static_loop
 from .rules import (
+    _BANK,
     _HERE,
     _SKIP,
     API_NAMES,
@@ -110,7 +112,8 @@ def is_learner_file(filename: str) -> bool:
     >>> is_learner_file(torch.__file__), is_learner_file("/tmp/ipykernel_1/cell.py")
     (False, True)
     """
-    return not filename.replace("\\", "/").startswith(_OUTSIDE)
+    name = filename.replace("\\", "/")
+    return name.startswith(_BANK) or not name.startswith(_OUTSIDE)  # the bank plays the learner, installed or not
 
 
 def _api_name(func: Any) -> tuple[str, str]:
