@@ -237,12 +237,33 @@ def _causal_by_map(q, k):
     return torch.stack(list(map(lambda i: torch.arange(k) <= i, range(q)))).reshape(q, k)
 
 
+def _outer_in_a_while_that_runs_once(a, b):  # a fixed bound: the loop runs once whatever the size
+    done = False
+    while not done:
+        out, done = a[:, None] + b[None, :], True
+    return out
+
+
+def _count_class_by_class(labels, c):  # a loop over the classes: 3 in the probe whatever the size
+    counts = torch.zeros(c)
+    for k in range(c):
+        counts[k] = (labels == k).sum()
+    return counts
+
+
+def _pairs_feature_by_feature(p):  # a loop over the features: 2 in the probe whatever the size
+    return torch.stack([p[:, None, j] - p[None, :, j] for j in range(p.shape[1])], -1)
+
+
 @pytest.mark.parametrize(
     ("exercise_id", "fn", "kind"),
     [
         ("05-count-labels", _count_without_torch_ops, "a for loop"),
         ("05-count-labels", _count_over_the_classes, "a comprehension"),
         ("02-pairwise-diff", _pairs_with_a_fixed_bound, "a for loop"),
+        ("03-outer-sum", _outer_in_a_while_that_runs_once, "a while loop"),
+        ("05-count-labels", _count_class_by_class, "a for loop"),
+        ("02-pairwise-diff", _pairs_feature_by_feature, "a comprehension"),
         ("05-count-labels", _count_recursively, "recursion"),
         ("04-causal-mask", _causal_by_map, "map()"),
     ],
@@ -296,6 +317,15 @@ def test_a_loop_without_source_is_seen_while_it_runs():
     assert static_loop(namespace["count"]) is None  # exec'd from a string: no source to read
     r = ex.check_exercise("05-count-labels", namespace["count"])
     assert r.reason.startswith("breaks rule `no_python_loops`") and "<string>:3" in r.reason, r.reason
+
+
+def test_a_loop_in_c_without_source_is_seen_by_the_operator_count():
+    # no source to read, no line run twice, no C call from Python code: map calls p.__rsub__ from C, once per row
+    namespace: dict = {"torch": torch}
+    exec("def pairs(p):\n    return torch.stack(list(map(p.__rsub__, p)))\n", namespace)
+    r = ex.check_exercise("02-pairwise-diff", namespace["pairs"])
+    assert r.reason.startswith("breaks rule `no_python_loops`: your function ran "), r.reason
+    assert "torch operators for size 3 and" in r.reason and "for size 6" in r.reason
 
 
 def test_right_answers_with_multi_line_expressions_and_helpers_called_twice_pass():
