@@ -47,8 +47,9 @@ from viewlab._checks import (
 from viewlab._format import dtype_name
 
 from . import picture
-from .rules import OpRecorder, Rules, bytes_problem, forbid_problem, loop_problem, memory_problem
+from .rules import OpRecorder, Rules, loop_problem, memory_problem
 from .strategies import as_arg_tuples, is_strategy, run_examples
+from .watch import Watch, call_problem
 
 if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
     from hypothesis.strategies import SearchStrategy
@@ -191,11 +192,11 @@ def _tensor_parts(obj: Any) -> list[torch.Tensor]:
 
 
 def _meter(memory: str | None, args: tuple[Any, ...], rules: Rules) -> Any:
-    """``viewlab.measure`` for view exercises on CPU inputs and for rules on bytes (exact new-storage bytes),
-    else a no-op."""
+    """``viewlab.measure`` for view exercises on CPU inputs and for the rule on bytes, else a no-op (a prediction
+    is judged by the tensors it creates, on any device: :mod:`.watch`)."""
     parts = _tensor_parts(args)
     on_cpu = all(p.device.type == "cpu" for p in parts)
-    by_bytes = rules.max_new_bytes is not None or rules.predict_without_running
+    by_bytes = rules.max_new_bytes is not None
     if not on_cpu or not (by_bytes or (memory == "view" and parts)):
         return contextlib.nullcontext(None)
     from viewlab.memory import measure  # the course uses the toolbox's meter; imported only when it measures
@@ -224,6 +225,7 @@ class _Failure(Exception):
     got: Any = None
     error: str | None = None
     args_value: tuple[Any, ...] = ()
+    hinted: bool = True  # False where the hint (about the solution) would not help: a call that does not fit
 
 
 # ----- the result ------------------------------------------------------------------------------------------
@@ -350,7 +352,7 @@ class Check:
             lines.append(f"  arg {i}: {t}")
         lines.append(f"  expected: {_describe(f.expected)}")
         lines.append(f"  got:      {'raised ' + f.error if f.error else _describe(f.got)}")
-        if self.hint:
+        if self.hint and f.hinted:
             lines += ["", f"Hint: {self.hint}"]
         return "\n".join(lines)
 
@@ -372,16 +374,19 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
         ) from exc
     mine = _fresh(args)
     text = [_describe(a) for a in pristine]
+    wrong_call = call_problem(c.learner_fn, c.reference_fn, mine)
+    if wrong_call is not None:
+        raise _Failure(wrong_call, text, expected, None, "nothing: it was not called", pristine, False)
     meter = _meter(c.memory, mine, rules)
-    recorder = OpRecorder() if rules.needs_recorder else None
+    watch = Watch(rules, c.memory, mine) if Watch.wanted(rules, c.memory) else None
     try:
-        with recorder or contextlib.nullcontext(None), meter as m:
+        with meter as m, watch.follow_meter(m) if watch else contextlib.nullcontext():
             got = _call(c.learner_fn, mine)
     except NotImplementedError as exc:
         raise _NotSolved() from exc
     except Exception as exc:  # noqa: BLE001 - the learner's error is the lesson: report it, no traceback
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        broken = forbid_problem(rules, recorder)  # a forbidden op that then raised: the rule comes first
+        broken = watch.forbidden(c.learner_fn) if watch else None  # a rule broken, then raised: the rule first
         raise _Failure(
             broken or f"your function raised {type(exc).__name__}: {msg}",
             text,
@@ -392,15 +397,16 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
         ) from None
     if _is_stub_result(got) and not _is_stub_result(expected):
         raise _NotSolved()
-    reason = forbid_problem(rules, recorder)
-    if reason is None and m is not None:  # a prediction that ran what it predicts: the rule, before the value
-        reason = bytes_problem(rules, mine, m.peak_bytes)
+    # the rules of how, before the value: a prediction that ran what it predicts fails on the rule
+    reason = watch.before_compare(c.learner_fn, mine, got, m) if watch else None
     if reason is None:
         reason = _compare(expected, got, "the result", c.rtol, c.atol)
     if reason is None:
         reason = memory_problem(c.memory, _tensor_parts(mine), _tensor_parts(got))
         if reason and m is not None:
             reason = f"{reason.rstrip('.')} (viewlab.measure saw {m.allocated_bytes:,} new bytes)"
+    if reason is None and watch is not None:
+        reason = watch.after_compare(m)
     if reason is None:
         for p, q in zip(_tensor_parts(pristine), _tensor_parts(mine)):
             if p.shape == q.shape and not torch.equal(p, q.detach()):
@@ -463,8 +469,8 @@ def require_max_examples(max_examples: Any) -> int:
 
 def build_check(
     learner_fn: Any,
-    reference_fn: Any,
-    inputs: Any,
+    reference_fn: Any = None,
+    inputs: Any = None,
     *,
     memory: Any = None,
     examples: Any = (),
@@ -477,7 +483,20 @@ def build_check(
     rules: Any = None,
 ) -> Check:
     """Validate the arguments of :func:`check` (every error names the function the learner called) into a Check."""
+    if isinstance(learner_fn, str):  # check("05-batch-view", my_fn): the exercise's checker was meant
+        raise problem(
+            TypeError,
+            f"the first argument is an exercise id ({learner_fn!r}); to check your function against that exercise, "
+            f"call check_exercise({learner_fn!r}, my_fn). check() itself compares two functions: "
+            "check(my_fn, reference_fn, inputs).",
+        )
     require_learner_fn(learner_fn)
+    if reference_fn is None or inputs is None:
+        raise problem(
+            TypeError,
+            "needs your function, a reference function and the inputs: check(my_fn, reference_fn, inputs); "
+            "for an exercise of the course, call check_exercise(exercise_id, my_fn).",
+        )
     if not callable(reference_fn):
         raise problem(TypeError, f"reference_fn must be callable, got {type(reference_fn).__name__}.")
     if memory is not None:
@@ -495,6 +514,12 @@ def build_check(
         raise type_error("extra", "a list of rules, each rule(args, result) -> str or None", extra)
     if rules is not None and not isinstance(rules, Rules):
         raise type_error("rules", "a viewlab.course.exercises.Rules, e.g. Rules(forbid=('repeat',))", rules)
+    stated = (
+        "view" if rules is not None and rules.must_view else "copy" if rules is not None and rules.must_copy else None
+    )
+    if stated is not None and memory not in (None, stated):
+        raise problem(ValueError, f"memory={memory!r} contradicts rules=Rules(must_{stated}=True); pass one of them.")
+    memory = memory or stated  # Rules(must_view=True) is the rule memory="view" (it was ignored)
     explicit = [tuple(a) if isinstance(a, tuple) else (a,) for a in examples]
     strategy = None
     if is_strategy(inputs):
@@ -526,8 +551,8 @@ def build_check(
 @entry("check")
 def check(
     learner_fn: Callable[..., Any],
-    reference_fn: Callable[..., Any],
-    inputs: SearchStrategy[Any] | Sequence[tuple[Any, ...]],
+    reference_fn: Callable[..., Any] | None = None,
+    inputs: SearchStrategy[Any] | Sequence[tuple[Any, ...]] | None = None,
     *,
     memory: str | None = None,
     examples: Sequence[tuple[Any, ...]] = (),
@@ -556,10 +581,13 @@ def check(
         extra: more rules, each ``rule(args, result) -> problem text or None`` (a ``rule`` attribute on it
             names the rule in the message, see :func:`~.rules.named_rule`).
         rules: the exercise's stated rules (:class:`~.rules.Rules`): forbidden operators,
-            no Python loops, bytes limits, predict without running.
+            no Python loops, bytes limits, predict without running; ``must_view`` / ``must_copy`` are
+            ``memory="view"`` / ``"copy"``. While the function runs it is watched (:mod:`.watch`): by name
+            and by behaviour, numpy and viewlab's own helpers included, in the threads it starts too.
 
     Also checked: value, shape, dtype and device of every tensor in the result, and that the
-    learner's function did not modify its input in place. A stub (raises NotImplementedError,
+    learner's function did not modify its input in place and fits the call (else the parameters expected are
+    named). ``check("05-batch-view", my_fn)`` points to ``check_exercise``. A stub (raises NotImplementedError,
     returns ``...`` or None) gives status ``"not solved yet"``; any other exception is reported as
     a failure with its message, never as a traceback.
 
@@ -569,17 +597,4 @@ def check(
     >>> (r.passed, r.status)
     (True, 'passed')
     """
-    return build_check(
-        learner_fn,
-        reference_fn,
-        inputs,
-        memory=memory,
-        examples=examples,
-        max_examples=max_examples,
-        rtol=rtol,
-        atol=atol,
-        hint=hint,
-        title=title,
-        extra=extra,
-        rules=rules,
-    ).run()
+    return build_check(**locals()).run()  # every parameter, by its own name

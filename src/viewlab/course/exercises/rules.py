@@ -3,17 +3,34 @@
 An exercise says *what* to return (the reference checks that) and often *how*: "no loops", "no repeat",
 "without calling autograd", "predict without running it". :class:`Rules` holds the how:
 
-* ``forbid``: friendly names of operators or families (see :data:`FAMILIES`), seen through
-  :class:`OpRecorder`, a dispatch mode that records every aten operator the learner's function runs;
-  ``"autograd"`` is any operator run by the autograd engine (``torch.autograd.grad``, ``.backward()``).
-* ``no_python_loops``: a function ``n -> args`` building inputs of size ``n``. The learner's function runs
-  on two sizes; a vectorised answer runs the same number of torch operators on both, a Python loop runs
-  more on the bigger one. Building the result with ``torch.tensor`` from a Python list is caught too.
-* ``must_view`` / ``must_copy``: the result shares memory with an input / shares none.
-* ``max_new_bytes``: the peak of new tensor storage while the function runs (``viewlab.measure``), an int
-  or a function of the arguments.
-* ``predict_without_running``: a prediction may not run what it predicts: the function's own peak stays
-  at most :data:`PREDICT_PEAK_BYTES` (and ``forbid`` names the op it predicts about).
+* ``forbid``: friendly names of operators or families (see :data:`FAMILIES`), seen by name and by
+  behaviour: :class:`OpRecorder`, a dispatch mode, records every aten operator the learner's function runs;
+  beside it :class:`.watch.Watch` records the torch functions called before they decompose
+  (``repeat_interleave``, ``scaled_dot_product_attention``: :data:`API_NAMES`) and the numpy functions that
+  do the same work (:data:`NUMPY_NAMES`: ``np.tile``, ``np.tri``, ``np.add.at`` ...). ``"autograd"`` is any
+  operator run by the autograd engine (``torch.autograd.grad``, ``.backward()``) and forward-mode AD and
+  ``torch.func`` (``jacfwd``, ``jvp``, ``torch.autograd.forward_ad``).
+* ``no_python_loops``: a function ``n -> args`` building inputs of size ``n``. Three witnesses: the answer's
+  source has no loop (:func:`.loops.static_loop`: ``for``, ``while``, comprehensions, recursion, ``map``);
+  no line of it runs again after a backward jump, nor does a function of it start while it runs (the
+  dynamic witness, :class:`.watch.Watch`); and on two sizes it runs the same number of torch operators.
+  Building the result with ``torch.tensor`` from a Python list is caught too.
+* ``must_view`` / ``must_copy``: the result shares memory with an input / shares none. ``must_view`` is
+  also "zero new bytes": nothing may be allocated while the function runs, not even a temporary
+  (``viewlab.measure``; memory borrowed from numpy or a buffer counts as new).
+* ``max_new_bytes``: the peak of new tensor storage while the function runs (``viewlab.measure``, plus any
+  memory borrowed from numpy or a buffer), an int or a function of the arguments.
+* ``predict_without_running``: a prediction creates no tensor on any device (meta included) while it runs:
+  a formula on sizes needs none (and ``forbid`` names the op it predicts about).
+* ``allow_viewlab``: an exercise with any rule is answered with torch alone: calling viewlab's own
+  functions (``viewlab.attention.causal_mask`` ...) breaks rule ``no_viewlab`` unless named here, and numpy
+  doing the work (or the data leaving torch: ``.tolist()``, ``.numpy()``, ``torch.from_numpy``) breaks rule
+  ``torch_only``.
+
+Every rule is checked in the calling thread and in the threads it starts while it runs (they inherit the
+recorders and the meter). Out of reach, so not checked: work in another process (a forked child, a
+subprocess, a multiprocessing pool), threads started before the check (a thread pool made earlier), a
+function that takes the checker's hooks off itself, and C extensions other than torch and numpy.
 
 Each broken rule gives a message ``breaks rule `<label>`: <what was seen> ... <how to fix it>``, naming
 the operator and, when the stack shows it, the learner's own line (:func:`viewlab._dispatch.learner_line`).
@@ -33,7 +50,7 @@ Rules the exercise states in its own words are ``extra`` rules, named with :func
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,11 +59,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from viewlab import shares_storage
 from viewlab._checks import entry, problem, require_bool, require_int, require_str, type_error
-from viewlab._dispatch import PACKAGE_DIR, enter_mode, learner_line, remove_mode
+from viewlab._dispatch import PACKAGE_DIR, enter_mode, learner_line, remove_mode, storage_key, storage_of, tensors_in
 
 __all__ = [
     "FAMILIES",
-    "PREDICT_PEAK_BYTES",
+    "API_NAMES",
+    "NUMPY_NAMES",
+    "FORBIDS",
+    "at",
     "Rules",
     "OpRecorder",
     "Hit",
@@ -54,6 +74,10 @@ __all__ = [
     "loop_problem",
     "bytes_problem",
     "memory_problem",
+    "predict_problem",
+    "outside_problem",
+    "view_bytes_problem",
+    "static_loop_problem",
     "named_rule",
 ]
 
@@ -76,7 +100,10 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         ("aten.clone", "aten.copy_", "aten._to_copy", "aten.repeat"),
         "index with None (or unsqueeze) to add size-1 dims; those are views, and + broadcasts them",
     ),
-    "autograd": ((), "write the backward rule by hand: which rows of the output read the same element?"),
+    "autograd": (
+        ("aten._make_dual", "aten._unpack_dual"),
+        "write the backward rule by hand: which rows of the output read the same element?",
+    ),
     "bincount": (
         ("aten.bincount", "aten.histc", "aten.histogram"),
         "make the indexed write accumulate: index_add_, or index_put_ with accumulate=True",
@@ -94,8 +121,33 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     ),
 }
 
-#: what a prediction may allocate while it runs (a few small tensors, never what it predicts)
-PREDICT_PEAK_BYTES = 64
+#: friendly name -> torch functions seen before they decompose (the dispatch record sees only their parts)
+API_NAMES: dict[str, tuple[str, ...]] = {
+    "repeat": ("repeat", "repeat_interleave"),
+    "tile": ("tile",),
+    "tril": ("tril", "triu", "tril_", "triu_", "tril_indices", "triu_indices"),
+    "expand": ("expand", "expand_as", "broadcast_to"),
+    "bincount": ("bincount", "histc", "histogram", "histogramdd"),
+    "sdpa": ("scaled_dot_product_attention",),
+    "autograd": ("_make_dual", "_unpack_dual", "backward", "grad"),
+}
+
+#: numpy (or math) function -> the families whose work it does
+NUMPY_NAMES: dict[str, tuple[str, ...]] = {
+    "numpy.tile": ("tile", "repeat"),
+    "numpy.repeat": ("repeat",),
+    "ndarray.repeat": ("repeat",),
+    "numpy.broadcast_to": ("expand",),
+    "numpy.broadcast_arrays": ("expand",),
+    "numpy.bincount": ("bincount",),
+    "numpy.histogram": ("bincount",),
+    "numpy.add.at": ("bincount",),
+    "numpy.tri": ("tril",),
+    "numpy.tril": ("tril",),
+    "numpy.triu": ("tril",),
+    "numpy.tril_indices": ("tril",),
+    "numpy.triu_indices": ("tril",),
+}
 
 _HERE = __file__.replace("\\", "/").rsplit("/", 1)[0] + "/"  # .../viewlab/course/exercises/, spelled as PACKAGE_DIR
 _BANK = _HERE + "bank/"
@@ -137,6 +189,7 @@ class Rules:
     must_copy: bool = False
     max_new_bytes: int | Callable[..., int] | None = None
     predict_without_running: bool = False
+    allow_viewlab: tuple[str, ...] = ()  # viewlab functions an answer may call (by name, e.g. "measure")
 
     @entry("Rules")
     def __post_init__(self) -> None:
@@ -158,6 +211,13 @@ class Rules:
             raise problem(ValueError, "must_view and must_copy exclude each other; pick one.")
         if self.no_python_loops is not None and not callable(self.no_python_loops):
             raise problem(TypeError, "`no_python_loops` must be a function n -> argument tuple of size n.")
+        allowed = self.allow_viewlab
+        if not isinstance(allowed, tuple) or not all(isinstance(n, str) and n for n in allowed):
+            raise problem(
+                TypeError,
+                "`allow_viewlab` must be a tuple of viewlab function names, e.g. allow_viewlab=('measure',); "
+                f"got {type(allowed).__name__} {allowed!r}.",
+            )
 
     def labels(self) -> list[str]:
         """One label per rule, as the failure messages name them."""
@@ -174,8 +234,9 @@ class Rules:
         out = [f"Do not use {n} (checked: every operator your function runs is recorded)." for n in self.forbid]
         if self.no_python_loops is not None:
             out.append(
-                "No Python loops (checked: on a bigger input, a vectorised answer runs no more torch "
-                "operators) and no building the result from Python lists."
+                "No Python loops (checked three ways: your source has no for, while, comprehension, recursion or "
+                "map; no line of it runs again while it runs; on a bigger input it runs no more torch operators) "
+                "and no building the result from Python lists."
             )
         if self.must_view:
             out.append("Return a view: no copy, zero new bytes.")
@@ -188,50 +249,114 @@ class Rules:
             )
         if self.predict_without_running:
             out.append(
-                f"Predict, do not run: your function may allocate at most {PREDICT_PEAK_BYTES} B of "
-                "tensors itself (a formula on sizes allocates nothing)."
+                "Predict, do not run: your function may create no tensor on any device, meta included "
+                "(a formula on sizes needs none)."
+            )
+        if out:
+            allowed = f" except {', '.join(self.allow_viewlab)}" if self.allow_viewlab else ""
+            out.append(
+                f"Torch does the work: no numpy, and none of viewlab's own functions{allowed} (checked: calls "
+                "are recorded, in threads your function starts too)."
             )
         return out
 
-    @property
-    def needs_recorder(self) -> bool:
-        return bool(self.forbid)
+
+def at(line: str | None) -> str:
+    """`` at <place>: `<code>```, the code quoted so that the sentence after it reads apart from it.
+
+    >>> at("line 2 of this cell: y = x.repeat(2)")
+    ' at line 2 of this cell: `y = x.repeat(2)`'
+    """
+    if not line:
+        return ""
+    place, sep, code = line.partition(": ")
+    return f" at {place}: `{code}`" if sep else f" at {line}"
 
 
 @dataclass(frozen=True)
 class Hit:
-    """A forbidden operator seen while the learner's function ran, with the learner's line if found."""
+    """A forbidden operator (or call) seen while the learner's function ran, with the learner's line if found,
+    and the torch function it ran inside when that is not the operator itself (``torch.repeat_interleave``)."""
 
     family: str
     op: str
     line: str | None = None  # as viewlab._dispatch.learner_line says it: "line 3 of this cell: code"
+    inside: str | None = None
 
     def where(self) -> str:
-        """`` at <place>: `<code>```, the code quoted so that the sentence after it reads apart from it.
+        """:func:`at` of the line.
 
         >>> Hit("repeat", "aten.repeat.default", "line 2 of this cell: y = x.repeat(2)").where()
         ' at line 2 of this cell: `y = x.repeat(2)`'
         """
-        if not self.line:
-            return ""
-        place, sep, code = self.line.partition(": ")
-        return f" at {place}: `{code}`" if sep else f" at {self.line}"
+        return at(self.line)
+
+    def ran(self) -> str:
+        """What the learner's function did, as a verb and an object.
+
+        >>> Hit("tile", "numpy.tile").ran(), Hit("copy", "aten.clone.default", None, "Tensor.repeat_interleave").ran()
+        ('called numpy.tile', 'ran aten.clone.default (inside Tensor.repeat_interleave)')
+        """
+        if self.op.startswith(("aten.", "prims.", "the autograd engine", "forward-mode autograd")):
+            inside = f" (inside {self.inside})" if self.inside and self.inside.split(".")[-1] not in self.op else ""
+            return f"ran {self.op}{inside}"
+        return f"called {self.op}"
+
+
+#: what each family forbids, in words (the operators, the torch functions and the numpy ones)
+FORBIDS = {
+    "repeat": "repeat and repeat_interleave (torch's or numpy's)",
+    "tile": "tile (torch's or numpy's)",
+    "tril": "tril and triu (and numpy's tri, tril, triu)",
+    "expand": "expand, expand_as and broadcast_to (torch's or numpy's)",
+    "copy": "copying an input (clone, contiguous, .to, repeat)",
+    "autograd": "autograd: backward(), torch.autograd.grad, forward-mode AD and torch.func",
+    "bincount": "bincount, histc and histogram (torch's or numpy's, and numpy.add.at): they count for you",
+    "sdpa": "scaled_dot_product_attention (and its aten kernels)",
+}
 
 
 class OpRecorder(TorchDispatchMode):
     """Records every aten operator run while active: counts, ops run by the autograd engine, ``torch.tensor``
-    built from Python data, and the first use of each family in :data:`FAMILIES` (with the learner's line).
+    built from Python data, the first use of each family in :data:`FAMILIES` (with the learner's line), the
+    first tensor made with new storage on any device (meta included) and the bytes of memory borrowed from
+    outside torch (numpy, a buffer: a storage torch cannot resize) among the operators' tensors.
 
-    Nothing is recorded at import; enter it with ``with OpRecorder() as rec:`` (pushed and removed by
-    identity, so it nests with ``viewlab.measure``).
+    ``inputs``: the function's arguments, whose storages are neither new nor borrowed. Nothing is recorded at
+    import; enter it with ``with OpRecorder() as rec:`` (pushed and removed by identity, so it nests with
+    ``viewlab.measure``); :class:`.watch.Watch` enters it in the threads the function starts too.
+
+    >>> import numpy as np
+    >>> with OpRecorder() as rec:
+    ...     _ = torch.from_numpy(np.zeros(3)) + 1
+    >>> rec.created.op, rec.borrowed_bytes
+    ('aten.lift_fresh.default on cpu', 24)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, inputs: Iterable[torch.Tensor] = ()) -> None:
         super().__init__()
         self.n_ops = 0
         self.names: list[str] = []
         self.lifted_elements = 0  # elements of tensors made from Python data (torch.tensor([...]))
         self.hits: dict[str, Hit] = {}
+        self.created: Hit | None = None  # family "created": the first new storage
+        self.inside: Callable[[], str | None] = lambda: None  # the torch function running now (set by the watch)
+        self._inputs = {k for k in map(storage_key, inputs) if k is not None}
+        self._known = set(self._inputs)
+        self._borrowed: dict[int, int] = {}
+
+    @property
+    def borrowed_bytes(self) -> int:
+        return sum(self._borrowed.values())
+
+    def note_borrowed(self, t: torch.Tensor) -> None:
+        """Count ``t``'s storage as borrowed when torch cannot resize it (numpy's or a buffer's memory)."""
+        key = storage_key(t)
+        if key is None or key in self._inputs or key in self._borrowed:
+            return
+        st = storage_of(t)
+        if st is not None and not st.resizable():
+            self._borrowed[key] = st.nbytes()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         name = str(func)
@@ -246,10 +371,20 @@ class OpRecorder(TorchDispatchMode):
                     family,
                     "the autograd engine (running " + name + ")" if family == "autograd" else name,
                     learner_line(_SKIP),
+                    self.inside(),
                 )
         out = func(*args, **(kwargs or {}))
         if name.startswith("aten.lift_fresh") and isinstance(out, torch.Tensor):
             self.lifted_elements += out.numel()
+        for t in tensors_in(args):
+            self.note_borrowed(t)
+        for t in tensors_in(out if isinstance(out, (tuple, list)) else (out,)):
+            key = storage_key(t)
+            if key is not None and key not in self._known:
+                self._known.add(key)
+                self.note_borrowed(t)
+                if self.created is None:
+                    self.created = Hit("created", f"{name} on {t.device}", learner_line(_SKIP), self.inside())
         return out
 
     def first_hit(self, family: str) -> Hit | None:
@@ -263,21 +398,28 @@ class OpRecorder(TorchDispatchMode):
         remove_mode(self)
 
 
-def forbid_problem(rules: Rules, rec: OpRecorder | None) -> str | None:
-    """The message for the first forbidden family the recorder saw, or None."""
-    if rec is None:
-        return None
+def forbid_problem(rules: Rules, rec: OpRecorder | None, more: dict[str, Hit] | None = None) -> str | None:
+    """The message for the first forbidden family seen, or None: by the recorder (an aten operator) or, in
+    ``more``, by name (a torch function before it decomposes, a numpy function doing the same work)."""
+    more = more or {}
     for family in rules.forbid:
-        hit = rec.first_hit(family)
+        seen = rec.first_hit(family) if rec is not None else None
+        # autograd by name says which (torch.func.jacfwd, forward AD); the others by the aten operator run
+        hit = (more.get(family) or seen) if family == "autograd" else (seen or more.get(family))
         if hit is not None and family == "repeat" and "tile" in rules.forbid and "tile(" in (hit.line or ""):
-            family, hit = "tile", rec.first_hit("tile")  # torch.tile runs aten.repeat: name what was written
+            family, hit = "tile", (rec.first_hit("tile") if rec is not None else None) or more.get("tile") or hit
         if hit is not None:
             fix = FAMILIES[family][1]
             return (
-                f"breaks rule `forbid {family}`: your function ran {hit.op}{hit.where()}. "
-                f"The exercise forbids {family}; instead, {fix}"
+                f"breaks rule `forbid {family}`: your function {hit.ran()}{hit.where()}. "
+                f"The exercise forbids {FORBIDS[family]}; instead, {fix}"
             )
     return None
+
+
+_LOOP_FIX = (
+    "Replace the loop by one operation on whole tensors (indexing with None adds the size-1 dims broadcasting needs)"
+)
 
 
 def loop_problem(small: OpRecorder, big: OpRecorder, n_small: int, n_big: int) -> str | None:
@@ -286,8 +428,7 @@ def loop_problem(small: OpRecorder, big: OpRecorder, n_small: int, n_big: int) -
         return (
             f"breaks rule `no_python_loops`: your function ran {small.n_ops} torch operators for size "
             f"{n_small} and {big.n_ops} for size {n_big}; a vectorised answer runs the same few operators "
-            "whatever the size, so the work is in a Python loop. Replace the loop by one operation on whole "
-            "tensors (indexing with None adds the size-1 dims broadcasting needs)"
+            f"whatever the size, so the work is in a Python loop. {_LOOP_FIX}"
         )
     if big.lifted_elements > small.lifted_elements:
         return (
@@ -297,6 +438,15 @@ def loop_problem(small: OpRecorder, big: OpRecorder, n_small: int, n_big: int) -
             "tensors instead"
         )
     return None
+
+
+def static_loop_problem(what: str, line: str | None) -> str:
+    """The message for a loop seen in the source or while the function ran (``what``: "a for loop", ...).
+
+    >>> static_loop_problem("a for loop", "f.py:3: for v in x:")
+    'breaks rule `no_python_loops`: your function has a for loop at f.py:3: `for v in x:`; the exercise allows no Python loop: Replace the loop by one operation on whole tensors (indexing with None adds the size-1 dims broadcasting needs)'
+    """
+    return f"breaks rule `no_python_loops`: your function has {what}{at(line)}; the exercise allows no Python loop: {_LOOP_FIX}"
 
 
 def memory_problem(memory: str | None, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> str | None:
@@ -327,28 +477,80 @@ def memory_problem(memory: str | None, inputs: list[torch.Tensor], outputs: list
     return None
 
 
-def bytes_problem(rules: Rules, args: tuple[Any, ...], peak: int) -> str | None:
-    """The rules on measured bytes: ``max_new_bytes`` and ``predict_without_running`` (``peak``: what
-    ``viewlab.measure`` saw while the learner's function ran on ``args``).
+def view_bytes_problem(new_bytes: int, first: Hit | None) -> str | None:
+    """Rule ``must_view`` measured: a view allocates nothing while it runs, not even a temporary. ``first``: the
+    first tensor made; with ``new_bytes`` 0, one made over memory from outside torch (``torch.frombuffer``).
+
+    >>> view_bytes_problem(24, Hit("created", "aten.clone.default on cpu", "f.py:2: y = x.clone()"))[:70]
+    'breaks rule `must_view`: while your function ran, new tensors took 24 '
+    """
+    if new_bytes <= 0 and (first is None or first.op.startswith("aten.")):
+        return None
+    made = f"; the first, {first.op}{first.where()}" if first is not None else ""
+    seen = f"new tensors took {new_bytes:,} B" if new_bytes > 0 else "it made a tensor over memory from outside torch"
+    return (
+        f"breaks rule `must_view`: while your function ran, {seen} (viewlab.measure, memory borrowed from numpy "
+        f"included){made}. A view allocates zero new bytes, not even a temporary that is gone by the end: reach the "
+        "result with view ops alone (view, transpose, expand, slicing)"
+    )
+
+
+def bytes_problem(rules: Rules, args: tuple[Any, ...], peak: int, borrowed: int = 0) -> str | None:
+    """The rule ``max_new_bytes`` (``peak``: what ``viewlab.measure`` saw while the learner's function ran on
+    ``args``; ``borrowed``: bytes of memory it borrowed from numpy or a buffer, which the meter cannot see).
 
     >>> bytes_problem(Rules(max_new_bytes=8), (), 12)[:60]
     'breaks rule `max_new_bytes`: while your function ran, new te'
     """
     if rules.max_new_bytes is not None:
         limit = rules.max_new_bytes(*args) if callable(rules.max_new_bytes) else rules.max_new_bytes
-        if peak > limit:
+        if peak + borrowed > limit:
+            also = f" and {borrowed:,} B borrowed from numpy or a buffer" if borrowed else ""
             return (
                 f"breaks rule `max_new_bytes`: while your function ran, new tensors peaked at {peak:,} B "
-                f"(viewlab.measure); the exercise allows {limit:,} B here. A temporary counts while it is "
+                f"(viewlab.measure){also}; the exercise allows {limit:,} B here. A temporary counts while it is "
                 "alive, even when it is gone by the end of the line: find the one you do not need"
             )
-    if rules.predict_without_running and peak > PREDICT_PEAK_BYTES:
-        return (
-            f"breaks rule `predict_without_running`: your function allocated {peak:,} B of tensors while it "
-            f"ran (viewlab.measure; a prediction may use at most {PREDICT_PEAK_BYTES} B). It ran the code "
-            "it should predict: compute the answer from sizes, dtypes and element sizes instead"
-        )
     return None
+
+
+def predict_problem(rules: Rules, made: Hit | None) -> str | None:
+    """The rule ``predict_without_running``: ``made``, the first tensor the prediction created (any device).
+
+    >>> predict_problem(Rules(predict_without_running=True), Hit("created", "aten.empty.memory_format on meta"))[:69]
+    'breaks rule `predict_without_running`: your function created a tensor'
+    """
+    if not rules.predict_without_running or made is None:
+        return None
+    return (
+        f"breaks rule `predict_without_running`: your function created a tensor ({made.ran()}){made.where()}; "
+        "a prediction creates no tensor on any device (meta included). It ran the code it should predict: "
+        "compute the answer from sizes, dtypes and element sizes instead"
+    )
+
+
+def outside_problem(numpy: Hit | None, exit: Hit | None, viewlab: Hit | None) -> str | None:
+    """The implicit rules of an exercise with rules: ``no_viewlab`` (viewlab's own functions do not do the work)
+    and ``torch_only`` (nor numpy, nor Python on data taken out of torch), or None.
+
+    >>> outside_problem(None, None, Hit("viewlab", "viewlab.attention.causal_mask", "f.py:2: return causal_mask(q, k)"))[:62]
+    'breaks rule `no_viewlab`: your function called viewlab.attenti'
+    """
+    if viewlab is not None:
+        return (
+            f"breaks rule `no_viewlab`: your function {viewlab.ran()}{viewlab.where()}. The exercise asks you to "
+            "write that yourself, so viewlab's own functions may not do the work (only those it names); "
+            "build it from torch operations instead"
+        )
+    hit = numpy or exit
+    if hit is None:
+        return None
+    who = "numpy" if numpy is not None else "Python"
+    return (
+        f"breaks rule `torch_only`: your function {hit.ran()}{hit.where()}, so {who} did work that the rules check "
+        "on torch operators (numpy arrays, lists and buffers are out of their sight); instead, do it with torch "
+        "operations on the tensors themselves"
+    )
 
 
 @entry("named_rule")
