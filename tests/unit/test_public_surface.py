@@ -39,6 +39,8 @@ MODULES = (
     "course.exercises.rules",
     "course.exercises.registry",
     "course.exercises.picture",
+    "course.exercises.watch",
+    "course.exercises.loops",
 )
 # IPython finds these two hooks by their exact names, so they cannot take an underscore; they are
 # not in __all__ because learners never call them (``%load_ext viewlab`` does).
