@@ -187,14 +187,21 @@ def solution_source(ex: Exercise) -> str:
         src = f"{ex.signature}:\n    return {body}" if body is not None else src  # the def the learner writes
     elif name.isidentifier():  # the reference's private name (_masked_mean) becomes the stub's (masked_token_mean)
         src = re.sub(rf"\b{re.escape(name)}\b", stub, src)
-    names = getattr(getattr(shown, "__code__", None), "co_names", ())
-    found = {n: getattr(shown, "__globals__", {}).get(n) for n in names}  # the modules it reads: import them
+    found = {n: getattr(shown, "__globals__", {}).get(n) for n in _global_names(getattr(shown, "__code__", None))}
     imports = [
         f"import {m.__name__}" + ("" if m.__name__ == n else f" as {n}")
         for n, m in found.items()
         if inspect.ismodule(m)
     ]
     return "\n".join([*imports, *([""] if imports else []), src.rstrip()])
+
+
+def _global_names(code: Any) -> list[str]:
+    """The global names ``code`` reads, in its nested code (a generator expression's) too: the modules to import."""
+    if code is None:
+        return []
+    nested = [n for c in code.co_consts if inspect.iscode(c) for n in _global_names(c)]
+    return list(dict.fromkeys([*code.co_names, *nested]))
 
 
 def _lambda_body(src: str) -> str | None:

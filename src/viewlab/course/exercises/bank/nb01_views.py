@@ -44,7 +44,7 @@ register(
         hints=(
             "Only the order of the dimensions changes, not the order of the bytes: which view op reorders dims?",
             "Write down, for each output position 0..3, which input dim lands there: N stays first, and C "
-            "(input dim 3) comes next. The rest of the order is yours to work out.",
+            "(input dim 3) comes next. Which input dims fill positions 2 and 3?",
         ),
         why=(
             "permute writes a new shape and stride recipe over the same storage, so nothing is copied.",

@@ -31,16 +31,18 @@ register(
         statement=(
             "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row, "
             "so every row of the result has mean 0. It must also be right when N == D (a square matrix) or D == 1 "
-            "(one column), where the classic mistake runs without any error. Return a new tensor: x itself stays "
-            "unchanged."
+            "(one column), where the classic mistake runs without any error. Return a new tensor that shares no "
+            "memory with x: x itself stays unchanged."
         ),
         signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
         reference=_center_rows,
         inputs=_matrix_inputs,
         memory="copy",
         hints=(
-            "x.mean(dim=1) has shape (N,). Lined up from the right, which dim of x does that meet?",
-            "mean() can keep the reduced dim with size 1, so the N row means form an (N, 1) column.",
+            "The row means form a vector of shape (N,). Lined up from the right against (N, D), which dim of x "
+            "does it meet?",
+            "The N row means must meet the rows, so they need a shape with a size-1 dim. Which shape, and will you "
+            "get it from the reduction itself or add the dim afterwards?",
         ),
         why=(
             "An (N, 1) column of means lines up with the rows of (N, D) and is stretched along D.",

@@ -167,7 +167,7 @@ register(
         hints=(
             "Every row of y is the same memory as w, so w receives the gradient of every row: combine them how?",
             "y[b, d] is w[0, d] for every b: write dL/dw[0, d] as a formula in upstream, then as one tensor "
-            "op -- and mind that the answer has shape (1, D), not (D,).",
+            "op. How do you keep the answer's shape (1, D) rather than (D,)?",
         ),
         why=(
             "Each element of w is read by all B rows of y, and the gradients of all its uses add up.",

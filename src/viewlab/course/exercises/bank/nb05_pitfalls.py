@@ -199,7 +199,8 @@ register(
         inputs=_flatten_inputs,
         hints=(
             "x.view(-1) needs strides compatible with the new shape: does a transposed tensor have them?",
-            "You need the op that views when the strides allow it and copies only otherwise; view is its strict half.",
+            "You need the op that views when the strides allow it and copies only otherwise; view is its strict "
+            "half. Which op is the lenient one, and what shape do you ask it for?",
         ),
         why=(
             "reshape(-1) returns a view when the strides allow it (contiguous x) and a copy only when they do not.",
@@ -261,7 +262,8 @@ register(
         examples=(((3, 3, 3), (3, 3, 3)), ((3,), (1, 3))),
         hints=(
             "Align the shapes at the right. Which sizes of a may differ from b's? What if a is longer than b?",
-            "Compare the sizes pairwise from the right (zip over the reversed shapes); a may not have more dims than b.",
+            "Pair the sizes up from the right; a may not have more dims than b. Which condition must every pair "
+            "meet?",
         ),
         why=(
             "expand may add leading dims but never drop one, and each aligned size of a must equal b's or be 1.",

@@ -64,7 +64,7 @@ register(
         reference=_measured_repeat_bytes,
         answer=_repeat_bytes_formula,
         inputs=_repeat_inputs,
-        rules=Rules(forbid=("repeat",), predict_without_running=True),
+        rules=Rules(forbid=("repeat", "tile"), predict_without_running=True),
         hints=(
             "The result is a fresh contiguous tensor: how many elements does it have, and how big is each?",
             "Each dim of x is multiplied by its entry of reps. What does that do to the element count, and what "
@@ -78,6 +78,7 @@ register(
             (lambda x, reps: x.numel() * x.element_size(), "expected"),
             (lambda x, reps: x.numel() * math.prod(reps), "expected"),
             (lambda x, reps: x.repeat(*reps).nbytes, "rule `forbid repeat`"),
+            (lambda x, reps: x.tile(reps).nbytes, "rule `forbid tile`"),
             (_allocates_the_result, "rule `predict_without_running`"),
         ),
         examples=((torch.ones(2, 3), (4, 1)),),
@@ -169,7 +170,8 @@ register(
         rules=Rules(predict_without_running=True),
         hints=(
             "What does Adam remember about each parameter between steps (look at opt.state[p] after a step)?",
-            "Two running averages, each the parameter's size in float32 -- and one more small thing per parameter.",
+            "Two running averages, each the parameter's size in float32 -- and one more small thing per parameter. "
+            "What is it, and how many bytes does it take?",
         ),
         why=(
             "Adam keeps exp_avg and exp_avg_sq, each the size of its parameter, plus a float32 `step` scalar.",

@@ -40,7 +40,7 @@ register(
         hints=(
             "Which method returns new memory whatever the input's layout -- and which one returns x itself "
             "when x is already contiguous?",
-            "contiguous() copies only a non-contiguous x; you need the method that copies every time.",
+            "contiguous() copies only a non-contiguous x. Which method copies every time, whatever the layout?",
         ),
         why=(
             "clone() always allocates new storage and copies the values, whatever the layout.",
