@@ -523,3 +523,13 @@ def test_every_exercise_has_a_stub_and_a_check_cell_in_its_notebook_regression(e
     sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     assert any(f"def {stub}(" in s and "raise NotImplementedError" in s for s in sources), f"{path.name}: no stub"
     assert any(f'check_exercise("{exercise_id}", {stub})' in s for s in sources), f"{path.name}: no check cell"
+
+
+def test_a_wrong_signature_names_the_signature_the_check_calls_regression():
+    """A function with the wrong parameters got 'your function raised TypeError' and a hint about the answer."""
+    e = ex.get("05-can-expand")
+    r = ex.check_exercise(e.id, lambda shapes: True)
+    assert r.status == FAILED and r.examples == 0
+    assert "your function takes (shapes) but the check calls it as can_expand(a, b)" in r.reason
+    assert e.signature in str(r) and e.hints[0] not in str(r)
+    assert ex.check_exercise(e.id, lambda *shapes: e.answer(*shapes) if e.answer else e.reference(*shapes)).passed

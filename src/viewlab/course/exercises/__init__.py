@@ -36,12 +36,14 @@ every module in that package is found automatically) and call :func:`register` a
         reference=_ref,
         inputs=lambda: st.tuples(tensors(dims=(2, 2))),   # strategy of argument tuples
         memory="view",                 # or "copy" (must not share memory) or None (don't care)
-        hints=("Which op swaps two dims and keeps the storage?", "x.t() or x.transpose(0, 1)"),
+        hints=("Which op swaps two dims and keeps the storage?", "Two ops do it for a 2-D x: which, and why no copy?"),
         wrong=((lambda x: x.t().contiguous(), "shares no memory"),),  # plausible wrong answers
     ))
 
 ``tests/course/test_exercises.py`` then proves, for every registered exercise, that the reference passes
-and that each ``wrong`` answer fails with a message containing the given text. In the notebook,
+and that each ``wrong`` answer fails with a message containing the given text; ``tests/course/test_hints.py``
+that hint 1 is a question, hint 2 still asks something, no hint holds a run of the answer's code, the
+statement names every rule, and the printed solution, pasted, passes. In the notebook,
 end with a stub cell per exercise: ``def transpose_view(x): raise NotImplementedError`` followed
 by ``ex.check_exercise("02-my-transpose", transpose_view)`` -- it prints "not solved yet" and
 passes strict nbval until the learner fills it in.
@@ -88,6 +90,7 @@ __all__ = [
     "show",
     "hint",
     "solution",
+    "solution_source",
     "check",
     "check_exercise",
     "check_guess",
@@ -234,6 +237,10 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     ex = get(exercise_id)
     require_learner_fn(learner_fn)
     require_max_examples(max_examples)
+    mismatch = _signature_mismatch(ex, learner_fn)
+    if mismatch:  # the check would only report a TypeError and a hint about the answer: say what is called
+        title = f"{ex.id} ({ex.title})"
+        return CheckResult(FAILED, title, f"{title}: FAILED -- {mismatch}.", reason=mismatch)
     first_hint = (
         f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
     )
@@ -251,6 +258,29 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
         extra=ex.extra,
         rules=ex.rules,
     ).run()
+
+
+def _signature_mismatch(ex: Exercise, learner_fn: Callable[..., Any]) -> str | None:
+    """Why ``learner_fn`` cannot be called as the exercise calls it (one argument per stub parameter), or None.
+
+    >>> _signature_mismatch(get("05-can-expand"), lambda a: True)[:52]
+    'your function takes (a) but the check calls it as ca'
+    """
+    import ast
+
+    params = [a.arg for a in ast.parse(ex.signature + ": pass").body[0].args.args]
+    try:
+        sig = inspect.signature(learner_fn)
+    except (TypeError, ValueError):  # a builtin without a signature: let the check find out
+        return None
+    try:
+        sig.bind(*params)
+    except TypeError:
+        return (
+            f"your function takes {str(sig).split(' ->')[0]} but the check calls it as "
+            f"{ex.signature[4:].split('(')[0]}({', '.join(params)}): write it as `{ex.signature}`"
+        )
+    return None
 
 
 # ----- predict, then run -----------------------------------------------------------------------------------
