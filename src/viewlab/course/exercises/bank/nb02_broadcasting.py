@@ -134,7 +134,9 @@ register(
 def _mse_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.integers(0, 5).flatmap(lambda n: st.tuples(tensors(shape=(n, 1)), tensors(shape=(n,))))
+    return st.one_of(st.integers(0, 1), st.integers(2, 5)).flatmap(
+        lambda n: st.tuples(tensors(shape=(n, 1)), tensors(shape=(n,)))
+    )
 
 
 def _per_sample_error(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -105,7 +105,8 @@ def _interleave_inputs() -> Any:
     from hypothesis import strategies as st
 
     # x may be empty or of length 1, strided, offset or expanded (stride 0): the view must follow its strides
-    return st.tuples(tensors(dims=(1, 1), side=(0, 5)), st.integers(1, 4))
+    x = st.one_of(tensors(dims=(1, 1), side=(0, 5)), tensors(dims=(1, 1), side=(2, 5), layouts=("expanded",)))
+    return st.tuples(x, st.integers(1, 4))
 
 
 def _interleave_view(x: torch.Tensor, n: int) -> torch.Tensor:

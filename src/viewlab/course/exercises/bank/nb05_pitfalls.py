@@ -262,8 +262,7 @@ register(
         examples=(((3, 3, 3), (3, 3, 3)), ((3,), (1, 3))),
         hints=(
             "Align the shapes at the right. Which sizes of a may differ from b's? What if a is longer than b?",
-            "Pair the sizes up from the right; a may not have more dims than b. Which condition must every pair "
-            "meet?",
+            "Pair the sizes up from the right; a may not have more dims than b. Which condition must every pair meet?",
         ),
         why=(
             "expand may add leading dims but never drop one, and each aligned size of a must equal b's or be 1.",

@@ -190,9 +190,8 @@ register(
 def _vectors_any_float() -> Any:
     from hypothesis import strategies as st
 
-    return st.one_of(*[tensors(shape=st.tuples(st.integers(0, 40)), dtype=d) for d in _FLOAT_DTYPES]).map(
-        lambda r: (r,)
-    )
+    length = st.one_of(st.integers(0, 1), st.integers(2, 40))  # lengths 0 and 1 drawn as often as all the rest
+    return st.one_of(*[tensors(shape=st.tuples(length), dtype=d) for d in _FLOAT_DTYPES]).map(lambda r: (r,))
 
 
 def _doubled_total(r: torch.Tensor) -> torch.Tensor:
