@@ -183,6 +183,11 @@ def test_the_generator_reaches_every_edge(exercise_id):
 
 
 # ----- wrong answers that differ only at an edge: rejected, shrunk to that edge -----------------------------
+def _smallest_0d(a: tuple[Any, ...]) -> bool:
+    """A 0-d tensor holding 0 (and n == 0 beside it, if any): the smallest input there is, shrunk to."""
+    return a[0].dim() == 0 and a[0].item() == 0 and all(v == 0 for v in a[1:])
+
+
 def _length(n: int):
     return lambda a: tuple(a[0].shape) == (n,)
 
@@ -196,15 +201,15 @@ EDGE_WRONG = [
         lambda x: x.as_strided((x.shape[0] // 2,), (2,), x.storage_offset() + 1),
         lambda a: a[0].stride() != (1,) or a[0].storage_offset() == 0,
     ),
-    ("05-batch-view", lambda s, n: s.unsqueeze(0).expand(n, -1, *s.shape[1:]), lambda a: a[0].dim() == 0),
+    ("05-batch-view", lambda s, n: s.unsqueeze(0).expand(n, -1, *s.shape[1:]), _smallest_0d),
     (
         "05-batch-view",
         lambda s, n: s.reshape(1, -1).expand(n, -1).view(n, *s.shape),
         lambda a: not a[0].is_contiguous(),
     ),
-    ("05-flatten-any", lambda x: x.reshape(-1) if x.dim() > 1 else x, lambda a: a[0].dim() == 0),
-    ("07-safe-copy", lambda x: torch.cat([x]), lambda a: a[0].dim() == 0),
-    ("07-safe-copy", lambda x: x.clone() if x.dim() else x, lambda a: a[0].dim() == 0),
+    ("05-flatten-any", lambda x: x.reshape(-1) if x.dim() > 1 else x, _smallest_0d),
+    ("07-safe-copy", lambda x: torch.cat([x]), _smallest_0d),
+    ("07-safe-copy", lambda x: x.clone() if x.dim() else x, _smallest_0d),
     ("01-channels-first", ex.get("01-channels-first").wrong[2][0], lambda a: not a[0].is_contiguous()),
     ("04-split-heads", ex.get("04-split-heads").wrong[2][0], lambda a: not a[0].is_contiguous()),
     (
