@@ -85,8 +85,9 @@ def _sized_labels(n: int) -> tuple[torch.Tensor, int]:
 
 
 def _count_budget(labels: torch.Tensor, num_classes: int) -> int:
-    """The counts and one float32 weight per label: what one accumulating indexed write needs, no (N, C) table."""
-    return 4 * (num_classes + labels.shape[0])
+    """The counts, one float32 weight per label and one float32 scalar (a single weight that is broadcast, e.g.
+    ``torch.tensor(1.0)``): what one accumulating indexed write needs, and no (N, C) table."""
+    return 4 * (num_classes + labels.shape[0] + 1)
 
 
 def _count_by_unique(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: unique counts
@@ -132,8 +133,8 @@ register(
             "Given `labels`, a 1-D int64 tensor of class indices in [0, num_classes), and the int num_classes, "
             "return a float32 tensor of shape (num_classes,) whose entry c is how many times c occurs. "
             "Use one indexed write that accumulates. Rules: no Python loops, no bincount (nor histc or histogram: "
-            "they count for you), and new bytes may peak at num_classes + len(labels) float32 values (the counts "
-            "and one weight per label, measured), so no (len(labels), num_classes) table: no one_hot, no broadcast "
+            "they count for you), and new bytes may peak at num_classes + len(labels) + 1 float32 values (the "
+            "counts, one weight per label and one scalar, measured), so no (len(labels), num_classes) table: no one_hot, no broadcast "
             "compare, no unique counts."
         ),
         signature="def count_labels(labels: torch.Tensor, num_classes: int) -> torch.Tensor",

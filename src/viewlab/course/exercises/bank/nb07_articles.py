@@ -66,8 +66,9 @@ def _mask_tokens(loss: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 
 def _mask_budget(loss: torch.Tensor, keep: torch.Tensor) -> int:
-    """The (B, L, V) result plus one temporary the size of the mask (e.g. a bool copy of it)."""
-    return loss.nbytes + keep.numel() * keep.element_size()
+    """The (B, L, V) result, one temporary the size of the mask (e.g. a bool copy of it) and one scalar (a fill
+    value such as the 0.0 of torch.where)."""
+    return loss.nbytes + (keep.numel() + 1) * keep.element_size()
 
 
 def _mask_by_gather(loss: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:  # rule-breaking: a gathered copy
@@ -82,8 +83,8 @@ register(
             "Given a per-entry loss of shape (B, L, V) (token position, vocabulary entry) and a 0/1 float mask "
             "`keep` of shape (B, L) (1 = real token), return the (B, L, V) loss with every entry of a padding "
             "token set to 0. Give the mask a size-1 dimension where it must broadcast (claim B13 puts that "
-            "dimension in the wrong place). Rules: no expand and no repeat, and new bytes may peak at the result "
-            "plus one tensor the size of the mask (measured), so no copied or gathered (B, L, V) mask either."
+            "dimension in the wrong place). Rules: no expand and no repeat, and new bytes may peak at the result, "
+            "one tensor the size of the mask and one scalar (measured), so no copied or gathered (B, L, V) mask either."
         ),
         signature="def mask_tokens(loss: torch.Tensor, keep: torch.Tensor) -> torch.Tensor",
         reference=_mask_tokens,
