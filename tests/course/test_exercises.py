@@ -450,3 +450,86 @@ def test_rules_fields_are_validated_regression():
     with pytest.raises(ValueError, match=r"^Rules\(\): `max_new_bytes` must be an int >= 0"):
         Rules(max_new_bytes=-1)
     assert Rules(max_new_bytes=0).max_new_bytes == 0 and Rules(must_view=True).labels() == ["must_view"]
+
+
+# --- every Exercise field validated; check_guess exact at every depth (issue 24) ---------------------------
+def _fields(**changes):
+    return {**ex.get("05-can-expand").__dict__, "id": "99-probe", **changes}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("why", "because", r"`why` must be a tuple of non-empty str, e\.g\. why=\("),
+        ("hints", "Which op?", r"`hints` must be a tuple of non-empty str"),
+        ("hints", ("Which op?", ""), r"`hints` must be a tuple of non-empty str"),
+        ("title", 7, r"`title` must be a str; got int 7"),
+        ("statement", "   ", r"`statement` must be a non-empty str"),
+        ("reference", "x.t()", r"`reference` must be a function; got str"),
+        ("inputs", ((1,),), r"`inputs` must be a function returning a hypothesis strategy"),
+        ("answer", 3, r"`answer` must be None or a function"),
+        ("wrong", ((lambda x: x, 3),), r"`wrong` must be a tuple of \(wrong_fn, text"),
+        ("wrong", [(lambda x: x, "values differ")], r"`wrong` must be a tuple of \(wrong_fn, text"),
+        ("examples", ((3, 3),) + ([(3,)],), r"`examples` must be a tuple of argument tuples"),
+        ("extra", (None,), r"`extra` must be a tuple of rules made with named_rule"),
+        ("signature", "def (a, b)", r"`signature` must look like 'def name\(arg, \.\.\.\) -> type'"),
+    ],
+)
+def test_every_exercise_field_is_validated_with_a_clear_message(field, value, message):
+    with pytest.raises((TypeError, ValueError), match=r"^Exercise\(\): " + message):
+        ex.Exercise(**_fields(**{field: value}))
+
+
+def test_register_validates_an_exercise_that_skipped_construction():
+    import copy
+
+    bad = copy.copy(ex.get("05-can-expand"))
+    object.__setattr__(bad, "why", "because")  # a copy that never ran __init__ (or was changed after)
+    with pytest.raises(TypeError, match=r"^register\(\): `why` must be a tuple of non-empty str"):
+        ex.register(bad)
+    assert ex.get("05-can-expand").why != "because"
+
+
+def test_a_valid_exercise_still_builds_and_why_prints_one_line_each(capsys):
+    e = ex.Exercise(**_fields(why=("one line", "another line")))
+    assert e.why == ("one line", "another line")
+    ex.solution("05-can-expand")
+    assert capsys.readouterr().out.count("# Why:") == len(ex.get("05-can-expand").why)
+
+
+def test_check_guess_compares_nested_guesses_exactly(capsys):
+    shapes = [list(t.shape) for t in (torch.zeros(1, 2),)]  # [[1, 2]], computed
+    assert ex.check_guess(tuple(tuple(s) for s in shapes), shapes, "nested") == "right"
+    assert ex.check_guess(tuple(shapes[0]), shapes, "one level too few") == "wrong"
+    flags = (bool(torch.tensor(1)),)  # (True,)
+    assert ex.check_guess(flags, (int(torch.tensor(1)),), "bool is not int") == "wrong"
+    assert ex.check_guess((int(torch.tensor(1)),), flags, "int is not bool") == "wrong"
+    assert ex.check_guess([[flags[0]]], ((flags[0],),), "bool inside") == "right"
+    sizes = (torch.zeros(2, 3).shape, torch.zeros(4).shape)
+    assert ex.check_guess(tuple(tuple(s) for s in sizes), sizes, "sizes inside a tuple") == "right"
+    assert ex.check_guess(str(sizes[1][0]), sizes[1][0], "a str is not a number") == "wrong"
+    assert ex.check_guess(float(sizes[1][0]), sizes[1][0], "numbers by value") == "right"
+    out = capsys.readouterr().out
+    assert "wrong: you guessed (True,); it is (1,)." in out and "right: ((1, 2),). nested" in out
+
+
+@pytest.mark.parametrize("exercise_id", BY_ID)
+def test_every_exercise_has_a_stub_and_a_check_cell_in_its_notebook_regression(exercise_id):
+    """02-per-sample-error was registered with no cell to solve it in."""
+    import nbformat
+
+    stub = ex.get(exercise_id).signature[4:].split("(")[0]
+    (path,) = sorted((ROOT / "notebooks").glob(f"{exercise_id[:2]}_*.ipynb"))
+    sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    assert any(f"def {stub}(" in s and "raise NotImplementedError" in s for s in sources), f"{path.name}: no stub"
+    assert any(f'check_exercise("{exercise_id}", {stub})' in s for s in sources), f"{path.name}: no check cell"
+
+
+def test_a_wrong_signature_names_the_signature_the_check_calls_regression():
+    """A function with the wrong parameters got 'your function raised TypeError' and a hint about the answer."""
+    e = ex.get("05-can-expand")
+    r = ex.check_exercise(e.id, lambda shapes: True)
+    assert r.status == FAILED and r.examples == 0
+    assert "your function takes (shapes) but the check calls it as can_expand(a, b)" in r.reason
+    assert e.signature in str(r) and e.hints[0] not in str(r)
+    assert ex.check_exercise(e.id, lambda *shapes: e.answer(*shapes) if e.answer else e.reference(*shapes)).passed

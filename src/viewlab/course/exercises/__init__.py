@@ -36,12 +36,14 @@ every module in that package is found automatically) and call :func:`register` a
         reference=_ref,
         inputs=lambda: st.tuples(tensors(dims=(2, 2))),   # strategy of argument tuples
         memory="view",                 # or "copy" (must not share memory) or None (don't care)
-        hints=("Which op swaps two dims and keeps the storage?", "x.t() or x.transpose(0, 1)"),
+        hints=("Which op swaps two dims and keeps the storage?", "Two ops do it for a 2-D x: which, and why no copy?"),
         wrong=((lambda x: x.t().contiguous(), "shares no memory"),),  # plausible wrong answers
     ))
 
 ``tests/course/test_exercises.py`` then proves, for every registered exercise, that the reference passes
-and that each ``wrong`` answer fails with a message containing the given text. In the notebook,
+and that each ``wrong`` answer fails with a message containing the given text; ``tests/course/test_hints.py``
+that hint 1 is a question, hint 2 still asks something, no hint holds a run of the answer's code, the
+statement names every rule, and the printed solution, pasted, passes. In the notebook,
 end with a stub cell per exercise: ``def transpose_view(x): raise NotImplementedError`` followed
 by ``ex.check_exercise("02-my-transpose", transpose_view)`` -- it prints "not solved yet" and
 passes strict nbval until the learner fills it in.
@@ -88,6 +90,7 @@ __all__ = [
     "show",
     "hint",
     "solution",
+    "solution_source",
     "check",
     "check_exercise",
     "check_guess",
@@ -114,9 +117,10 @@ def show(exercise_id: str) -> None:
     """
     ex = get(exercise_id)
     fn = ex.signature[4:].split("(")[0]
-    memory = {"view": "Return a view: no copy, zero new bytes.", "copy": "Return an independent copy."}.get(
-        ex.memory or "", ""
-    )
+    memory = {
+        "view": "Return a view: the result must share the input's memory (nothing copied).",
+        "copy": "Return an independent copy (sharing no memory with the input).",
+    }.get(ex.memory or "", "")
     print(f"Exercise {ex.id}: {ex.title}")
     print(textwrap.fill(ex.statement, 100))
     sentences = ex.rules.sentences()
@@ -151,25 +155,56 @@ def hint(exercise_id: str, n: int = 1) -> None:
 def solution(exercise_id: str) -> None:
     """Print the solution's source and two lines of why (opt-in: try the hints first).
 
+    The function is printed under the stub's own name, with the imports it needs, so that pasting it over
+    the stub and running the check cell passes.
+
     >>> solution("05-batch-view")
-    def _batch_view(sample: torch.Tensor, n: int) -> torch.Tensor:
+    def batch_view(sample: torch.Tensor, n: int) -> torch.Tensor:
         return sample.unsqueeze(0).expand(n, *sample.shape)
     # Why: expand gives the new dim stride 0, so all n entries read the same storage: a view, 0 bytes.
     # Why: repeat writes n copies into new memory: right values, n times the bytes.
     """
     ex = get(exercise_id)
-    shown = ex.answer or ex.reference
-    try:
-        src = inspect.getsource(shown)
-    except (OSError, TypeError):
-        src = f"# source not available for {shown!r}"
-    if getattr(shown, "__name__", "") == "<lambda>":
-        body = _lambda_body(src)
-        if body is not None:  # show a lambda reference as the def the learner writes
-            src = f"{ex.signature}:\n    return {body}"
-    print(textwrap.dedent(src).rstrip())
+    print(solution_source(ex))
     for line in ex.why:
         print(textwrap.fill(f"# Why: {line}", 100, subsequent_indent="#   "))
+
+
+def solution_source(ex: Exercise) -> str:
+    """The code :func:`solution` prints: the answer as a ``def`` with the stub's name, after its imports.
+
+    >>> print(solution_source(get("06-repeat-bytes")).splitlines()[0])
+    import math
+    """
+    import re
+
+    shown = ex.answer or ex.reference
+    stub = ex.signature[4:].split("(")[0]
+    try:
+        src = textwrap.dedent(inspect.getsource(shown))
+    except (OSError, TypeError):
+        return f"# source not available for {shown!r}"
+    name = getattr(shown, "__name__", "")
+    if name == "<lambda>":
+        body = _lambda_body(src)
+        src = f"{ex.signature}:\n    return {body}" if body is not None else src  # the def the learner writes
+    elif name.isidentifier():  # the reference's private name (_masked_mean) becomes the stub's (masked_token_mean)
+        src = re.sub(rf"\b{re.escape(name)}\b", stub, src)
+    found = {n: getattr(shown, "__globals__", {}).get(n) for n in _global_names(getattr(shown, "__code__", None))}
+    imports = [
+        f"import {m.__name__}" + ("" if m.__name__ == n else f" as {n}")
+        for n, m in found.items()
+        if inspect.ismodule(m)
+    ]
+    return "\n".join([*imports, *([""] if imports else []), src.rstrip()])
+
+
+def _global_names(code: Any) -> list[str]:
+    """The global names ``code`` reads, in its nested code (a generator expression's) too: the modules to import."""
+    if code is None:
+        return []
+    nested = [n for c in code.co_consts if inspect.iscode(c) for n in _global_names(c)]
+    return list(dict.fromkeys([*code.co_names, *nested]))
 
 
 def _lambda_body(src: str) -> str | None:
@@ -202,6 +237,10 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     ex = get(exercise_id)
     require_learner_fn(learner_fn)
     require_max_examples(max_examples)
+    mismatch = _signature_mismatch(ex, learner_fn)
+    if mismatch:  # the check would only report a TypeError and a hint about the answer: say what is called
+        title = f"{ex.id} ({ex.title})"
+        return CheckResult(FAILED, title, f"{title}: FAILED -- {mismatch}.", reason=mismatch)
     first_hint = (
         f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
     )
@@ -221,11 +260,60 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     ).run()
 
 
+def _signature_mismatch(ex: Exercise, learner_fn: Callable[..., Any]) -> str | None:
+    """Why ``learner_fn`` cannot be called as the exercise calls it (one argument per stub parameter), or None.
+
+    >>> _signature_mismatch(get("05-can-expand"), lambda a: True)[:52]
+    'your function takes (a) but the check calls it as ca'
+    """
+    import ast
+
+    params = [a.arg for a in ast.parse(ex.signature + ": pass").body[0].args.args]
+    try:
+        sig = inspect.signature(learner_fn)
+    except (TypeError, ValueError):  # a builtin without a signature: let the check find out
+        return None
+    try:
+        sig.bind(*params)
+    except TypeError:
+        return (
+            f"your function takes {str(sig).split(' ->')[0]} but the check calls it as "
+            f"{ex.signature[4:].split('(')[0]}({', '.join(params)}): write it as `{ex.signature}`"
+        )
+    return None
+
+
 # ----- predict, then run -----------------------------------------------------------------------------------
 def _plain_guess(value: Any) -> bool:
     if isinstance(value, (torch.Size, tuple, list)):
         return all(_plain_guess(v) for v in value)
     return isinstance(value, (bool, int, float, str))
+
+
+def _as_tuples(value: Any) -> Any:
+    """``value`` with every list and ``torch.Size`` inside it turned into a tuple (how a guess is shown)."""
+    if isinstance(value, (torch.Size, tuple, list)):
+        return tuple(_as_tuples(v) for v in value)
+    return value
+
+
+def _same_guess(mine: Any, shown: Any) -> bool:
+    """Exact, at every depth: sequences item by item, a bool only equals the same bool (True is not 1 here: a
+    yes/no question wants a yes/no answer), a str only the same str, numbers by value (96 == 96.0).
+
+    >>> _same_guess(((1, 2),), ((1, 2),)), _same_guess((True,), (1,)), _same_guess(((1, 2),), (1, 2))
+    (True, False, False)
+    """
+    if isinstance(mine, tuple) or isinstance(shown, tuple):
+        return (
+            isinstance(mine, tuple)
+            and isinstance(shown, tuple)
+            and len(mine) == len(shown)
+            and all(_same_guess(a, b) for a, b in zip(mine, shown))
+        )
+    if isinstance(mine, (bool, str)) or isinstance(shown, (bool, str)):
+        return type(mine) is type(shown) and mine == shown
+    return bool(mine == shown)
 
 
 @entry("check_guess")
@@ -234,7 +322,8 @@ def check_guess(guess: Any, actual: Any, why: str) -> str:
 
     ``guess`` left as ``None`` or ``...`` prints "make your guess first" and reveals nothing. Otherwise
     the verdict is computed by comparing ``guess`` with ``actual`` (tuples and ``torch.Size`` compare by
-    value, numbers exactly). Returns ``"right"``, ``"wrong"`` or ``"no guess"``.
+    value at every depth, so ``((1, 2),)`` equals ``[[1, 2]]``; numbers exactly, and a bool only equals the same
+    bool: ``(True,)`` is not ``(1,)``). Returns ``"right"``, ``"wrong"`` or ``"no guess"``.
 
     >>> check_guess(..., 96, "repeat allocates numel * itemsize")
     make your guess first: replace None in the cell above with your guess, run it, then run this one.
@@ -258,12 +347,8 @@ def check_guess(guess: Any, actual: Any, why: str) -> str:
     if guess is None or guess is Ellipsis:
         print("make your guess first: replace None in the cell above with your guess, run it, then run this one.")
         return "no guess"
-    norm = lambda v: tuple(v) if isinstance(v, (torch.Size, list)) else v  # noqa: E731
-    shown, mine = norm(actual), norm(guess)
-    if isinstance(shown, bool) or isinstance(mine, bool):
-        same = mine is shown  # True is not 1 here: a yes/no question wants a yes/no answer
-    else:
-        same = bool(mine == shown)
+    shown, mine = _as_tuples(actual), _as_tuples(guess)
+    same = _same_guess(mine, shown)
     verdict = "right" if same else "wrong"
     if same:
         print(f"right: {shown!r}. {why}")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from viewlab._checks import entry, problem, require_str
+from viewlab._checks import entry, problem, require_str, type_error
 
 from .engine import MEMORY
 from .rules import Rules
@@ -74,7 +74,7 @@ class Exercise:
         """Every rule this exercise states, as failure messages name it (``memory`` and named extras included).
 
         >>> get("02-pairwise-diff").rule_labels()
-        ['forbid repeat', 'forbid tile', 'no_python_loops']
+        ['forbid repeat', 'forbid tile', 'no_python_loops', 'max_new_bytes']
         """
         labels = self.rules.labels()
         labels += {"view": ["must_view"], "copy": ["must_copy"]}.get(self.memory or "", [])
@@ -83,6 +83,7 @@ class Exercise:
 
     @entry("Exercise")
     def __post_init__(self) -> None:
+        _require_fields(self)
         if not self.id or not self.id[:2].isdigit() or self.id[2:3] != "-":
             raise problem(ValueError, f"id {self.id!r} must look like 'NN-short-name' (NN = notebook number).")
         if self.memory not in MEMORY:
@@ -95,6 +96,44 @@ class Exercise:
             raise problem(ValueError, f"{self.id}: memory={self.memory!r} contradicts its rules.")
         if self.rules.must_view or self.rules.must_copy:
             object.__setattr__(self, "memory", "view" if self.rules.must_view else "copy")
+
+
+def _require_texts(value: Any, arg: str, example: str) -> None:
+    """A tuple of non-empty str: a bare str would be read one character at a time (one hint per letter)."""
+    if not isinstance(value, tuple) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise type_error(arg, f"a tuple of non-empty str, e.g. {arg}=({example!r},)", value)
+
+
+def _require_fields(ex: Exercise) -> None:
+    """Every field of ``ex`` has the type :class:`Exercise` documents, so a slip fails here, not when shown.
+
+    >>> _require_fields(Exercise(**{**get("05-can-expand").__dict__, "why": "because"}))
+    Traceback (most recent call last):
+    ...
+    TypeError: Exercise(): `why` must be a tuple of non-empty str, e.g. why=('one line of reasoning',); got str 'because'.
+    """
+    for name in ("id", "title", "statement", "signature"):
+        require_str(getattr(ex, name), name, nonempty=True)
+    for name in ("reference", "inputs"):
+        if not callable(getattr(ex, name)):
+            raise type_error(
+                name, "a function" + (" returning a hypothesis strategy" if name == "inputs" else ""), getattr(ex, name)
+            )
+    if ex.answer is not None and not callable(ex.answer):
+        raise type_error("answer", "None or a function (what solution() shows)", ex.answer)
+    require_str(ex.memory, "memory", allow_none=True)
+    _require_texts(ex.hints, "hints", "a question that starts the learner off")
+    _require_texts(ex.why, "why", "one line of reasoning")
+    pair = lambda w: isinstance(w, tuple) and len(w) == 2 and callable(w[0]) and isinstance(w[1], str)  # noqa: E731
+    if not isinstance(ex.wrong, tuple) or not all(pair(w) for w in ex.wrong):
+        raise type_error("wrong", "a tuple of (wrong_fn, text its failure message contains) pairs", ex.wrong)
+    if not isinstance(ex.examples, tuple) or not all(isinstance(a, tuple) for a in ex.examples):
+        raise type_error("examples", "a tuple of argument tuples, e.g. examples=((torch.ones(2),),)", ex.examples)
+    if not isinstance(ex.extra, tuple) or not all(callable(r) for r in ex.extra):
+        raise type_error("extra", "a tuple of rules made with named_rule(label, rule)", ex.extra)
+    stub = ex.signature[4:].split("(")[0]
+    if not ex.signature.startswith("def ") or not stub.isidentifier() or "(" not in ex.signature:
+        raise problem(ValueError, f"`signature` must look like 'def name(arg, ...) -> type'; got {ex.signature!r}.")
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -110,6 +149,7 @@ def register(exercise: Exercise) -> Exercise:
     """
     if not isinstance(exercise, Exercise):
         raise problem(TypeError, f"expects an Exercise, got {type(exercise).__name__}.")
+    _require_fields(exercise)  # checked when built too; again here, since copy.copy() skips __init__
     old = _REGISTRY.get(exercise.id)
     if old is not None and old is not exercise:
         raise problem(

@@ -17,8 +17,15 @@ from viewlab.course.exercises import Exercise, register, tensors
 def _images() -> Any:
     from hypothesis import strategies as st
 
-    shape = st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 3), st.integers(2, 3))
-    return st.tuples(tensors(shape=shape, layouts=("contiguous", "offset")))
+    # N may be 0 (an empty batch), every size may be 1, and the layouts include non-contiguous and
+    # expanded images: a view must follow the strides it is given, not assume row-major ones
+    shape = st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(1, 3), st.integers(1, 3))
+    return st.tuples(tensors(shape=shape))
+
+
+def _assumes_row_major(images: torch.Tensor) -> torch.Tensor:  # wrong: right only for row-major strides
+    n, h, w, c = images.shape
+    return images.as_strided((n, c, h, w), (h * w * c, 1, w * c, c))
 
 
 register(
@@ -27,7 +34,8 @@ register(
         title="Channels-last to channels-first, as a view",
         statement=(
             "`images` has shape (N, H, W, C) (channels last, as image libraries load them). Return the same "
-            "data with shape (N, C, H, W), so that out[n, c, h, w] == images[n, h, w, c], without copying."
+            "data with shape (N, C, H, W), so that out[n, c, h, w] == images[n, h, w, c], as a view of `images` "
+            "(sharing its memory, whatever its strides: nothing copied)."
         ),
         signature="def channels_first(images: torch.Tensor) -> torch.Tensor",
         reference=lambda images: images.permute(0, 3, 1, 2),
@@ -35,8 +43,8 @@ register(
         memory="view",
         hints=(
             "Only the order of the dimensions changes, not the order of the bytes: which view op reorders dims?",
-            "Write down where each input dim goes: N stays at 0 and C (input dim 3) moves to position 1. "
-            "Pass that new order of input dims to the op.",
+            "Write down, for each output position 0..3, which input dim lands there: N stays first, and C "
+            "(input dim 3) comes next. Which input dims fill positions 2 and 3?",
         ),
         why=(
             "permute writes a new shape and stride recipe over the same storage, so nothing is copied.",
@@ -48,6 +56,7 @@ register(
                 "values differ",
             ),
             (lambda images: images.permute(0, 3, 1, 2).contiguous(), "rule `must_view`: the result shares no memory"),
+            (_assumes_row_major, "values differ"),  # reached only by a non-contiguous or expanded input
         ),
     )
 )
@@ -56,7 +65,15 @@ register(
 def _vectors() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(shape=st.tuples(st.integers(2, 9)), layouts=("contiguous", "strided", "offset")))
+    # lengths 0 and 1 (the slice is then empty) drawn as often as all the rest, and stride-0 (expanded) input
+    # as often as the other layouts together
+    length = st.tuples(st.one_of(st.integers(0, 1), st.integers(2, 9)))
+    return st.tuples(
+        st.one_of(
+            tensors(shape=length, layouts=("contiguous", "strided", "offset")),
+            tensors(shape=st.tuples(st.integers(2, 9)), layouts=("expanded",)),
+        )
+    )
 
 
 register(
@@ -64,8 +81,8 @@ register(
         id="01-odd-positions",
         title="Every other element, starting at index 1",
         statement=(
-            "Return the elements of the 1-D tensor `x` at positions 1, 3, 5, ... as a view of `x` (writing to "
-            "the result must change `x`)."
+            "Return the elements of the 1-D tensor `x` (of any length, 0 and 1 included) at positions 1, 3, 5, ... "
+            "as a view of `x` (sharing its memory, so that writing to the result changes `x`)."
         ),
         signature="def odd_positions(x: torch.Tensor) -> torch.Tensor",
         reference=lambda x: x[1::2],
@@ -80,8 +97,11 @@ register(
             "Indexing with a tensor of positions (advanced indexing) gathers the elements into new memory.",
         ),
         wrong=(
-            (lambda x: x[torch.arange(1, x.shape[0], 2)], "rule `must_view`: the result shares no memory"),
+            (lambda x: x[torch.arange(x.shape[0])[1::2]], "rule `must_view`: the result shares no memory"),
             (lambda x: x[::2], "shape"),
+            (lambda x: x.narrow(0, 1, x.shape[0] - 1)[::2], "narrow(): length must be non-negative"),  # length 0
+            (lambda x: x.squeeze()[1::2], "IndexError"),  # length 1: squeeze leaves a 0-d tensor
+            (lambda x: x.as_strided((x.shape[0] // 2,), (2,), x.storage_offset() + 1), "values differ"),  # stride 1
         ),
     )
 )
@@ -90,7 +110,7 @@ register(
 def _matrices() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(2, 2), side=(1, 4), layouts=("contiguous", "transposed", "offset")))
+    return st.tuples(tensors(dims=(2, 2), side=(0, 4)))  # empty and 1-wide matrices, every layout
 
 
 register(
@@ -99,7 +119,8 @@ register(
         title="A flat copy that is safe to edit",
         statement=(
             "Return the elements of the 2-D tensor `x` in row-major order as a 1-D tensor that NEVER shares "
-            "memory with `x`, whatever its layout, so that editing the result can never change `x`."
+            "memory with `x`, whatever its layout (an independent copy), so that editing the result can never "
+            "change `x`."
         ),
         signature="def independent_flat(x: torch.Tensor) -> torch.Tensor",
         reference=lambda x: x.reshape(-1).clone(),
@@ -107,7 +128,8 @@ register(
         memory="copy",
         hints=(
             "reshape(-1) is a view when the layout allows it: what happens to x when you then write into the result?",
-            "Flatten first, then call the one method that allocates new memory whatever the layout.",
+            "Flattening may or may not copy, depending on the layout. What can you add after it that copies "
+            "in every case?",
         ),
         why=(
             "reshape(-1) and flatten() view a contiguous x and copy only a non-contiguous one, so sharing depends "

@@ -17,7 +17,7 @@ from viewlab.course.exercises import Exercise, Rules, register, tensors
 def _matrix_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(2, 2), side=(1, 4)))
+    return st.tuples(tensors(dims=(2, 2), side=(0, 4)))  # no rows, no columns and one of each included
 
 
 def _center_rows(x: torch.Tensor) -> torch.Tensor:
@@ -31,16 +31,18 @@ register(
         statement=(
             "Given a float tensor x of shape (N, D), return x with each row's mean subtracted from that row, "
             "so every row of the result has mean 0. It must also be right when N == D (a square matrix) or D == 1 "
-            "(one column), where the classic mistake runs without any error. Return a new tensor: x itself stays "
-            "unchanged."
+            "(one column), where the classic mistake runs without any error. Return a new tensor that shares no "
+            "memory with x: x itself stays unchanged."
         ),
         signature="def center_rows(x: torch.Tensor) -> torch.Tensor",
         reference=_center_rows,
         inputs=_matrix_inputs,
         memory="copy",
         hints=(
-            "x.mean(dim=1) has shape (N,). Lined up from the right, which dim of x does that meet?",
-            "mean() can keep the reduced dim with size 1, so the N row means form an (N, 1) column.",
+            "The row means form a vector of shape (N,). Lined up from the right against (N, D), which dim of x "
+            "does it meet?",
+            "The N row means must meet the rows, so they need a shape with a size-1 dim. Which shape, and will you "
+            "get it from the reduction itself or add the dim afterwards?",
         ),
         why=(
             "An (N, 1) column of means lines up with the rows of (N, D) and is stretched along D.",
@@ -58,7 +60,7 @@ register(
 def _pair_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(2, 2), side=(1, 4), layouts=("contiguous", "transposed", "offset")))
+    return st.tuples(tensors(dims=(2, 2), side=(0, 4), layouts=("contiguous", "transposed", "offset")))
 
 
 def _pairwise_diff(p: torch.Tensor) -> torch.Tensor:
@@ -69,8 +71,21 @@ def _sized_points(n: int) -> tuple[torch.Tensor]:
     return (torch.arange(2.0 * n).view(n, 2),)
 
 
-def _pairwise_by_loop(p: torch.Tensor) -> torch.Tensor:  # a rule-breaking answer: right values, a loop
-    return torch.stack([torch.stack([p[i] - p[j] for j in range(p.shape[0])]) for i in range(p.shape[0])])
+def _result_bytes(p: torch.Tensor) -> int:
+    """The bytes of the (N, N, D) result: all that broadcasting allocates (the stretched operands are read, not copied)."""
+    return p.shape[0] * p.shape[0] * p.shape[1] * p.element_size()
+
+
+def _pairwise_by_gather(p: torch.Tensor) -> torch.Tensor:  # rule-breaking: right values, gathered copies of p
+    i = torch.arange(p.shape[0])
+    return p[i[:, None]] - p[i[None, :]]
+
+
+def _pairwise_by_loop(p: torch.Tensor) -> torch.Tensor:  # rule-breaking: right values and bytes, a Python loop
+    out = p.new_empty(p.shape[0], p.shape[0], p.shape[1])
+    for i in range(p.shape[0]):
+        torch.sub(p[i], p, out=out[i])
+    return out
 
 
 register(
@@ -79,15 +94,18 @@ register(
         title="All pairwise differences, no loops",
         statement=(
             "Given points p of shape (N, D), return d of shape (N, N, D) with d[i, j] = p[i] - p[j], "
-            "using broadcasting only (no Python loops, no repeat or tile)."
+            "using broadcasting only: no Python loops, no repeat or tile, and no new tensor but the result "
+            "(new bytes may peak at the result's own N * N * D elements, measured), so no expanded-then-copied "
+            "or gathered (indexed) copy of p either."
         ),
         signature="def pairwise_diff(p: torch.Tensor) -> torch.Tensor",
         reference=_pairwise_diff,
         inputs=_pair_inputs,
-        rules=Rules(forbid=("repeat", "tile"), no_python_loops=_sized_points),
+        rules=Rules(forbid=("repeat", "tile"), no_python_loops=_sized_points, max_new_bytes=_result_bytes),
         hints=(
             "Where must p get a size-1 dim so that one operand varies along i and the other along j?",
-            "p.unsqueeze(1) has shape (N, 1, D): it varies along i. Which shape varies along j?",
+            "An operand of shape (N, 1, D) varies along i only. Which shape varies along j only, and which of "
+            "the two comes first in the subtraction?",
         ),
         why=(
             "(N, 1, D) minus (1, N, D) broadcasts to (N, N, D): element [i, j] is p[i] - p[j].",
@@ -105,6 +123,8 @@ register(
                 "rule `forbid repeat`",
             ),
             (lambda p: torch.tile(p[:, None], (1, p.shape[0], 1)) - p[None, :], "rule `forbid tile`"),
+            (lambda p: p[:, None].expand(-1, p.shape[0], -1).contiguous() - p[None], "rule `max_new_bytes`"),
+            (_pairwise_by_gather, "rule `max_new_bytes`"),
         ),
         examples=((torch.tensor([[0.0, 1.0], [2.0, 5.0]]),),),
     )
@@ -114,7 +134,9 @@ register(
 def _mse_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.integers(1, 5).flatmap(lambda n: st.tuples(tensors(shape=(n, 1)), tensors(shape=(n,))))
+    return st.one_of(st.integers(0, 1), st.integers(2, 5)).flatmap(
+        lambda n: st.tuples(tensors(shape=(n, 1)), tensors(shape=(n,)))
+    )
 
 
 def _per_sample_error(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -134,7 +156,8 @@ register(
         inputs=_mse_inputs,
         hints=(
             "Before squaring: what shape does pred - target have (ask explain_broadcast(pred, target))?",
-            "Make the two shapes equal before subtracting: drop pred's size-1 dim (or give target one).",
+            "(N, 1) - (N,) is not (N,). Which of the two inputs would you change so that the shapes match, and "
+            "with which view op?",
         ),
         why=(
             "(N, 1) - (N,) broadcasts to (N, N): every prediction minus every label.",
@@ -149,7 +172,7 @@ register(
 def _grad_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(1, 3), side=(1, 4)))
+    return st.tuples(tensors(dims=(1, 3), side=(0, 4)))  # no leading dim, or 1 or 2; sizes 0 and 1 included
 
 
 def _bias_grad(grad_out: torch.Tensor) -> torch.Tensor:
@@ -169,7 +192,8 @@ register(
         inputs=_grad_inputs,
         hints=(
             "bias is read once for every position of the leading dims: how do the gradients of all those uses combine?",
-            "Add grad_out up over every dim except the last (merging the leading dims with reshape first helps).",
+            "Each use of bias passes its gradient back, and they add. grad_out may have 0, 1 or 2 leading dims: "
+            "how will you reduce over all of them, whatever their number?",
         ),
         why=(
             "Broadcasting used each bias element once per leading position, and gradients of all uses add up.",

@@ -17,19 +17,31 @@ from viewlab.course.exercises import Exercise, Rules, register, tensors
 def _two_vectors() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(1, 1), side=(1, 5)), tensors(dims=(1, 1), side=(1, 5)))
+    return st.tuples(tensors(dims=(1, 1), side=(0, 5)), tensors(dims=(1, 1), side=(0, 5)))  # empty and 1 included
 
 
 def _outer_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a[:, None] + b[None, :]
 
 
+def _table_bytes(a: torch.Tensor, b: torch.Tensor) -> int:
+    """The bytes of the (N, M) result: all that broadcasting allocates."""
+    return a.shape[0] * b.shape[0] * a.element_size()
+
+
+def _outer_sum_by_gather(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # rule-breaking: copies a gathered
+    return a[torch.zeros(b.shape[0], dtype=torch.long)[None, :] + torch.arange(a.shape[0])[:, None]] + b
+
+
 def _sized_pair(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.arange(float(n)), 10 * torch.arange(float(n + 1))
 
 
-def _outer_sum_by_loop(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # rule-breaking: right values, a loop
-    return torch.stack([a[i] + b for i in range(a.shape[0])])
+def _outer_sum_by_loop(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # rule-breaking: right bytes, a loop
+    out = a.new_empty(a.shape[0], b.shape[0])
+    for i in range(a.shape[0]):
+        torch.add(a[i], b, out=out[i])
+    return out
 
 
 def _tries_on_a_copy_of_the_layout(write: str) -> str:  # rule-breaking: builds the layout and tries the write
@@ -60,16 +72,18 @@ register(
         statement=(
             "Given 1-D tensors a (N,) and b (M,), return the (N, M) tensor out with out[i, j] = a[i] + b[j]. "
             "Use broadcasting: make a a column and b a row; no Python loop, and neither input may be repeated "
-            "(repeat, tile) or copied (clone, contiguous, .to) first."
+            "(repeat, tile), copied (clone, contiguous, .to) or gathered by indexing first: new bytes may peak at "
+            "the result's own N * M elements (measured)."
         ),
         signature="def outer_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor",
         reference=_outer_sum,
         inputs=_two_vectors,
-        rules=Rules(forbid=("repeat", "tile", "copy"), no_python_loops=_sized_pair),
+        rules=Rules(forbid=("repeat", "tile", "copy"), no_python_loops=_sized_pair, max_new_bytes=_table_bytes),
         examples=((torch.tensor([0.0, 10.0]), torch.tensor([1.0, 2.0, 3.0])),),
         hints=(
-            "a[:, None] has shape (N, 1): what shape must b have so that + broadcasts the pair to (N, M)?",
-            "Give b a size-1 dim in front; adding a column and a row makes the whole table at once.",
+            "Which shapes must a and b take so that + broadcasts them to (N, M), with a varying down the rows?",
+            "Indexing with None inserts a size-1 dim where you write it. One input needs it after its dim, the "
+            "other before: which is which?",
         ),
         why=(
             "(N, 1) + (1, M) broadcasts to (N, M): out[i, j] = a[i] + b[j].",
@@ -81,6 +95,7 @@ register(
             (lambda a, b: torch.tile(a[:, None], (1, b.shape[0])) + b, "rule `forbid tile`"),
             (lambda a, b: a[:, None].clone() + b[None, :], "rule `forbid copy`"),
             (_outer_sum_by_loop, "rule `no_python_loops`"),
+            (_outer_sum_by_gather, "rule `max_new_bytes`"),
         ),
     )
 )
@@ -89,7 +104,9 @@ register(
 def _interleave_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(1, 1), side=(1, 5)), st.integers(1, 4))
+    # x may be empty or of length 1, strided, offset or expanded (stride 0): the view must follow its strides
+    x = st.one_of(tensors(dims=(1, 1), side=(0, 5)), tensors(dims=(1, 1), side=(2, 5), layouts=("expanded",)))
+    return st.tuples(x, st.integers(1, 4))
 
 
 def _interleave_view(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -110,7 +127,8 @@ register(
         memory="view",
         hints=(
             "Which op stretches a size-1 dim to any size with stride 0, writing nothing?",
-            "Make x a column (N, 1) first; then stretch only the new dim (-1 keeps a size as it is).",
+            "Stretching works on size-1 dims only: where must x get one so that out[i, j] reads x[i], and what "
+            "size do you then ask for on each dim?",
         ),
         why=(
             "expand gives the size-1 column stride 0, so out[i, j] reads x[i] for every j: a view, 0 bytes.",
@@ -119,6 +137,7 @@ register(
         wrong=(
             (lambda x, n: x.repeat_interleave(n).view(-1, n), "rule `must_view`: the result shares no memory"),
             (lambda x, n: x.expand(n, -1), "the result"),
+            (lambda x, n: x.as_strided((x.shape[0], n), (1, 0)), "values differ"),  # assumes stride 1
         ),
     )
 )
@@ -127,7 +146,7 @@ register(
 def _grad_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(2, 2), side=(1, 4)))
+    return st.tuples(tensors(dims=(2, 2), side=(0, 4)))  # B or D may be 0 or 1
 
 
 def _grad_of_expand(upstream: torch.Tensor) -> torch.Tensor:
@@ -148,7 +167,8 @@ register(
         rules=Rules(forbid=("autograd",)),
         hints=(
             "Every row of y is the same memory as w, so w receives the gradient of every row: combine them how?",
-            "Reduce upstream over dim 0, and keep that dim so the result has shape (1, D).",
+            "y[b, d] is w[0, d] for every b: write dL/dw[0, d] as a formula in upstream, then as one tensor "
+            "op. How do you keep the answer's shape (1, D) rather than (D,)?",
         ),
         why=(
             "Each element of w is read by all B rows of y, and the gradients of all its uses add up.",
@@ -223,11 +243,11 @@ register(
         rules=Rules(forbid=("expand",), predict_without_running=True),
         examples=tuple((w,) for w in sorted(_WRITES)),
         hints=(
-            "Find the region each write writes to: e itself, a row e[0] (three distinct elements), an element "
-            "e[0, 1], or a column e[:, 1] (four indices on one element). Does it have two indices on one element?",
-            "Of the writes listed, one kind skips the check: fill_ / zero_ with a Python number (advanced-index "
-            "writes, e[mask] = 5 or index_put_, skip it too; none is listed). fill_ with a tensor, and an "
-            "assignment e[...] = 5 (the number becomes a tensor), keep it.",
+            "Which region does each write write to -- e itself, a row, an element or a column -- and does that "
+            "region have two indices on one memory element?",
+            "One kind of write in this list skips PyTorch's overlap check, whatever region it writes; the two "
+            "fill_ entries differ only in what they pass. Which values keep the check, and which writes pass "
+            "such a value?",
         ),
         why=(
             "A write is refused when the region it writes has a stride-0 dim longer than 1, whatever the values: "

@@ -37,9 +37,9 @@ register(
         statement=(
             "Given ints q_len and k_len (>= 0), return a bool tensor of shape (q_len, k_len) that is True exactly "
             "where key position j <= query position i (query i may look at itself and the past; top-left aligned, "
-            "query 0 beside key 0, as is_causal=True does when q_len != k_len). Build it by "
-            "comparing a column of query positions with a row of key positions: no Python loop or list, no tril "
-            "(nor triu)."
+            "query 0 beside key 0, as is_causal=True does when q_len != k_len). The way to build it: compare a "
+            "column of query positions with a row of key positions. Rules: no Python loop or list, no tril (nor "
+            "triu)."
         ),
         signature="def causal(q_len: int, k_len: int) -> torch.Tensor",
         reference=_causal,
@@ -48,7 +48,8 @@ register(
         examples=((3, 3), (2, 4)),
         hints=(
             "Which comparison between query position i and key position j says that query i may see key j?",
-            "torch.arange(q_len)[:, None] is a (q_len, 1) column of query positions; compare it with a row of keys.",
+            "A column of query positions compared with a row of key positions broadcasts to (q_len, k_len). Which "
+            "range makes each, where does each get its size-1 dim, and which comparison operator?",
         ),
         why=(
             "A (1, k_len) row compared with a (q_len, 1) column broadcasts to (q_len, k_len): entry [i, j] is j <= i.",
@@ -68,7 +69,7 @@ def _heads_inputs() -> Any:
     from hypothesis import strategies as st
 
     def build(h: int, dh: int) -> Any:
-        shape = st.tuples(st.integers(1, 2), st.integers(1, 3), st.just(h * dh))
+        shape = st.tuples(st.integers(0, 2), st.integers(0, 3), st.just(h * dh))  # empty batch or sequence too
         return st.tuples(tensors(shape=shape), st.just(h))
 
     return st.tuples(st.integers(1, 3), st.integers(1, 3)).flatmap(lambda p: build(*p))
@@ -86,7 +87,7 @@ register(
         statement=(
             "Given x of shape (B, L, D) and num_heads H dividing D, return a tensor of shape (B, H, L, D // H) "
             "where head h holds features h*D//H ... (h+1)*D//H - 1 of every position. It must be a view of x "
-            "(zero new bytes), whatever x's memory layout."
+            "(sharing its memory: nothing copied), whatever x's memory layout (transposed, offset, expanded)."
         ),
         signature="def heads_view(x: torch.Tensor, num_heads: int) -> torch.Tensor",
         reference=_split_heads,
@@ -94,7 +95,8 @@ register(
         memory="view",
         hints=(
             "Which two view steps: one that splits D into (H, D // H), and one that moves H in front of L?",
-            "x.view(B, L, H, D // H) holds the heads in (B, L, H, D // H) order; one more view op swaps two dims.",
+            "Once the last dim is split, the heads sit behind L. Which op moves them in front, and does your split "
+            "still work when x is transposed in memory?",
         ),
         why=(
             "Splitting the last dim and swapping two dims only rewrite shape and strides: a view, 0 bytes.",
@@ -103,7 +105,11 @@ register(
         wrong=(
             (lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h), "values differ"),
             (
-                lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2).contiguous(),
+                lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h).transpose(1, 2).contiguous(),
+                "rule `must_view`: the result shares no memory",
+            ),
+            (  # copies exactly when x is not contiguous: only a non-contiguous input shows it
+                lambda x, h: x.contiguous().view(x.shape[0], x.shape[1], h, x.shape[2] // h).transpose(1, 2),
                 "rule `must_view`: the result shares no memory",
             ),
         ),
@@ -138,8 +144,9 @@ register(
         statement=(
             "Given `loss` of shape (B, L, V) (one value per token and vocabulary entry) and a bool `mask` of "
             "shape (B, L) (True = real token, False = padding; at least one True), return the mean of `loss` over "
-            "all entries of real tokens, as a 0-dim tensor. Use broadcasting: put the mask's singleton dim where V is "
-            "(no repeat, no expand of the mask)."
+            "all entries of real tokens, as a 0-dim tensor (V >= 1). Use broadcasting: put the mask's singleton dim "
+            "where V is. Rules: no repeat (nor tile or repeat_interleave) and no expand (nor expand_as or "
+            "broadcast_to), on the mask or any other tensor."
         ),
         signature="def masked_token_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor",
         reference=_masked_mean,
@@ -149,8 +156,8 @@ register(
         hints=(
             "Shapes align from the right: which dims of (B, L, V) must the (B, L) mask meet, and where does it need "
             "a size-1 dim?",
-            "mask[:, :, None] (B, L, 1) lines up with (B, L, V). The divisor counts entries, not tokens: how many "
-            "entries does one real token have?",
+            "Give the mask a size-1 dim in the right place and weight the loss with it. The divisor counts "
+            "entries, not tokens: how many entries does one real token have?",
         ),
         why=(
             "A (B, L, 1) weight broadcasts over V, so each token's V entries are kept or zeroed together.",
@@ -181,7 +188,7 @@ def _sdpa_inputs() -> Any:
         small = dict(values=(-2, 2), layouts=("contiguous", "transposed"))
         keep = (
             st.lists(st.booleans(), min_size=b * lk, max_size=b * lk)
-            .map(lambda bits: torch.tensor(bits).view(b, 1, 1, lk))
+            .map(lambda bits: torch.tensor(bits, dtype=torch.bool).view(b, 1, 1, lk))
             .filter(lambda m: bool(m.any(dim=-1).all()))
         )
         return st.tuples(
@@ -191,7 +198,8 @@ def _sdpa_inputs() -> Any:
             keep,
         )
 
-    sizes = st.tuples(*[st.integers(1, 2)] * 2, st.integers(1, 3), st.integers(1, 4), st.integers(1, 3))
+    # B, H and Lq may be 0 (an empty result) or 1; Lk >= 1 (every batch keeps a key)
+    sizes = st.tuples(*[st.integers(0, 2)] * 2, st.integers(0, 3), st.integers(1, 4), st.integers(1, 3))
     return sizes.flatmap(lambda s: build(*s))
 
 

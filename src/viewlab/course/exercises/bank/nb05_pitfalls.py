@@ -19,7 +19,8 @@ from viewlab.course.exercises import Exercise, Rules, named_rule, register, tens
 def _batch_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(1, 3), side=(1, 3)), st.integers(0, 4))
+    # "any shape": 0-d included, and sizes 0 and 1; every layout, so a view must follow the strides it is given
+    return st.tuples(tensors(dims=(0, 3), side=(0, 3)), st.integers(0, 4))
 
 
 def _batch_view(sample: torch.Tensor, n: int) -> torch.Tensor:
@@ -32,7 +33,8 @@ register(
         title="A batch of one sample, without copying",
         statement=(
             "Given a tensor `sample` of any shape S and an int n >= 0, return a tensor of shape (n, *S) whose "
-            "every entry along dim 0 equals `sample`. Allocate nothing: the result must be a view of `sample`."
+            "every entry along dim 0 equals `sample`. The result must be a view of `sample` (sharing its memory: "
+            "nothing copied)."
         ),
         signature="def batch_view(sample: torch.Tensor, n: int) -> torch.Tensor",
         reference=_batch_view,
@@ -40,7 +42,8 @@ register(
         memory="view",
         hints=(
             "Which op stretches a size-1 dimension to any size without writing anything?",
-            "Add a leading size-1 dimension first (unsqueeze), then stretch only that one; -1 keeps a size as it is.",
+            "That op stretches size-1 dims only, and sample has none to spare. What must you add first, and where? "
+            "Then, which size does each dim of the result ask for?",
         ),
         why=(
             "expand gives the new dim stride 0, so all n entries read the same storage: a view, 0 bytes.",
@@ -52,6 +55,11 @@ register(
                 "rule `must_view`: the result shares no memory",
             ),
             (lambda sample, n: sample.expand(n, *sample.shape[1:]), "the result"),
+            (lambda sample, n: sample.unsqueeze(0).expand(n, -1, *sample.shape[1:]), "has shape"),  # 0-d sample
+            (  # reshape copies a non-contiguous sample: only such an input shows it
+                lambda sample, n: sample.reshape(1, -1).expand(n, -1).view(n, *sample.shape),
+                "rule `must_view`: the result shares no memory",
+            ),
         ),
     )
 )
@@ -72,7 +80,36 @@ def _label_inputs() -> Any:
 
 
 def _sized_labels(n: int) -> tuple[torch.Tensor, int]:
-    return torch.arange(n) % 3, 3
+    # both the labels and the classes grow: a loop over either runs more operators on the bigger size
+    return torch.arange(2 * n) % n, n
+
+
+def _count_budget(labels: torch.Tensor, num_classes: int) -> int:
+    """The counts, one float32 weight per label and one float32 scalar (a single weight that is broadcast, e.g.
+    ``torch.tensor(1.0)``): what one accumulating indexed write needs, and no (N, C) table."""
+    return 4 * (num_classes + labels.shape[0] + 1)
+
+
+def _count_by_unique(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: unique counts
+    values, counts = labels.unique(return_counts=True)
+    out = torch.zeros(num_classes)
+    out[values] = counts.float()
+    return out
+
+
+def _count_by_one_hot(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: an (N, C) table
+    return torch.nn.functional.one_hot(labels, num_classes).sum(0).float()
+
+
+def _count_by_compare(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: an (N, C) table
+    return (labels[:, None] == torch.arange(num_classes)[None, :]).sum(0).float()
+
+
+def _count_by_class_loop(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: a loop
+    counts = torch.zeros(num_classes)
+    for c in range(num_classes):  # over the classes: the loop probe varies num_classes too
+        counts[c] = (labels == c).sum()
+    return counts
 
 
 def _count_by_index_plus_one(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # P13 itself
@@ -95,18 +132,21 @@ register(
         statement=(
             "Given `labels`, a 1-D int64 tensor of class indices in [0, num_classes), and the int num_classes, "
             "return a float32 tensor of shape (num_classes,) whose entry c is how many times c occurs. "
-            "Use one indexed write that accumulates: no Python loops, and no bincount/histc (they count for you)."
+            "Use one indexed write that accumulates. Rules: no Python loops, no bincount (nor histc or histogram: "
+            "they count for you), and new bytes may peak at num_classes + len(labels) + 1 float32 values (the "
+            "counts, one weight per label and one scalar, measured), so no (len(labels), num_classes) table: no one_hot, no broadcast "
+            "compare, no unique counts."
         ),
         signature="def count_labels(labels: torch.Tensor, num_classes: int) -> torch.Tensor",
         reference=_count_labels,
         inputs=_label_inputs,
-        rules=Rules(forbid=("bincount",), no_python_loops=_sized_labels),
+        rules=Rules(forbid=("bincount",), no_python_loops=_sized_labels, max_new_bytes=_count_budget),
         examples=((torch.tensor([0, 2, 2, 2]), 3),),
         hints=(
             "counts[labels] += 1 reads counts[labels] (a copy), adds 1 and writes back: what happens to the "
             "three writes to the same index?",
-            "Ask for accumulation: counts.index_add_(0, labels, ones) or counts.index_put_((labels,), ones, "
-            "accumulate=True).",
+            "Some in-place indexed ops add every source value into its index, so duplicates add up; plain "
+            "indexed assignment does not. Which one will you use, and what source values must it add?",
         ),
         why=(
             "index_add_ adds every source element into its index, so duplicate indices add up.",
@@ -116,6 +156,9 @@ register(
             (_count_by_index_plus_one, "values differ"),
             (_count_by_loop, "rule `no_python_loops`"),
             (lambda labels, c: torch.bincount(labels, minlength=c).float(), "rule `forbid bincount`"),
+            (_count_by_unique, "rule `max_new_bytes`"),
+            (_count_by_one_hot, "rule `max_new_bytes`"),
+            (_count_by_compare, "rule `max_new_bytes`"),
         ),
     )
 )
@@ -141,7 +184,7 @@ def _view_when_possible(args: tuple[torch.Tensor], out: torch.Tensor) -> str | N
 def _flatten_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(1, 3), side=(1, 4)))
+    return st.tuples(tensors(dims=(0, 3), side=(0, 4)))  # "any shape": 0-d, empty and size-1 dims included
 
 
 register(
@@ -149,7 +192,7 @@ register(
         id="05-flatten-any",
         title="Flatten any layout",
         statement=(
-            "Return the elements of x (any shape, any memory layout: transposed, sliced with a step, expanded) "
+            "Return the elements of x (any shape, 0-d included; any memory layout: transposed, sliced with a step, expanded) "
             "as a 1-D tensor in row-major order. Share memory when the layout allows it; copy only when it must."
         ),
         signature="def flatten_any(x: torch.Tensor) -> torch.Tensor",
@@ -157,7 +200,8 @@ register(
         inputs=_flatten_inputs,
         hints=(
             "x.view(-1) needs strides compatible with the new shape: does a transposed tensor have them?",
-            "You need the op that views when the strides allow it and copies only otherwise; view is its strict half.",
+            "You need the op that views when the strides allow it and copies only otherwise; view is its strict "
+            "half. Which op is the lenient one, and what shape do you ask it for?",
         ),
         why=(
             "reshape(-1) returns a view when the strides allow it (contiguous x) and a copy only when they do not.",
@@ -166,6 +210,7 @@ register(
         wrong=(
             (lambda x: x.view(-1), "RuntimeError"),
             (lambda x: x.clone().view(-1), "rule `view_when_possible`"),
+            (lambda x: x.reshape(-1) if x.dim() > 1 else x, "shape ()"),  # "already flat" misses 0-d x
         ),
         examples=((torch.arange(6.0).view(2, 3),),),
         extra=(named_rule("view_when_possible", _view_when_possible),),
@@ -208,8 +253,8 @@ register(
         title="Predict whether expand works",
         statement=(
             "Given two shapes a and b (tuples of ints >= 0), return True exactly when a tensor of shape a can be "
-            "expanded to shape b, i.e. when torch.empty(a).expand(b) does not raise. Do not call expand: "
-            "compute it from the sizes."
+            "expanded to shape b, i.e. when torch.empty(a).expand(b) does not raise. Predict it from the sizes: "
+            "do not call expand, nor build tensors to try it (what your function allocates is measured)."
         ),
         signature="def can_expand(a: tuple[int, ...], b: tuple[int, ...]) -> bool",
         reference=_can_expand,
@@ -218,7 +263,7 @@ register(
         examples=(((3, 3, 3), (3, 3, 3)), ((3,), (1, 3))),
         hints=(
             "Align the shapes at the right. Which sizes of a may differ from b's? What if a is longer than b?",
-            "Compare the sizes pairwise from the right (zip over the reversed shapes); a may not have more dims than b.",
+            "Pair the sizes up from the right; a may not have more dims than b. Which condition must every pair meet?",
         ),
         why=(
             "expand may add leading dims but never drop one, and each aligned size of a must equal b's or be 1.",

@@ -21,17 +21,17 @@ from viewlab.course.exercises import Exercise, Rules, register, tensors
 _FLOAT_DTYPES = (torch.float16, torch.float32, torch.float64)
 
 
-def _tensor_any_float() -> Any:
+def _tensor_any_float(dims: tuple[int, int] = (1, 3)) -> Any:
     from hypothesis import strategies as st
 
-    return st.one_of(*[tensors(dims=(1, 3), side=(1, 4), dtype=d) for d in _FLOAT_DTYPES])
+    return st.one_of(*[tensors(dims=dims, side=(0, 4), dtype=d) for d in _FLOAT_DTYPES])  # empty x included
 
 
 def _repeat_inputs() -> Any:
     from hypothesis import strategies as st
 
     return _tensor_any_float().flatmap(
-        lambda x: st.tuples(st.just(x), st.tuples(*[st.integers(1, 3) for _ in range(x.dim())]))
+        lambda x: st.tuples(st.just(x), st.tuples(*[st.integers(0, 3) for _ in range(x.dim())]))  # a 0 rep too
     )
 
 
@@ -56,17 +56,19 @@ register(
         title="Predict what repeat allocates",
         statement=(
             "Given a tensor x and a tuple `reps` with one int per dimension of x, return (as an int) how many bytes "
-            "`x.repeat(*reps)` allocates. The check measures the real allocation with viewlab.measure. Predict it: "
-            "do not call repeat (or tile), and do not allocate a tensor of that size to read its nbytes."
+            "`x.repeat(*reps)` allocates (sizes and reps may be 0). The check measures the real allocation with "
+            "viewlab.measure. Predict it: do not call repeat (or tile), and do not allocate a tensor of that size to "
+            "read its nbytes (what your function allocates is measured)."
         ),
         signature="def repeat_bytes(x: torch.Tensor, reps: tuple[int, ...]) -> int",
         reference=_measured_repeat_bytes,
         answer=_repeat_bytes_formula,
         inputs=_repeat_inputs,
-        rules=Rules(forbid=("repeat",), predict_without_running=True),
+        rules=Rules(forbid=("repeat", "tile"), predict_without_running=True),
         hints=(
             "The result is a fresh contiguous tensor: how many elements does it have, and how big is each?",
-            "Each dim of x is multiplied by its entry of reps, so the element count grows by the product of reps.",
+            "Each dim of x is multiplied by its entry of reps. What does that do to the element count, and what "
+            "do you multiply the count by to get bytes?",
         ),
         why=(
             "repeat writes a new contiguous tensor with numel * prod(reps) elements, each element_size() bytes.",
@@ -76,6 +78,7 @@ register(
             (lambda x, reps: x.numel() * x.element_size(), "expected"),
             (lambda x, reps: x.numel() * math.prod(reps), "expected"),
             (lambda x, reps: x.repeat(*reps).nbytes, "rule `forbid repeat`"),
+            (lambda x, reps: x.tile(reps).nbytes, "rule `forbid tile`"),
             (_allocates_the_result, "rule `predict_without_running`"),
         ),
         examples=((torch.ones(2, 3), (4, 1)),),
@@ -101,16 +104,18 @@ register(
         statement=(
             "x is a floating-point tensor made earlier. Return (as an int) the peak number of bytes that "
             "`(x * 2).sum()` allocates above what existed before it ran -- the temporary `x * 2` included, "
-            "even though it is gone by the end of the line. Predict it: do not run the line (or a copy of it)."
+            "even though it is gone by the end of the line (x may be empty). Predict it: do not run the line (or "
+            "a copy of it); what your function allocates is measured."
         ),
         signature="def doubled_sum_peak(x: torch.Tensor) -> int",
         reference=_measured_peak_of_doubled_sum,
         answer=_doubled_sum_formula,
-        inputs=lambda: __import__("hypothesis.strategies", fromlist=["tuples"]).tuples(_tensor_any_float()),
+        inputs=lambda: __import__("hypothesis.strategies", fromlist=["tuples"]).tuples(_tensor_any_float((0, 3))),
         rules=Rules(predict_without_running=True),
         hints=(
             "Which tensors are alive at the moment sum() returns its result?",
-            "The temporary x * 2 has as many elements as x, in x's dtype; the result of sum() is a 0-d tensor.",
+            "Two tensors are alive then: the temporary and the result. How many elements does each have, and how "
+            "big is one element?",
         ),
         why=(
             "x * 2 is a full-size temporary, and it is still alive while sum() allocates its 0-d result.",
@@ -130,6 +135,7 @@ def _shape_lists() -> Any:
     from hypothesis import strategies as st
 
     shape = st.lists(st.integers(1, 5), min_size=1, max_size=2).map(tuple)
+    shape = st.lists(st.integers(0, 5), min_size=0, max_size=2).map(tuple)  # 0-d and empty parameters too
     return st.tuples(st.lists(shape, min_size=1, max_size=3))
 
 
@@ -155,7 +161,7 @@ register(
             "`shapes` lists the shapes of float32 parameters, each with a gradient (Adam keeps no state for one "
             "whose .grad is None). Return (as an int) how many bytes of state "
             "torch.optim.Adam allocates and keeps after its first step() (measured: what is still held). Predict it "
-            "from the shapes: do not build the optimiser and step it."
+            "from the shapes: do not build the optimiser and step it (what your function allocates is measured)."
         ),
         signature="def adam_state_bytes(shapes: list[tuple[int, ...]]) -> int",
         reference=_measured_adam_state_bytes,
@@ -164,7 +170,8 @@ register(
         rules=Rules(predict_without_running=True),
         hints=(
             "What does Adam remember about each parameter between steps (look at opt.state[p] after a step)?",
-            "Two running averages, each the parameter's size in float32 -- and one more small thing per parameter.",
+            "Two running averages, each the parameter's size in float32 -- and one more small thing per parameter. "
+            "What is it, and how many bytes does it take?",
         ),
         why=(
             "Adam keeps exp_avg and exp_avg_sq, each the size of its parameter, plus a float32 `step` scalar.",
@@ -183,9 +190,8 @@ register(
 def _vectors_any_float() -> Any:
     from hypothesis import strategies as st
 
-    return st.one_of(*[tensors(shape=st.tuples(st.integers(1, 40)), dtype=d) for d in _FLOAT_DTYPES]).map(
-        lambda r: (r,)
-    )
+    length = st.one_of(st.integers(0, 1), st.integers(2, 40))  # lengths 0 and 1 drawn as often as all the rest
+    return st.one_of(*[tensors(shape=st.tuples(length), dtype=d) for d in _FLOAT_DTYPES]).map(lambda r: (r,))
 
 
 def _doubled_total(r: torch.Tensor) -> torch.Tensor:
@@ -209,7 +215,8 @@ register(
         examples=((torch.ones(1000),),),
         hints=(
             "Does the factor 2 have to be applied to every element before summing?",
-            "Sum first: the sum is one element, and doubling one element costs one element more.",
+            "The big temporary comes from doubling every element. What if the doubling waited: what is left to "
+            "double by then, and what does that cost?",
         ),
         why=(
             "sum(2 * r) == 2 * sum(r), so the doubling can wait until there is one number left.",

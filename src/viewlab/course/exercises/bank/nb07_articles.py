@@ -17,7 +17,7 @@ from viewlab.course.exercises import Exercise, Rules, register, tensors
 def _any_tensor() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(tensors(dims=(1, 3), side=(1, 4)))
+    return st.tuples(tensors(dims=(0, 3), side=(0, 4)))  # "any shape": 0-d, empty and size-1 dims included
 
 
 def _safe_copy(x: torch.Tensor) -> torch.Tensor:
@@ -29,7 +29,7 @@ register(
         id="07-safe-copy",
         title="A copy that is always safe to write",
         statement=(
-            "Given a tensor x of any shape and memory layout (contiguous, transposed, sliced, expanded), return a "
+            "Given a tensor x of any shape (0-d included) and memory layout (contiguous, transposed, sliced, expanded), return a "
             "tensor with x's values that shares no memory with x, so that writing into it can never change x "
             "(claim A09: contiguous() is not always a copy)."
         ),
@@ -40,13 +40,16 @@ register(
         hints=(
             "Which method returns new memory whatever the input's layout -- and which one returns x itself "
             "when x is already contiguous?",
-            "contiguous() copies only a non-contiguous x; you need the method that copies every time.",
+            "contiguous() copies only a non-contiguous x. Which method copies every time, whatever the layout?",
         ),
         why=(
             "clone() always allocates new storage and copies the values, whatever the layout.",
             "contiguous() returns x itself when x is already contiguous, so writes would reach x.",
         ),
-        wrong=((lambda x: x.contiguous(), "rule `must_copy`: the result shares memory with the input"),),
+        wrong=(
+            (lambda x: x.contiguous(), "rule `must_copy`: the result shares memory with the input"),
+            (lambda x: torch.cat([x]), "zero-dimensional tensor"),  # cat copies, but refuses a 0-d x
+        ),
     )
 )
 
@@ -54,12 +57,22 @@ register(
 def _loss_and_mask() -> Any:
     from hypothesis import strategies as st
 
-    sizes = st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4))
+    sizes = st.tuples(st.integers(0, 3), st.integers(0, 4), st.integers(0, 4))  # empty and size-1 dims included
     return sizes.flatmap(lambda s: st.tuples(tensors(shape=s), tensors(shape=s[:2], values=(0, 1))))
 
 
 def _mask_tokens(loss: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return loss * keep[:, :, None]
+
+
+def _mask_budget(loss: torch.Tensor, keep: torch.Tensor) -> int:
+    """The (B, L, V) result, one temporary the size of the mask (e.g. a bool copy of it) and one scalar (a fill
+    value such as the 0.0 of torch.where)."""
+    return loss.nbytes + (keep.numel() + 1) * keep.element_size()
+
+
+def _mask_by_gather(loss: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:  # rule-breaking: a gathered copy
+    return loss * keep[:, :, None][:, :, torch.zeros(loss.shape[-1], dtype=torch.long)]
 
 
 register(
@@ -69,16 +82,18 @@ register(
         statement=(
             "Given a per-entry loss of shape (B, L, V) (token position, vocabulary entry) and a 0/1 float mask "
             "`keep` of shape (B, L) (1 = real token), return the (B, L, V) loss with every entry of a padding "
-            "token set to 0. Give the mask a size-1 dimension where it must broadcast; no expand, no repeat "
-            "(claim B13 puts that dimension in the wrong place)."
+            "token set to 0. Give the mask a size-1 dimension where it must broadcast (claim B13 puts that "
+            "dimension in the wrong place). Rules: no expand and no repeat, and new bytes may peak at the result, "
+            "one tensor the size of the mask and one scalar (measured), so no copied or gathered (B, L, V) mask either."
         ),
         signature="def mask_tokens(loss: torch.Tensor, keep: torch.Tensor) -> torch.Tensor",
         reference=_mask_tokens,
         inputs=_loss_and_mask,
-        rules=Rules(forbid=("expand", "repeat")),
+        rules=Rules(forbid=("expand", "repeat"), max_new_bytes=_mask_budget),
         hints=(
             "The mask has one value per token: which axis of the loss must it be stretched along?",
-            "Index the mask with None in the one place that gives shape (B, L, 1); broadcasting does the rest.",
+            "Broadcasting lines shapes up from the right, so the (B, L) mask meets the loss's last two dims as it "
+            "stands. What shape must the mask take instead, and which view gets it there without copying?",
         ),
         why=(
             "keep[:, :, None] has shape (B, L, 1), which lines up with (B, L, V) and is stretched over V.",
@@ -88,6 +103,7 @@ register(
             (lambda loss, keep: loss * keep[:, None, :], "your function raised RuntimeError"),
             (lambda loss, keep: loss * keep[:, :, None].expand_as(loss), "rule `forbid expand`"),
             (lambda loss, keep: loss * keep[:, :, None].repeat(1, 1, loss.shape[-1]), "rule `forbid repeat`"),
+            (_mask_by_gather, "rule `max_new_bytes`"),
         ),
         examples=((torch.ones(1, 2, 3), torch.tensor([[1.0, 0.0]])),),
     )
@@ -97,8 +113,14 @@ register(
 def _timings() -> Any:
     from hypothesis import strategies as st
 
-    t = st.integers(1, 1000).map(lambda n: n * 1e-6)
-    return st.tuples(t, t, t, t)
+    # whole ticks of 2**-20 s (about a microsecond): sums and differences are exact, so an exact tie -- a gap
+    # equal to the two spreads together, which names no winner -- can be drawn; a spread may be 0
+    median = st.integers(0, 1000).map(lambda n: n * 2.0**-20)
+    spread = st.integers(0, 300).map(lambda n: n * 2.0**-20)
+    free = st.tuples(median, spread, median, spread)
+    tie_a = st.tuples(median, spread, spread).map(lambda t: (t[0], t[1], t[0] + t[1] + t[2], t[2]))
+    tie_b = tie_a.map(lambda t: (t[2], t[1], t[0], t[3]))
+    return st.one_of(free, tie_a, tie_b)
 
 
 def _faster(median_a: float, iqr_a: float, median_b: float, iqr_b: float) -> str:
@@ -123,13 +145,20 @@ register(
         inputs=_timings,
         hints=(
             "Before naming a winner: is the gap between the medians bigger than the two spreads together?",
-            "gap = median_b - median_a; decide 'unclear' first, then the sign of the gap picks the winner.",
+            "Work out the gap between the medians once. Which test on it says 'unclear' (does a gap exactly equal "
+            "to the spreads name a winner?), and which sign of it means a is faster?",
         ),
         why=(
             "A difference smaller than the spread of the timings could be noise, so the honest answer is 'unclear'.",
             "Only a gap beyond iqr_a + iqr_b names a winner: a, when b's median is the larger.",
         ),
-        wrong=((lambda ma, ia, mb, ib: "a" if ma < mb else "b", "expected 'unclear'"),),
+        wrong=(
+            (lambda ma, ia, mb, ib: "a" if ma < mb else "b", "expected 'unclear'"),
+            (
+                lambda ma, ia, mb, ib: "a" if mb - ma >= ia + ib else "b" if ma - mb >= ia + ib else "unclear",
+                "expected 'unclear'",
+            ),
+        ),
         examples=((1e-6, 5e-7, 1.2e-6, 5e-7),),
     )
 )

@@ -1,0 +1,396 @@
+"""Inputs at the edges, and answers judged there: every exercise's generator reaches the edges its statement
+allows (size 0, size 1, 0-d for "any shape", exact ties for a comparison, non-contiguous and expanded inputs for
+a view); wrong answers that differ only there are rejected and shrink to the edge; rule-breaking answers of the
+"broadcasting only" and "one indexed write" kinds are rejected by the rule the statement names; and at least two
+right answers besides the model answer pass every exercise.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections import Counter
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+
+from viewlab.course import exercises as ex
+from viewlab.course.exercises import FAILED, PASSED, Rules, check
+from viewlab.course.exercises.bank import nb05_pitfalls
+
+# as many draws as check_exercise tries by default: the edges must show up within them
+DRAWS = inspect.signature(ex.check_exercise).parameters["max_examples"].default
+
+
+def _t(args: tuple[Any, ...], i: int = 0) -> torch.Tensor:
+    return args[i]
+
+
+def empty(i: int = 0):
+    return lambda a: a[i].numel() == 0
+
+
+def zero_d(i: int = 0):
+    return lambda a: a[i].dim() == 0
+
+
+def has_size_1(i: int = 0):
+    return lambda a: 1 in tuple(a[i].shape)
+
+
+def non_contiguous(i: int = 0):
+    return lambda a: a[i].numel() > 1 and not a[i].is_contiguous()
+
+
+def expanded(i: int = 0):
+    return lambda a: 0 in a[i].stride() and a[i].numel() > 1
+
+
+def _is(value: Any):
+    return lambda a: a[0] == value
+
+
+def _tie(a: tuple[float, ...]) -> bool:
+    ma, ia, mb, ib = a
+    return abs(mb - ma) == ia + ib
+
+
+# exercise id -> edge name -> predicate on one generated argument tuple
+EDGES: dict[str, dict[str, Any]] = {
+    "01-channels-first": {
+        "size 0": empty(),
+        "size 1": has_size_1(),
+        "strided": non_contiguous(),
+        "stride 0": expanded(),
+    },
+    "01-odd-positions": {
+        "length 0": lambda a: a[0].shape == (0,),
+        "length 1": lambda a: a[0].shape == (1,),
+        "strided": non_contiguous(),
+        "stride 0": expanded(),
+        "offset": lambda a: a[0].storage_offset() > 0,
+    },
+    "01-independent-flat": {
+        "size 0": empty(),
+        "size 1": has_size_1(),
+        "strided": non_contiguous(),
+        "stride 0": expanded(),
+    },
+    "02-center-rows": {
+        "size 0": empty(),
+        "one column": lambda a: a[0].shape[1] == 1,
+        "square": lambda a: a[0].shape[0] == a[0].shape[1] > 1,
+    },
+    "02-pairwise-diff": {"size 0": empty(), "one point": lambda a: a[0].shape[0] == 1, "strided": non_contiguous()},
+    "02-per-sample-error": {"size 0": empty(), "one sample": lambda a: a[0].shape == (1, 1)},
+    "02-bias-grad": {"size 0": empty(), "no leading dim": lambda a: a[0].dim() == 1, "size 1": has_size_1()},
+    "03-outer-sum": {"size 0": empty(), "size 1": has_size_1(), "other size 0": empty(1)},
+    "03-interleave-view": {
+        "size 0": empty(),
+        "n == 1": lambda a: a[1] == 1,
+        "strided": non_contiguous(),
+        "stride 0": expanded(),
+    },
+    "03-grad-of-expand": {"size 0": empty(), "one row": lambda a: a[0].shape[0] == 1},
+    "03-writes-into-expand": {w: _is(w) for w in ("e.fill_(7)", "e[:, 0] += 1", "e[0] = 5")},
+    "04-causal-mask": {
+        "q_len 0": lambda a: a[0] == 0,
+        "k_len 0": lambda a: a[1] == 0,
+        "size 1": lambda a: 1 in a,
+        "square": lambda a: a[0] == a[1] > 1,
+    },
+    "04-split-heads": {
+        "size 0": empty(),
+        "one head": lambda a: a[1] == 1,
+        "strided": non_contiguous(),
+        "stride 0": expanded(),
+    },
+    "04-masked-token-mean": {
+        "V == 1": lambda a: a[0].shape[2] == 1,
+        "one token": lambda a: a[0].shape[:2] == (1, 1),
+        "padding": lambda a: not bool(a[1].all()),
+    },
+    "04-sdpa-by-hand": {
+        "size 0": empty(),
+        "one key": lambda a: a[1].shape[2] == 1,
+        "padding": lambda a: not a[3].all(),
+    },
+    "05-batch-view": {"0-d": zero_d(), "n == 0": lambda a: a[1] == 0, "size 0": empty(), "strided": non_contiguous()},
+    "05-count-labels": {
+        "no labels": lambda a: a[0].shape == (0,),
+        "one label": lambda a: a[0].shape == (1,),
+        "one class": lambda a: a[1] == 1,
+        "duplicates": lambda a: a[0].unique().numel() < a[0].numel(),
+    },
+    "05-flatten-any": {"0-d": zero_d(), "size 0": empty(), "strided": non_contiguous(), "stride 0": expanded()},
+    "05-can-expand": {
+        "a 0-d": lambda a: a[0] == (),
+        "a size 0": lambda a: 0 in a[0],
+        "a longer": lambda a: len(a[0]) > len(a[1]),
+    },
+    "06-repeat-bytes": {
+        "size 0": empty(),
+        "a 0 rep": lambda a: 0 in a[1],
+        "float16": lambda a: a[0].dtype == torch.float16,
+    },
+    "06-doubled-sum-peak": {"0-d": zero_d(), "size 0": empty()},
+    "06-adam-state-bytes": {
+        "0-d parameter": lambda a: () in a[0],
+        "empty parameter": lambda a: any(0 in s for s in a[0]),
+    },
+    "06-lower-the-peak": {"size 0": empty(), "size 1": lambda a: a[0].shape == (1,)},
+    "07-safe-copy": {"0-d": zero_d(), "size 0": empty(), "strided": non_contiguous(), "stride 0": expanded()},
+    "07-mask-tokens": {
+        "size 0": empty(),
+        "V == 1": lambda a: a[0].shape[2] == 1,
+        "L == V": lambda a: a[0].shape[1] == a[0].shape[2] > 1,
+    },
+    "07-faster-beyond-spread": {
+        "tie, a slower": lambda a: _tie(a) and a[0] > a[2],
+        "tie, a faster": lambda a: _tie(a) and a[0] < a[2],
+        "zero spread": lambda a: a[1] == 0 or a[3] == 0,
+    },
+}
+BY_ID = [pytest.param(i, marks=getattr(pytest.mark, f"nb{i[:2]}"), id=i) for i in ex.exercise_ids()]
+
+
+def _draw(exercise_id: str, n: int) -> list[tuple[Any, ...]]:
+    """``n`` argument tuples drawn from the exercise's own generator, as a check draws them."""
+    seen: list[tuple[Any, ...]] = []
+    strategy = ex.get(exercise_id).inputs().map(lambda a: a if isinstance(a, tuple) else (a,))
+
+    @settings(max_examples=n, database=None, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(args):
+        seen.append(args)
+
+    collect()
+    return seen
+
+
+def test_every_exercise_lists_its_edges():
+    assert sorted(EDGES) == ex.exercise_ids()
+
+
+@pytest.mark.parametrize("exercise_id", BY_ID)
+def test_the_generator_reaches_every_edge(exercise_id):
+    drawn = _draw(exercise_id, DRAWS)
+    counts = Counter(name for args in drawn for name, hit in EDGES[exercise_id].items() if hit(args))
+    missing = [name for name in EDGES[exercise_id] if counts[name] == 0]
+    assert not missing, f"{exercise_id}: {len(drawn)} draws never reached {missing} (reached: {dict(counts)})"
+
+
+# ----- wrong answers that differ only at an edge: rejected, shrunk to that edge -----------------------------
+def _smallest_0d(a: tuple[Any, ...]) -> bool:
+    """A 0-d tensor holding 0 (and n == 0 beside it, if any): the smallest input there is, shrunk to."""
+    return a[0].dim() == 0 and a[0].item() == 0 and all(v == 0 for v in a[1:])
+
+
+def _length(n: int):
+    return lambda a: tuple(a[0].shape) == (n,)
+
+
+EDGE_WRONG = [
+    ("01-odd-positions", lambda x: x.narrow(0, 1, x.shape[0] - 1)[::2], _length(0)),
+    ("01-odd-positions", lambda x: x.squeeze()[1::2], _length(1)),
+    ("01-odd-positions", lambda x: x if x.shape[0] < 2 else x[1::2], _length(1)),
+    (
+        "01-odd-positions",
+        lambda x: x.as_strided((x.shape[0] // 2,), (2,), x.storage_offset() + 1),
+        lambda a: a[0].stride() != (1,) or a[0].storage_offset() == 0,
+    ),
+    ("05-batch-view", lambda s, n: s.unsqueeze(0).expand(n, -1, *s.shape[1:]), _smallest_0d),
+    (
+        "05-batch-view",
+        lambda s, n: s.reshape(1, -1).expand(n, -1).view(n, *s.shape),
+        lambda a: not a[0].is_contiguous(),
+    ),
+    ("05-flatten-any", lambda x: x.reshape(-1) if x.dim() > 1 else x, _smallest_0d),
+    ("07-safe-copy", lambda x: torch.cat([x]), _smallest_0d),
+    ("07-safe-copy", lambda x: x.clone() if x.dim() else x, _smallest_0d),
+    ("01-channels-first", ex.get("01-channels-first").wrong[2][0], lambda a: not a[0].is_contiguous()),
+    ("04-split-heads", ex.get("04-split-heads").wrong[2][0], lambda a: not a[0].is_contiguous()),
+    (
+        "03-interleave-view",
+        lambda x, n: x.as_strided((x.shape[0], n), (1, 0)),
+        lambda a: a[0].stride() != (1,) or a[0].storage_offset(),
+    ),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "k"), [(i, k) for k, (i, _f, _p) in enumerate(EDGE_WRONG)])
+def test_a_wrong_answer_at_an_edge_is_rejected_and_shrinks_to_it(exercise_id, k):
+    _, fn, at_edge = EDGE_WRONG[k]
+    result = ex.check_exercise(exercise_id, fn)
+    assert result.status == FAILED, str(result)
+    assert at_edge(result.failing_input), f"the smallest failing input is not at the edge:\n{result}"
+
+
+def test_greater_or_equal_for_greater_is_rejected_at_the_smallest_tie():
+    def faster(ma, ia, mb, ib):
+        return "a" if mb - ma >= ia + ib else "b" if ma - mb >= ia + ib else "unclear"
+
+    result = ex.check_exercise("07-faster-beyond-spread", faster)
+    assert result.status == FAILED and "expected 'unclear'" in result.reason
+    assert _tie(result.failing_input)
+    # the smallest tie: all four zero (gap 0 equals spreads 0), computed from the generator's own smallest draw
+    smallest = _draw("07-faster-beyond-spread", 1)[0]
+    assert result.failing_input == smallest and _tie(smallest)
+
+
+# ----- "broadcasting only" and "one indexed write", enforced by what the statement names -------------------
+BROKEN = [
+    ("02-pairwise-diff", lambda p: p[:, None].expand(-1, p.shape[0], -1).contiguous() - p[None], "max_new_bytes"),
+    ("02-pairwise-diff", lambda p: p[torch.arange(p.shape[0])[:, None]] - p[None], "max_new_bytes"),
+    ("02-pairwise-diff", lambda p: torch.index_select(p, 0, torch.arange(p.shape[0]))[:, None] - p, "max_new_bytes"),
+    ("03-outer-sum", lambda a, b: a[:, None].expand(-1, b.shape[0]).contiguous() + b, "forbid copy"),
+    ("03-outer-sum", lambda a, b: torch.gather(a[:, None], 0, torch.arange(a.shape[0])[:, None]) + b, "max_new_bytes"),
+    ("05-count-labels", nb05_pitfalls._count_by_unique, "max_new_bytes"),
+    ("05-count-labels", nb05_pitfalls._count_by_one_hot, "max_new_bytes"),
+    ("05-count-labels", nb05_pitfalls._count_by_compare, "max_new_bytes"),
+    (
+        "05-count-labels",
+        lambda labels, c: (labels[:, None] == torch.arange(c)).sum(0, dtype=torch.float32),
+        "max_new_bytes",
+    ),
+    ("07-mask-tokens", lambda loss, keep: loss * keep[:, :, None][:, :, [0] * loss.shape[-1]], "max_new_bytes"),
+    # torch runs repeat_interleave as an expand and a copy: the recorder names the expand it saw
+    (
+        "07-mask-tokens",
+        lambda loss, keep: loss * keep.repeat_interleave(loss.shape[-1]).view(loss.shape),
+        "forbid expand",
+    ),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "k"), [(i, k) for k, (i, _f, _r) in enumerate(BROKEN)])
+def test_a_rule_breaking_answer_is_rejected_by_the_rule_the_statement_names(exercise_id, k):
+    _, fn, rule = BROKEN[k]
+    result = ex.check_exercise(exercise_id, fn)
+    assert result.status == FAILED and result.reason.startswith(f"breaks rule `{rule}`"), str(result)
+
+
+def test_a_loop_over_the_classes_is_seen_by_the_loop_probe():
+    # the probe grows the classes with the labels, so a loop over the classes runs more operators when bigger
+    e = ex.get("05-count-labels")
+    assert ex.check_exercise(e.id, nb05_pitfalls._count_by_class_loop).status == FAILED
+    only_loops = Rules(no_python_loops=e.rules.no_python_loops)
+    r = check(nb05_pitfalls._count_by_class_loop, e.reference, inputs=list(e.examples), rules=only_loops)
+    assert r.status == FAILED and r.reason.startswith("breaks rule `no_python_loops`"), str(r)
+    assert check(e.reference, e.reference, inputs=list(e.examples), rules=only_loops).passed
+
+
+def test_the_count_budget_is_what_the_model_answer_needs_and_one_scalar():
+    # the model answer (counts plus one weight a label) fits with one float32 to spare: room for the answer that
+    # broadcasts a single weight instead, which needs only counts and that scalar
+    from viewlab import measure
+
+    labels, c = ex.get("05-count-labels").examples[0]
+    with measure(device="cpu") as m:
+        ex.get("05-count-labels").reference(labels, c)
+    scalar = torch.ones(()).nbytes
+    assert m.peak_bytes + scalar == nb05_pitfalls._count_budget(labels, c)
+    one_weight = lambda lab, n: torch.zeros(n).index_put_((lab,), torch.tensor(1.0), accumulate=True)  # noqa: E731
+    assert ex.check_exercise("05-count-labels", one_weight).passed
+
+
+# ----- right answers other than the model answer ------------------------------------------------------------
+def _odd_by_narrow(x):
+    return x.narrow(0, min(1, x.shape[0]), max(x.shape[0] - 1, 0))[::2]
+
+
+def _sdpa_einsum(q, k, v, keep):
+    w = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    return torch.einsum("bhqk,bhkd->bhqd", w.masked_fill(keep.logical_not(), float("-inf")).softmax(-1), v)
+
+
+def _write_by_region(write):
+    scalar_fill = write in ("e.fill_(7)", "e.zero_()")
+    return "goes through" if scalar_fill or write.startswith(("e[0]", "e[0,")) else "raises"
+
+
+RIGHT: dict[str, tuple[Any, ...]] = {
+    "01-channels-first": (lambda im: im.movedim(3, 1), lambda im: im.transpose(1, 3).transpose(2, 3)),
+    "01-odd-positions": (lambda x: x[1:][::2], _odd_by_narrow),
+    "01-independent-flat": (lambda x: x.flatten().clone(), lambda x: x.clone().reshape(-1)),
+    "02-center-rows": (lambda x: x - x.mean(1)[:, None], lambda x: x - x.sum(1, keepdim=True) / x.shape[1]),
+    "02-pairwise-diff": (lambda p: p[:, None, :] - p[None, :, :], lambda p: torch.sub(p.unsqueeze(1), p.unsqueeze(0))),
+    "02-per-sample-error": (lambda pred, t: (pred[:, 0] - t) ** 2, lambda pred, t: (pred.view(-1) - t).square()),
+    "02-bias-grad": (
+        lambda g: torch.einsum("...d->d", g),
+        lambda g: g.flatten(0, -2).sum(0) if g.dim() > 1 else g,
+    ),
+    "03-outer-sum": (lambda a, b: a.unsqueeze(1) + b.unsqueeze(0), lambda a, b: torch.add(a[:, None], b)),
+    "03-interleave-view": (
+        lambda x, n: x.unsqueeze(1).expand(x.shape[0], n),
+        lambda x, n: x.as_strided((x.shape[0], n), (x.stride(0), 0)),
+    ),
+    "03-grad-of-expand": (lambda g: g.sum(0)[None], lambda g: torch.ones(1, g.shape[0]) @ g),
+    "03-writes-into-expand": (
+        _write_by_region,
+        lambda w: "raises" if w.startswith(("e.", "e[:")) and w not in ("e.fill_(7)", "e.zero_()") else "goes through",
+    ),
+    "04-causal-mask": (
+        lambda q, k: torch.arange(q)[:, None] >= torch.arange(k),
+        lambda q, k: (torch.arange(k)[None, :] - torch.arange(q)[:, None]) <= 0,
+    ),
+    "04-split-heads": (
+        lambda x, h: x.unflatten(-1, (h, x.shape[-1] // h)).transpose(1, 2),
+        lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h).permute(0, 2, 1, 3),
+    ),
+    "04-masked-token-mean": (
+        lambda loss, m: (loss * m.unsqueeze(-1)).sum() / (m.sum() * loss.shape[-1]),
+        lambda loss, m: loss[m].mean(),
+    ),
+    "04-sdpa-by-hand": (
+        lambda q, k, v, keep: (
+            torch.softmax((q @ k.mT) * q.shape[-1] ** -0.5 + torch.where(keep, 0.0, float("-inf")), -1) @ v
+        ),
+        _sdpa_einsum,
+    ),
+    "05-batch-view": (lambda s, n: s.expand(n, *s.shape), lambda s, n: torch.broadcast_to(s, (n, *s.shape))),
+    "05-count-labels": (
+        lambda labels, c: torch.zeros(c).index_put_((labels,), torch.ones(labels.shape[0]), accumulate=True),
+        lambda labels, c: torch.zeros(c).scatter_add_(0, labels, torch.ones(labels.shape[0])),
+    ),
+    "05-flatten-any": (lambda x: x.flatten(), lambda x: x.reshape(x.numel())),
+    "05-can-expand": (
+        lambda a, b: len(a) <= len(b) and all(s in (1, t) for s, t in zip(reversed(a), reversed(b))),
+        lambda a, b: len(a) <= len(b) and all(a[-i] in (1, b[-i]) for i in range(1, len(a) + 1)),
+    ),
+    "06-repeat-bytes": (
+        lambda x, reps: math.prod(s * r for s, r in zip(x.shape, reps)) * x.element_size(),
+        lambda x, reps: x.numel() * x.itemsize * math.prod(reps),
+    ),
+    "06-doubled-sum-peak": (
+        lambda x: (x.numel() + 1) * x.element_size(),
+        lambda x: x.nelement() * x.itemsize + x.itemsize,
+    ),
+    "06-adam-state-bytes": (
+        lambda shapes: sum(8 * math.prod(s) + 4 for s in shapes),
+        lambda shapes: 4 * len(shapes) + 8 * sum(math.prod(s) for s in shapes),
+    ),
+    "06-lower-the-peak": (lambda r: 2 * r.sum(), lambda r: torch.sum(r).mul_(2)),
+    "07-safe-copy": (lambda x: torch.empty_like(x).copy_(x), lambda x: x.clone(memory_format=torch.contiguous_format)),
+    "07-mask-tokens": (
+        lambda loss, keep: loss * keep.unsqueeze(-1),
+        lambda loss, keep: loss.masked_fill(keep[:, :, None] == 0, 0),
+        lambda loss, keep: torch.where(keep[:, :, None].bool(), loss, 0.0),
+    ),
+    "07-faster-beyond-spread": (
+        lambda ma, ia, mb, ib: "unclear" if abs(mb - ma) <= ia + ib else ("a" if ma < mb else "b"),
+        lambda ma, ia, mb, ib: "a" if mb - ma > ia + ib else "b" if ma - mb > ia + ib else "unclear",
+    ),
+}
+
+
+def test_every_exercise_has_two_other_right_answers():
+    assert sorted(RIGHT) == ex.exercise_ids() and all(len(v) >= 2 for v in RIGHT.values())
+
+
+@pytest.mark.parametrize(("exercise_id", "k"), [(i, k) for i in sorted(RIGHT) for k in range(len(RIGHT[i]))])
+def test_another_right_answer_passes(exercise_id, k):
+    result = ex.check_exercise(exercise_id, RIGHT[exercise_id][k])
+    assert result.status == PASSED, str(result)
