@@ -428,7 +428,7 @@ def _interleave_after_a_sum(x, n):
 
 def _heads_after_a_numpy_scratch(x, h):
     _ = torch.from_numpy(np.zeros(1))
-    return x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2)
+    return x.view(x.shape[0], x.shape[1], h, x.shape[2] // h).transpose(1, 2)  # sizes spelled out: D may be 0
 
 
 @pytest.mark.parametrize(
@@ -567,7 +567,8 @@ def test_check_called_with_an_exercise_id_points_to_check_exercise_regression():
 def test_a_wrong_signature_names_the_expected_one_instead_of_a_hint_regression():
     r = ex.check_exercise("05-batch-view", lambda sample: sample)
     assert r.status == FAILED and "Hint:" not in str(r)
-    assert "it takes (sample), the check passes 2 arguments, as in (sample: torch.Tensor, n: int)" in r.reason, r.reason
+    assert "takes (sample)" in r.reason and "batch_view(sample, n)" in r.reason, r.reason
+    assert "(sample: torch.Tensor, n: int)" in r.reason, r.reason  # the stated signature, to copy
 
 
 # ----- the loop witnesses against an exact oracle ------------------------------------------------------------

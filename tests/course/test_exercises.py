@@ -222,7 +222,7 @@ def test_tensors_strategy_builds_the_layout_it_claims(data):
 
 
 def test_fresh_copies_keep_strides_but_not_memory():
-    from viewlab.course.exercises.engine import _fresh
+    from viewlab.course.exercises.compare import fresh as _fresh
 
     x = torch.arange(3.0).view(3, 1).expand(3, 4)
     y = _fresh(x)

@@ -41,6 +41,7 @@ MODULES = (
     "course.exercises.picture",
     "course.exercises.watch",
     "course.exercises.loops",
+    "course.exercises.compare",
 )
 # IPython finds these two hooks by their exact names, so they cannot take an underscore; they are
 # not in __all__ because learners never call them (``%load_ext viewlab`` does).

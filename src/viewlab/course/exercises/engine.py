@@ -44,9 +44,9 @@ from viewlab._checks import (
     require_str,
     type_error,
 )
-from viewlab._format import dtype_name
 
 from . import picture
+from .compare import compare, describe, fresh, tensor_parts
 from .rules import OpRecorder, Rules, loop_problem, memory_problem
 from .strategies import as_arg_tuples, is_strategy, run_examples
 from .watch import Watch, call_problem
@@ -80,22 +80,7 @@ _LOOP_SIZES = (3, 6)
 _Rule = Callable[[tuple[Any, ...], Any], "str | None"]
 
 
-# ----- describing tensors and comparing results ----------------------------------------------------------
-def _fresh(obj: Any) -> Any:
-    """An independent copy with the *same* memory layout (strides, offset, even stride 0)."""
-    if isinstance(obj, torch.Tensor) and obj.layout == torch.strided:
-        storage = obj.detach().untyped_storage().clone()
-        out = torch.empty(0, dtype=obj.dtype, device=obj.device).set_(
-            storage, obj.storage_offset(), obj.size(), obj.stride()
-        )
-        return out.requires_grad_(obj.requires_grad) if obj.is_floating_point() else out
-    if isinstance(obj, tuple):
-        return tuple(_fresh(o) for o in obj)
-    if isinstance(obj, list):
-        return [_fresh(o) for o in obj]
-    return obj
-
-
+# ----- inputs and results: copies, descriptions, comparisons live in .compare ------------------------
 def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """``fn(*args)`` outside the boundary of the check that runs it: a viewlab function the learner's (or the
     reference's) code calls then names itself in its errors, as it would in the learner's own cell, instead of
@@ -104,97 +89,10 @@ def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         return fn(*args)
 
 
-def _values_text(t: torch.Tensor) -> str:
-    v = t.detach().cpu()
-    if v.is_floating_point() and v.numel() and bool((v == v.round()).all()) and bool(v.abs().max() < 1e6):
-        v = v.to(torch.int64)  # whole numbers print without ".0000"
-    return str(v.tolist())
-
-
-def _describe(obj: Any) -> str:
-    """One line: shape, dtype, stride, offset and values of a tensor (or ``repr`` of anything else).
-
-    >>> _describe(torch.arange(6.0).view(2, 3).t())
-    'tensor shape (3, 2) float32, stride (1, 3), offset 0: [[0, 3], [1, 4], [2, 5]]'
-    """
-    if isinstance(obj, torch.Tensor):
-        if obj.layout != torch.strided:
-            return f"{obj.layout} tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)}"
-        return (
-            f"tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)}, stride {tuple(obj.stride())}, "
-            f"offset {obj.storage_offset()}: {_values_text(obj)}"
-        )
-    if isinstance(obj, (tuple, list)) and any(isinstance(o, torch.Tensor) for o in obj):
-        inner = "; ".join(_describe(o) for o in obj)
-        return f"{type(obj).__name__} of {len(obj)}: [{inner}]"
-    return repr(obj)
-
-
-def _compare(expected: Any, got: Any, where: str, rtol: float, atol: float) -> str | None:
-    """Why ``got`` differs from ``expected`` (None when they match).
-
-    >>> _compare(torch.zeros(2), torch.zeros(3), "the result", 0, 0)
-    'the result has shape (3,), expected (2,)'
-    """
-    if isinstance(expected, torch.Tensor):
-        if not isinstance(got, torch.Tensor):
-            return f"{where} should be a torch.Tensor, got {type(got).__name__}"
-        if tuple(got.shape) != tuple(expected.shape):
-            return f"{where} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
-        if got.dtype != expected.dtype:
-            return f"{where} has dtype {dtype_name(got.dtype)}, expected {dtype_name(expected.dtype)}"
-        if got.device != expected.device:
-            return f"{where} is on {got.device}, expected {expected.device}"
-        e, g = expected.detach(), got.detach()
-        if e.is_floating_point() or e.is_complex():
-            same = torch.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
-        else:
-            same = g == e
-        if not bool(same.all()):
-            first = tuple(int(i) for i in (~same).nonzero()[0]) if same.dim() else ()
-            n_bad = int((~same).sum())
-            return (
-                f"{where} has the right shape but {n_bad} of {same.numel()} values differ; "
-                f"first at index {first}: expected {e[first].item()!r}, got {g[first].item()!r}"
-            )
-        return None
-    if isinstance(expected, (tuple, list)) and not isinstance(expected, torch.Size):
-        if not isinstance(got, (tuple, list)):
-            return f"{where} should be a {type(expected).__name__} of {len(expected)}, got {type(got).__name__}"
-        if len(got) != len(expected):
-            return f"{where} has {len(got)} items, expected {len(expected)}"
-        for i, (e, g) in enumerate(zip(expected, got)):
-            reason = _compare(e, g, f"{where}[{i}]", rtol, atol)
-            if reason:
-                return reason
-        return None
-    if isinstance(got, torch.Tensor) and not isinstance(expected, torch.Tensor):
-        return f"{where} should be {type(expected).__name__} {expected!r}, got a tensor"
-    try:
-        equal = bool(got == expected)
-    except Exception:  # noqa: BLE001 - an uncomparable answer is a wrong answer
-        equal = False
-    if (
-        not equal
-        or type(got) is not type(expected)
-        and not (isinstance(expected, (tuple, torch.Size)) and isinstance(got, (tuple, torch.Size)))
-    ):
-        return f"{where} is {got!r} ({type(got).__name__}), expected {expected!r} ({type(expected).__name__})"
-    return None
-
-
-def _tensor_parts(obj: Any) -> list[torch.Tensor]:
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (tuple, list)):
-        return [p for o in obj for p in _tensor_parts(o)]
-    return []
-
-
 def _meter(memory: str | None, args: tuple[Any, ...], rules: Rules) -> Any:
     """``viewlab.measure`` for view exercises on CPU inputs and for the rule on bytes, else a no-op (a prediction
     is judged by the tensors it creates, on any device: :mod:`.watch`)."""
-    parts = _tensor_parts(args)
+    parts = tensor_parts(args)
     on_cpu = all(p.device.type == "cpu" for p in parts)
     by_bytes = rules.max_new_bytes is not None
     if not on_cpu or not (by_bytes or (memory == "view" and parts)):
@@ -336,7 +234,8 @@ class Check:
                 "... / None). Write its body, `return` the result, and run this cell again."
             )
             return CheckResult(NOT_SOLVED, self.title, msg, count, hint_text=self.hint)
-        except _Failure as f:
+        except _Failure as failure:
+            f = _loop_behind(self, failure)
             return CheckResult(
                 FAILED, self.title, self._failure_text(f), count, f.args_value, f.expected, f.got, self.hint, f.reason
             )
@@ -350,8 +249,8 @@ class Check:
         lines = [f"{self.title}: FAILED -- {f.reason.rstrip('.')}.", "", "Smallest failing input found:"]
         for i, t in enumerate(f.args_text):
             lines.append(f"  arg {i}: {t}")
-        lines.append(f"  expected: {_describe(f.expected)}")
-        lines.append(f"  got:      {'raised ' + f.error if f.error else _describe(f.got)}")
+        lines.append(f"  expected: {describe(f.expected)}")
+        lines.append(f"  got:      {'raised ' + f.error if f.error else describe(f.got)}")
         if self.hint and f.hinted:
             lines += ["", f"Hint: {self.hint}"]
         return "\n".join(lines)
@@ -364,16 +263,16 @@ def _is_stub_result(value: Any) -> bool:
 def run_once(c: Check, args: tuple[Any, ...]) -> None:
     """Judge the learner's function on one argument tuple; raise what it found (nothing when it is right)."""
     rules = c.rules
-    pristine = _fresh(args)
+    pristine = fresh(args)
     try:
-        expected = _call(c.reference_fn, _fresh(args))
+        expected = _call(c.reference_fn, fresh(args))
     except Exception as exc:  # the exercise, not the learner, is wrong: say so loudly
         raise _ReferenceError(
-            f"the reference solution raised {type(exc).__name__}: {exc} on input {_describe(args)}; "
+            f"the reference solution raised {type(exc).__name__}: {exc} on input {describe(args)}; "
             "fix the exercise's inputs strategy or its reference"
         ) from exc
-    mine = _fresh(args)
-    text = [_describe(a) for a in pristine]
+    mine = fresh(args)
+    text = [describe(a) for a in pristine]
     wrong_call = call_problem(c.learner_fn, c.reference_fn, mine)
     if wrong_call is not None:
         raise _Failure(wrong_call, text, expected, None, "nothing: it was not called", pristine, False)
@@ -400,15 +299,15 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
     # the rules of how, before the value: a prediction that ran what it predicts fails on the rule
     reason = watch.before_compare(c.learner_fn, mine, got, m) if watch else None
     if reason is None:
-        reason = _compare(expected, got, "the result", c.rtol, c.atol)
+        reason = compare(expected, got, "the result", c.rtol, c.atol)
     if reason is None:
-        reason = memory_problem(c.memory, _tensor_parts(mine), _tensor_parts(got))
+        reason = memory_problem(c.memory, tensor_parts(mine), tensor_parts(got))
         if reason and m is not None:
             reason = f"{reason.rstrip('.')} (viewlab.measure saw {m.allocated_bytes:,} new bytes)"
     if reason is None and watch is not None:
         reason = watch.after_compare(m)
     if reason is None:
-        for p, q in zip(_tensor_parts(pristine), _tensor_parts(mine)):
+        for p, q in zip(tensor_parts(pristine), tensor_parts(mine)):
             if p.shape == q.shape and not torch.equal(p, q.detach()):
                 reason = (
                     "your function changed its input in place (e.g. with an in-place op or "
@@ -426,6 +325,16 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
         raise _Failure(reason, text, expected, got, None, pristine)
 
 
+def _loop_behind(c: Check, f: _Failure) -> _Failure:
+    """A loop is the cause and the bytes its temporaries spent the symptom: name the loop the probe sees."""
+    if c.rules.no_python_loops is not None and f.reason.startswith("breaks rule `max_new_bytes`"):
+        try:
+            _loop_probe(c)
+        except _Failure as loop:
+            return loop
+    return f
+
+
 def _loop_probe(c: Check) -> None:
     """Rule ``no_python_loops``: run on a small and a bigger input; the op count may not grow."""
     sized = c.rules.no_python_loops
@@ -436,7 +345,7 @@ def _loop_probe(c: Check) -> None:
         args = sized(n)
         try:
             with rec:
-                got = _call(c.learner_fn, _fresh(args))
+                got = _call(c.learner_fn, fresh(args))
         except NotImplementedError as exc:
             raise _NotSolved() from exc
         except Exception:  # noqa: BLE001 - raising on a size the strategy also draws was reported already
@@ -445,7 +354,7 @@ def _loop_probe(c: Check) -> None:
     reason = loop_problem(runs[0][0], runs[1][0], *_LOOP_SIZES)
     if reason is not None:
         args, got = runs[1][1], runs[1][2]
-        raise _Failure(reason, [_describe(a) for a in args], _call(c.reference_fn, _fresh(args)), got, None, args)
+        raise _Failure(reason, [describe(a) for a in args], _call(c.reference_fn, fresh(args)), got, None, args)
 
 
 # ----- validation, then the public entry -------------------------------------------------------------------

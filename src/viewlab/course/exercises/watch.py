@@ -290,14 +290,14 @@ class Watch:
         return reason
 
     def before_compare(self, fn: Callable[..., Any], args: tuple[Any, ...], got: Any, measured: Any) -> str | None:
-        """Rules judged before the values: forbidden work, a prediction that ran, bytes, loops."""
+        """Rules judged before the values: forbidden work, loops, a prediction that ran, bytes."""
         for t in _tensors(got):
             self.recorder.note_borrowed(t)  # a result made straight from a buffer or an array ran no operator
-        reason = forbid_problem(self.rules, self.recorder, self.more)
-        reason = reason or predict_problem(self.rules, self.recorder.created or self.made)
+        # a loop is named before the bytes it spent: the loop is the cause, its temporaries the symptom
+        reason = self.forbidden(fn) or predict_problem(self.rules, self.recorder.created or self.made)
         if reason is None and measured is not None:
             reason = bytes_problem(self.rules, args, measured.peak_bytes, self.recorder.borrowed_bytes)
-        return reason or self.forbidden(fn)
+        return reason
 
     def after_compare(self, measured: Any) -> str | None:
         """Rules judged once the values are right: zero new bytes for a view, torch does the work."""
