@@ -118,7 +118,10 @@ def show(exercise_id: str) -> None:
     ex = get(exercise_id)
     fn = ex.signature[4:].split("(")[0]
     memory = {
-        "view": "Return a view: the result must share the input's memory (nothing copied).",
+        "view": (
+            "Return a view: the result must share the input's memory, and your function may allocate nothing, "
+            "not even a temporary (measured)."
+        ),
         "copy": "Return an independent copy (sharing no memory with the input).",
     }.get(ex.memory or "", "")
     print(f"Exercise {ex.id}: {ex.title}")

@@ -239,7 +239,7 @@ class Rules:
                 "and no building the result from Python lists."
             )
         if self.must_view:
-            out.append("Return a view: no copy, zero new bytes.")
+            out.append("Return a view: no copy, zero new bytes (measured, temporaries included).")
         if self.must_copy:
             out.append("Return an independent copy (sharing no memory with the input).")
         if self.max_new_bytes is not None:
