@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,14 +28,15 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ._checks import entry, problem, require_bool, type_error, value_error
-from ._dispatch import called_from_viewlab, enter_mode, learner_line, remove_mode, storage_key, tensors_in
+from ._dispatch import called_from_viewlab, enter_mode, learner_line, remove_mode, storages_of, tensors_in
 from .errors import BroadcastStretchError, BroadcastWarning, CopyError
 
 __all__ = ["views_only", "watch_broadcasts"]
 
 
 class _CallRecorder(TorchFunctionMode):
-    """Remembers the outermost torch function being called (``Tensor.reshape``, ``torch.zeros``)."""
+    """Remembers the outermost torch function being called (``Tensor.reshape``, ``torch.zeros``) and calls
+    ``finished(call)`` when it has returned."""
 
     current: tuple[Any, tuple, dict] | None = None  # (func, args, kwargs) while a call runs
 
@@ -41,9 +44,15 @@ class _CallRecorder(TorchFunctionMode):
         outer, kwargs = self.current, kwargs or {}
         self.current = outer or (func, args, kwargs)
         try:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
         finally:
             self.current = outer
+        if outer is None:
+            self.finished((func, args, kwargs))
+        return out
+
+    def finished(self, call: tuple[Any, tuple, dict]) -> None:
+        """Called after each outermost call returned (not when it raised: torch's error comes first)."""
 
 
 def _public_name(func: Any) -> str:
@@ -61,7 +70,11 @@ def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
     base = next((a for a in args if isinstance(a, torch.Tensor)), None)
     if base is None:
         return "it creates a tensor from scratch, which always allocates"
-    desc = f"shape {tuple(base.shape)}, stride {tuple(base.stride())}, offset {base.storage_offset()}"
+    desc = f"shape {tuple(base.shape)}, " + (
+        f"stride {tuple(base.stride())}, offset {base.storage_offset()}"
+        if base.layout == torch.strided
+        else str(base.layout)
+    )
     if short == "contiguous":
         return f"the input ({desc}) was not contiguous, so contiguous() had to copy it"
     if short in ("reshape", "reshape_as", "flatten", "ravel", "view_as"):
@@ -81,9 +94,15 @@ def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
 
 
 class _ViewsOnlyMode(TorchDispatchMode):
+    """Notes every storage an operator returns that is new or grew; when the learner's outermost call has
+    returned, one of them still alive (returned, or kept as a .grad) is a copy. Temporaries that die inside
+    the call (the tensor ``x[0] = 5`` wraps 5 in, an index list made a tensor) are not the learner's copy."""
+
     def __init__(self, allow: frozenset[str]) -> None:
         super().__init__()
         self.allow, self.recorder = allow, _CallRecorder()  # recorder: which public call made the storage
+        self.recorder.finished = self._check  # type: ignore[method-assign]
+        self.made: list[tuple] = []  # (weakref to the storage, aten op, shape, nbytes, grew)
 
     def _allowed(self, func: Any) -> bool:
         aten = str(func)  # e.g. "aten.clone.default"
@@ -96,50 +115,71 @@ class _ViewsOnlyMode(TorchDispatchMode):
         kwargs = kwargs or {}
         # lift_fresh hands over a tensor torch.tensor(...) just built: new storage although it is the input.
         fresh = func is torch.ops.aten.lift_fresh.default
-        inputs = set() if fresh else {storage_key(t) for t in tensors_in((*args, *kwargs.values()))}
+        ins = () if fresh else tensors_in((*args, *kwargs.values()))
+        before = {st.data_ptr(): st.nbytes() for t in ins for st in storages_of(t)}
         out = func(*args, **kwargs)
+        if self._allowed(func):
+            return out
         for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)):
-            key = storage_key(t)
-            if key is None or key in inputs or t.device.type == "meta" or self._allowed(func):
-                continue
-            if not t.untyped_storage().resizable():  # borrowed memory (NumPy, DLPack): nothing was copied
-                continue
-            call = self.recorder.current
-            called = _public_name(call[0]) if call else str(func)
-            why = _why_not_a_view(*(call or (None, args, kwargs)))
-            line = learner_line()
-            # The learner's code runs here, after views_only() returned: named after the guard, not by problem().
-            made = f"{t.untyped_storage().nbytes():,} bytes for a tensor of shape {tuple(t.shape)}; PyTorch ran {func}"
-            fix = "If a copy is what you want, make it explicit: x.contiguous(), x.clone(), or x.reshape(...) outside"
-            fix += f" the block; or allow it here: views_only(allow=({called.rsplit('.', 1)[-1]!r},))."
-            where = f"At {line}\n" if line else ""
-            raise CopyError(f"views_only(): {called} made new storage ({made}). Why: {why}.\n{where}{fix}")
+            for st in storages_of(t) if t.device.type != "meta" else ():
+                # New (or grown: resize_, out=) unless empty or borrowed (NumPy, DLPack: nothing was copied).
+                if before.get(st.data_ptr(), -1) < st.nbytes() and st.nbytes() and st.resizable():
+                    grew = any(t is i for i in ins)  # resize_ and out= hand back the tensor they were given
+                    self.made.append((weakref.ref(st), func, tuple(t.shape), st.nbytes(), grew))
+        if self.recorder.current is None:  # not inside a torch function (torch.ops called directly)
+            self._check((None, args, kwargs))
         return out
+
+    def _check(self, call: tuple[Any, tuple, dict]) -> None:
+        alive, self.made = [m for m in self.made if m[0]() is not None], []
+        if not alive or called_from_viewlab(__file__):  # viewlab's own work (a monitor's warm-up) is not yours
+            return
+        _, func, shape, nbytes, grew = alive[0]
+        called = _public_name(call[0]) if call[0] is not None else str(func)
+        why = "it grew the storage of a tensor it was given (resize_, or out= smaller than the result)"
+        why = why if grew else _why_not_a_view(*call)
+        line = learner_line()
+        # The learner's code runs here, after views_only() returned: named after the guard, not by problem().
+        made = f"{nbytes:,} bytes for a tensor of shape {shape}; PyTorch ran {func}"
+        fix = "If a copy is what you want, make it explicit: x.contiguous(), x.clone(), or x.reshape(...) outside"
+        fix += f" the block; or allow it here: views_only(allow=({called.rsplit('.', 1)[-1]!r},))."
+        where = f"At {line}\n" if line else ""
+        raise CopyError(f"views_only(): {called} made new storage ({made}). Why: {why}.\n{where}{fix}")
 
 
 class _Guard:
     """A context manager and decorator that enters a fresh ``make_mode()`` and its ``recorder`` on the calling
-    thread. ``name``: the public function that made it."""
+    thread. ``name``: the public function that made it. What is active is kept per thread, so one guard used
+    on two threads keeps the two apart; as a decorator, each call enters a guard of its own (recursion and
+    concurrent calls too)."""
 
     def __init__(self, name: str, make_mode: Callable[[], TorchDispatchMode]) -> None:
-        self.name, self._make = name, make_mode
-        self._active: list[TorchDispatchMode] = []
+        self.name, self._make, self._local = name, make_mode, threading.local()
+
+    def _problem(self, text: str) -> Exception:
+        return entry(self.name)(problem)(RuntimeError, text)
 
     def __enter__(self) -> _Guard:
+        if getattr(self._local, "mode", None) is not None:
+            raise self._problem("this guard is already active on this thread; leave its `with` block first.")
         mode = self._make()
-        mode.recorder.__enter__()
+        enter_mode(mode.recorder)
         try:
             enter_mode(mode)
         except BaseException:
-            mode.recorder.__exit__(None, None, None)
+            remove_mode(mode.recorder)
             raise
-        self._active.append(mode)
+        self._local.mode = mode
         return self
 
     def __exit__(self, *exc: object) -> None:
-        mode = self._active.pop()
-        remove_mode(mode)
-        mode.recorder.__exit__(None, None, None)
+        mode = getattr(self._local, "mode", None)
+        if mode is None:
+            text = "__exit__ without __enter__ on this thread; use the guard as `with guard: ...`"
+            raise self._problem(f"{text} (or as a decorator), on the thread that runs the code.")
+        self._local.mode = None
+        remove_mode(mode)  # exactly the modes this thread's enter pushed, wherever they sit now
+        remove_mode(mode.recorder)
 
     def __call__(self, fn: Callable) -> Callable:
         if not callable(fn):  # named after the guard's maker: views_only()(5) names views_only
@@ -148,7 +188,7 @@ class _Guard:
 
         @functools.wraps(fn)
         def guarded(*args: Any, **kwargs: Any) -> Any:
-            with self:
+            with _Guard(self.name, self._make):
                 return fn(*args, **kwargs)
 
         return guarded
@@ -158,8 +198,15 @@ class _Guard:
 def views_only(allow: Iterable[str] = ()) -> _Guard:
     """Guarantee that the code inside makes no copy (views, in-place operators, metadata queries pass).
 
-    The :class:`CopyError` says which operator copied, why it could not be a view, and how to copy on
-    purpose. ``allow``: operators that may allocate, by the name you call (``"reshape"``) or PyTorch's.
+    A call copies when a storage it made or grew (``resize_``, a too small ``out=``) is still alive when it
+    returns: its result, or what it kept (a ``.grad``). Temporaries freed inside the call (the tensor that
+    ``x[0] = 5`` wraps 5 in) and empty storages are not copies; a call that fails raises torch's own error.
+    The :class:`CopyError` says which call copied, why it could not be a view, and how to copy on purpose.
+    ``allow``: operators that may allocate, by the name you call (``"reshape"``) or PyTorch's.
+
+    Seen: the thread that entered the guard (one guard object used on several threads guards each on its
+    own). Not seen: other threads, those started inside the block included; memory a kernel uses inside one
+    operator; NumPy's; viewlab's own helpers (a ``MemoryMonitor`` started inside).
 
     >>> x = torch.arange(6).view(2, 3)
     >>> with views_only():

@@ -3,12 +3,14 @@ stretches, and both name the learner's line (in a real kernel too). What IPython
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch.overrides import _get_current_function_mode_stack
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
 from tests.unit.test_ipython import run_in_kernel
@@ -32,12 +34,11 @@ def test_views_only_agrees_with_storage_sharing_on_every_listed_op(case):
     """Every view op of PyTorch's list, every copying op and every layout-dependent op: views_only raises
     exactly when the result does not share the input's storage."""
     x = case.make_input()
-    if x.layout != torch.strided:
-        pytest.skip("sparse inputs have no single storage to compare")
+    bases = [x._indices(), x._values()] if x.layout == torch.sparse_coo else [x]  # where a sparse tensor's memory is
     # Some expressions build a helper tensor themselves (torch.empty(...) to copy a shape from, an index
     # tensor): that allocation is new storage too, and views_only must say so.
     builds = any(f"torch.{f}(" in case.code for f in ("empty", "tensor", "zeros", "ones", "arange"))
-    expected_view = all(shares_storage(r, x) for r in _results(case.apply(x)))
+    expected_view = all(any(shares_storage(r, b) for b in bases) for r in _results(case.apply(x)))
     x = case.make_input()
     try:
         with views_only():
@@ -48,7 +49,7 @@ def test_views_only_agrees_with_storage_sharing_on_every_listed_op(case):
     assert raised == (not expected_view or builds), (
         f"{case.code}: shares storage {expected_view}, builds a tensor {builds}, views_only raised {raised}"
     )
-    assert _get_current_dispatch_mode_stack() == []
+    assert _get_current_dispatch_mode_stack() == [] and _get_current_function_mode_stack() == []
 
 
 def test_copy_error_names_the_call_the_layout_and_the_blocking_dims():
@@ -111,6 +112,136 @@ def test_views_only_as_a_decorator_and_bad_allow():
         views_only()(5)
     with pytest.raises(TypeError, match=r"^watch_broadcasts\(\): used as a decorator"):
         watch_broadcasts()("not a function")
+
+
+# ---------------------------------------------------------------------- one guard, several threads
+
+WAIT_S = 60  # generous: an event that does not come within this is a hang, not a slow machine
+GUARDS = {"views_only": views_only, "watch_broadcasts": lambda: watch_broadcasts(action="raise")}
+# What each guard stops, and something it lets through.
+CAUGHT = {
+    "views_only": (CopyError, lambda: torch.zeros(2) + 1),
+    "watch_broadcasts": (BroadcastStretchError, lambda: torch.zeros(3, 1) - torch.zeros(3)),
+}
+
+
+def _stacks() -> tuple[list, list]:
+    return _get_current_dispatch_mode_stack(), _get_current_function_mode_stack()
+
+
+def _in_thread(fn) -> list:
+    """Run fn on a new thread; what it returned (or raised), once it is done."""
+    box: list = []
+    thread = threading.Thread(target=lambda: box.append(_call(fn)), daemon=True)
+    thread.start()
+    thread.join(WAIT_S)
+    assert box, "the thread did not finish"
+    return box[0]
+
+
+def _call(fn):
+    try:
+        return fn()
+    except BaseException as err:  # noqa: BLE001 - handed back to the test thread
+        return err
+
+
+@pytest.mark.parametrize("name", GUARDS)
+def test_one_guard_on_two_threads_keeps_each_threads_mode(name):
+    """Regression: a guard's active modes were one list for all threads, so the first thread to leave took
+    the other's mode and left its own on its stack for good (every allocation there raised afterwards)."""
+    guard, (caught, bad) = GUARDS[name](), CAUGHT[name]
+    both_in, first_out, results = threading.Barrier(2, timeout=WAIT_S), threading.Event(), {}
+
+    def first():
+        with guard:
+            both_in.wait()
+        first_out.set()  # the first thread in leaves first, while the second is still inside
+        results["first after"] = (_call(bad), _stacks())
+
+    def second():
+        with guard:
+            both_in.wait()
+            assert first_out.wait(WAIT_S)
+            results["second still guarded"] = isinstance(_call(bad), caught)
+        results["second after"] = (_call(bad), _stacks())
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT_S)
+    assert results.get("second still guarded"), results
+    for key in ("first after", "second after"):
+        value, stacks = results[key]
+        assert isinstance(value, torch.Tensor) and stacks == ([], []), (key, value, stacks)
+    assert _stacks() == ([], [])
+
+
+@pytest.mark.parametrize("name", GUARDS)
+def test_a_decorated_function_called_concurrently_and_recursively(name):
+    """Two threads inside one decorated function at once, leaving first in, first out (the order a shared list
+    of active modes got wrong); each call is a guard of its own, recursion too."""
+    caught, bad = CAUGHT[name]
+    barrier, turn, order = threading.Barrier(2, timeout=WAIT_S), threading.Condition(), []
+
+    @GUARDS[name]()
+    def inside(depth: int):
+        if depth:
+            return inside(depth - 1)
+        with turn:
+            order.append(threading.get_ident())
+        barrier.wait()
+        outcome = _call(bad)
+        with turn:
+            assert turn.wait_for(lambda: order[0] == threading.get_ident(), WAIT_S)
+        return outcome
+
+    outcomes = []
+
+    def run():
+        outcome = inside(2)
+        outcomes.append((outcome, _stacks(), _call(bad)))
+        with turn:
+            order.pop(0)
+            turn.notify_all()
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT_S)
+    checks = [(isinstance(o, caught), s, isinstance(after, torch.Tensor)) for o, s, after in outcomes]
+    assert checks == [(True, ([], []), True)] * 2, outcomes
+    assert _stacks() == ([], []) and isinstance(bad(), torch.Tensor)
+
+
+@pytest.mark.parametrize("name", GUARDS)
+def test_exit_without_enter_and_enter_twice_are_clear_errors(name):
+    guard = GUARDS[name]()
+    with pytest.raises(RuntimeError, match=rf"^{name}\(\): __exit__ without __enter__ on this thread"):
+        guard.__exit__(None, None, None)
+    with guard:
+        with pytest.raises(RuntimeError, match=rf"^{name}\(\): this guard is already active on this thread"):
+            guard.__enter__()
+        other = _in_thread(lambda: guard.__exit__(None, None, None))  # another thread cannot end this one's
+        assert isinstance(other, RuntimeError) and "without __enter__ on this thread" in str(other), other
+        assert isinstance(_call(CAUGHT[name][1]), CAUGHT[name][0])
+    assert _stacks() == ([], [])
+
+
+def test_exits_out_of_order_remove_exactly_their_own_modes():
+    """Regression: the torch-function mode was popped from the top, so leaving an outer guard before an inner
+    one took the inner guard's recorder and left the outer's behind."""
+    outer, inner = views_only(), watch_broadcasts(action="raise")
+    outer.__enter__()
+    inner.__enter__()
+    outer.__exit__(None, None, None)
+    assert isinstance(torch.zeros(2) + 1, torch.Tensor)  # views_only is gone
+    with pytest.raises(BroadcastStretchError, match=r"^watch_broadcasts\(\): Tensor.sub \(aten"):
+        torch.zeros(3, 1) - torch.zeros(3)  # watch_broadcasts is not, and its recorder still names the call
+    inner.__exit__(None, None, None)
+    assert _stacks() == ([], [])
 
 
 # ---------------------------------------------------------------------- watch_broadcasts
