@@ -3,8 +3,8 @@
 * :func:`views_only` -- any operator that returns a tensor with **new storage** raises :class:`CopyError`
   (``reshape`` and ``contiguous`` copy silently when the layout forces them).
 * :func:`watch_broadcasts` -- reports elementwise operators whose operands were stretched *against each
-  other* (``(N, 1) - (N,)`` gives ``(N, N)``: no operand has the result's shape) and losses called with
-  input and target of different shapes; one-sided broadcasts (a bias, a scale, a scalar) never.
+  other* (``(N, 1) - (N,)`` gives ``(N, N)``: no operand has the result's shape) by accident, and losses
+  called with input and target of different shapes; one-sided broadcasts (a bias, a scale, a scalar) never.
 
 Both work as ``with`` blocks and as decorators; their modes are entered only there, removed by identity after.
 
@@ -48,11 +48,11 @@ class _CallRecorder(TorchFunctionMode):
         finally:
             self.current = outer
         if outer is None:
-            self.finished((func, args, kwargs))
+            self.finished((func, args, kwargs), out)
         return out
 
-    def finished(self, call: tuple[Any, tuple, dict]) -> None:
-        """Called after each outermost call returned (not when it raised: torch's error comes first)."""
+    def finished(self, call: tuple[Any, tuple, dict], out: Any) -> None:
+        """Called after each outermost call returned ``out`` (not when it raised: torch's error comes first)."""
 
 
 def _public_name(func: Any) -> str:
@@ -61,7 +61,8 @@ def _public_name(func: Any) -> str:
     if owner is torch.Tensor or getattr(func, "__qualname__", "").startswith("TensorBase."):
         return f"Tensor.{name}"
     module = getattr(func, "__module__", "") or ""
-    return f"torch.nn.functional.{name}" if module.endswith("functional") else f"torch.{name}"
+    functional = module.endswith("functional") or module == "torch._C._nn"  # F.linear is torch._C._nn.linear
+    return f"torch.nn.functional.{name}" if functional else f"torch.{name}"
 
 
 def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
@@ -130,7 +131,7 @@ class _ViewsOnlyMode(TorchDispatchMode):
             self._check((None, args, kwargs))
         return out
 
-    def _check(self, call: tuple[Any, tuple, dict]) -> None:
+    def _check(self, call: tuple[Any, tuple, dict], out: Any = None) -> None:
         alive, self.made = [m for m in self.made if m[0]() is not None], []
         if not alive or called_from_viewlab(__file__):  # viewlab's own work (a monitor's warm-up) is not yours
             return
@@ -229,104 +230,225 @@ _LOSSES = frozenset(
     "mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy binary_cross_entropy_with_logits "
     "soft_margin_loss poisson_nll_loss gaussian_nll_loss kl_div hinge_embedding_loss".split()
 )
+# Calls whose size-1 dims are the learner's own (all of them), and reductions (which drop a dim unless keepdim).
+_MAKERS = frozenset("view reshape view_as reshape_as unflatten".split())
+_REDUCTIONS = frozenset(
+    "sum mean prod amax amin max min argmax argmin std var norm logsumexp median nansum any all".split()
+)
+_BUSY = threading.local()  # .call: the innermost watcher has the current call; the ones under it only record
 
 
-def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int, int]]] | None:
-    """For shapes that broadcast: operand -> [(dim in the result, size before, size after)] it was stretched
-    along; None when the broadcast is one-sided (some operand already has the result's shape).
+def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int | None, int]]] | None:
+    """For shapes that broadcast: operand -> [(dim in the result, size before (None: missing), size after)] it
+    was stretched along; None when the broadcast is one-sided (some operand already has the result's shape).
 
     >>> _mutual_stretch([(5, 1), (5,)])
-    {0: [(1, 1, 5)], 1: [(0, 0, 5)]}
+    {0: [(1, 1, 5)], 1: [(0, None, 5)]}
+    >>> _mutual_stretch([(0, 1), (0,)])  # size 0 is a size like any other
+    {0: [(1, 1, 0)], 1: [(0, None, 0)]}
     >>> _mutual_stretch([(8, 4), (4,)]) is None
     True
     """
     result = torch.broadcast_shapes(*shapes)
     if len(shapes) < 2 or any(tuple(s) == tuple(result) for s in shapes):
         return None
-    stretched: dict[int, list[tuple[int, int, int]]] = {}
+    stretched: dict[int, list[tuple[int, int | None, int]]] = {}
     for k, shape in enumerate(shapes):
-        padded = (0,) * (len(result) - len(shape)) + tuple(shape)  # 0 marks a missing dimension
+        padded = (None,) * (len(result) - len(shape)) + tuple(shape)
         for d, (before, after) in enumerate(zip(padded, result)):
-            if before != after:
+            if before != after and not (before is None and after == 1):  # a missing dim of size 1 stretches nothing
                 stretched.setdefault(k, []).append((d, before, after))
-    return stretched if len([k for k in stretched if stretched[k]]) >= 2 else None
+    return stretched if len(stretched) >= 2 else None
+
+
+def _indexed(items: tuple, base: torch.Tensor, explicit: frozenset[int], out: torch.Tensor) -> set[int]:
+    """The size-1 dims of ``base[items]`` the learner made: each None, a slice that keeps one element of a
+    longer dim, and those ``base`` had made so. Advanced indexing: none."""
+    if any(isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice))) for i in items):
+        return set()
+    fill = [slice(None)] * (base.dim() - sum(isinstance(i, (int, slice)) for i in items))
+    if not any(i is Ellipsis for i in items):
+        items = (*items, Ellipsis)
+    made, src, dst = set(), 0, 0
+    for item in (x for i in items for x in (fill if i is Ellipsis else [i])):
+        if item is None or not isinstance(item, int):  # None: a new dim; a slice: base's dim, maybe narrowed
+            if item is None or src in explicit or (base.shape[src] != 1 and out.shape[dst] == 1):
+                made.add(dst)
+            src, dst = src + (item is not None), dst + 1
+        else:
+            src += 1
+    return made
+
+
+class _WatchCalls(_CallRecorder):
+    """Remembers where each tensor's size-1 dims came from (the learner's None/unsqueeze/view/reshape/keepdim,
+    or not) and whether a reduction dropped one of its dims, and watches loss functions."""
+
+    def __init__(self, watch: _BroadcastWatch) -> None:
+        super().__init__()
+        self.watch, self.reported = watch, False  # reported: this call was reported (once per call)
+        self.origins: dict[int, tuple[weakref.ref, tuple[frozenset[int], bool, str]]] = {}
+
+    def record(self, t: torch.Tensor) -> tuple[frozenset[int], bool, str] | None:
+        """(the dims of size 1 made on purpose, made by a reduction without keepdim, the call) or None: not seen."""
+        entry = self.origins.get(id(t))
+        return entry[1] if entry is not None and entry[0]() is t else None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        below = getattr(_BUSY, "call", False)
+        if self.current is None:
+            self.reported = below  # a watcher entered later has this call: it reports, this one only records
+        _BUSY.call = True
+        try:
+            return super().__torch_function__(func, types, args, kwargs)
+        finally:
+            _BUSY.call = below
+
+    def finished(self, call: tuple[Any, tuple, dict], out: Any) -> None:
+        func, args, kwargs = call
+        ins = tensors_in((*args, *kwargs.values()))
+        for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)):
+            self._remember(t, func, args, kwargs, ins)
+        if getattr(func, "__name__", "") in _LOSSES and not self.reported:
+            self._check_loss(func, args, kwargs)
+
+    def _remember(self, t: torch.Tensor, func: Any, args: tuple, kwargs: dict, ins: list[torch.Tensor]) -> None:
+        name, ones = getattr(func, "__name__", ""), {d for d, n in enumerate(t.shape) if n == 1}
+        base = ins[0] if ins else None
+        rec = self.record(base) if base is not None else None
+        mine, reduced, origin = rec[0] if rec else frozenset(), False, _public_name(func)
+        if name in _MAKERS:
+            made = ones
+        elif name in ("__getitem__", "unsqueeze") and base is not None:
+            dim = (*args[1:2], kwargs.get("dim", 0))[0]
+            index = args[1] if name == "__getitem__" else (slice(None),) * (dim % t.dim()) + (None,)
+            made = _indexed(index if isinstance(index, tuple) else (index,), base, mine, t)
+        elif base is not None and (kwargs.get("keepdim") is True or args[2:3] == (True,)) and base.dim() == t.dim():
+            made = {d for d in ones if base.shape[d] != 1 or d in mine}
+        else:
+            try:  # elementwise (or same shape): each size-1 dim is made on purpose if an operand's was
+                same = bool(ins) and tuple(t.shape) == tuple(torch.broadcast_shapes(*(i.shape for i in ins)))
+            except RuntimeError:
+                same = False
+            recs = [(i, self.record(i)) for i in ins] if same else []
+            made = {d + t.dim() - i.dim() for i, r in recs if r for d in r[0]} & ones
+            reduced = any(r[1] for i, r in recs if r and i.shape == t.shape)
+            reduced = reduced or (name in _REDUCTIONS and base is not None and t.dim() < base.dim())
+            origin = next((r[2] for _, r in recs if r), origin)
+        if ones or reduced:
+            key = id(t)  # the weakref's callback forgets the tensor when it dies
+            self.origins[key] = (
+                weakref.ref(t, functools.partial(_forget, self.origins, key)),
+                (frozenset(made), reduced, origin),
+            )
+
+    def _check_loss(self, func: Any, args: tuple, kwargs: dict) -> None:
+        tensors = tensors_in(args[:2]) + tensors_in([kwargs.get("input"), kwargs.get("target")])
+        shapes = [tuple(t.shape) for t in tensors[:2]]
+        if len(shapes) == 2 and shapes[0] != shapes[1] and not called_from_viewlab(__file__):
+            try:
+                result = f"broadcasts them to {tuple(torch.broadcast_shapes(*shapes))}"
+            except RuntimeError:  # the loss took them without broadcasting
+                result = "compares them"
+            text = f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and target of shape"
+            text += f" {shapes[1]}; the loss {result} before averaging, which is rarely what a loss should do."
+            fix = " Reshape one to the other's shape first (e.g. input.squeeze(-1) or target.view_as(input))."
+            line = learner_line()
+            self.reported = True
+            self.watch.report(text + fix + (f"\nAt {line}" if line else ""))
+
+
+def _forget(origins: dict, key: int, ref: weakref.ref) -> None:
+    if origins.get(key, (None,))[0] is ref:
+        del origins[key]
 
 
 class _BroadcastWatch(TorchDispatchMode):
     def __init__(self, report: Callable[[str], None], allow_outer: bool) -> None:
         super().__init__()
         self.report, self.allow_outer = report, allow_outer
-        self.recorder = _LossWatch(report)  # names the public call, and watches loss functions itself
+        self.recorder = _WatchCalls(self)  # names the public call, knows where size-1 dims came from
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
-        if torch.Tag.pointwise in func.tags and not self.allow_outer and len(shapes) >= 2:
+        out = func(*args, **(kwargs or {}))  # first: an operator torch rejects gives torch's error, no report
+        operands = [a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
+        if torch.Tag.pointwise in func.tags and len(operands) >= 2 and not self.recorder.reported:
             try:
-                stretched = _mutual_stretch(shapes)
-            except RuntimeError:  # not broadcastable: torch raises its own error below
+                stretched = _mutual_stretch([tuple(a.shape) for a in operands])
+            except RuntimeError:
                 stretched = None
-            if stretched and not called_from_viewlab(__file__):
-                self.report(self._message(func, shapes, stretched))
-        return func(*args, **(kwargs or {}))
+            reasons = self._accidental(operands, stretched) if stretched else []
+            if reasons and not called_from_viewlab(__file__):
+                self.recorder.reported = True
+                self.report(self._message(func, [tuple(a.shape) for a in operands], stretched, reasons))
+        return out
 
-    def _message(self, func: Any, shapes: list, stretched: dict) -> str:
+    def _accidental(self, operands: list[torch.Tensor], stretched: dict) -> list[str]:
+        """Why the stretch was not meant, one reason per size-1 dim not made on purpose (empty: intended)."""
+        reasons, rank, how = [], max(a.dim() for a in operands), ", not from None/unsqueeze/view/reshape/keepdim=True"
+        for k, dims in stretched.items():
+            rec = self.recorder.record(operands[k])
+            for d, before, _ in dims:
+                own = d - rank + operands[k].dim()
+                if before is None and rec is not None and rec[1]:
+                    reasons.append(f"operand {k} lost a dim in {rec[2]} (a reduction without keepdim=True)")
+                elif before is not None and rec is None and not self.allow_outer:
+                    reasons.append(f"dim {own} of operand {k} has size 1 from before the watch began{how}")
+                elif before is not None and rec is not None and own not in rec[0]:
+                    reasons.append(f"dim {own} of operand {k} has size 1 from {rec[2]}{how}")
+        return list(dict.fromkeys(reasons))
+
+    def _message(self, func: Any, shapes: list, stretched: dict, reasons: list[str]) -> str:
         result, call = tuple(torch.broadcast_shapes(*shapes)), self.recorder.current
         called = _public_name(call[0]) if call else str(func)
         parts = []
         for k, dims in stretched.items():
-            moves = ", ".join(f"dim {d} ({'missing' if b == 0 else b} -> {a})" for d, b, a in dims)
+            moves = ", ".join(f"dim {d} ({'missing' if b is None else b} -> {a})" for d, b, a in dims)
             parts.append(f"operand {k} {shapes[k]} along {moves}")
         fix = "make the operands' shapes equal first (reshape or view_as one of them)"
         for k, (mine, other) in enumerate([(shapes[0], shapes[1]), (shapes[1], shapes[0])]):
             if mine[-1:] == (1,) and mine[:-1] == other:  # (N, 1) against (N,): a trailing 1 too many
                 fix = f"squeeze dim {len(mine) - 1} of operand {k} ({mine} -> {mine[:-1]})"
                 break
-        fix += "; if an outer product is what you meant, pass allow_outer=True"
+        fix += "; for an outer product, make its size-1 dims on purpose (x[:, None], unsqueeze, keepdim=True)"
         line = learner_line()
         # Reported while the learner's code runs: named after the guard, as views_only's CopyError is.
         return (
             f"watch_broadcasts(): {called} ({func}) broadcast {' and '.join(map(str, shapes))} to {result}: "
             f"the operands were stretched against each other ({'; '.join(parts)}), so the result has "
-            f"{math.prod(result):,} elements, more than any operand. To compute elementwise, {fix}."
+            f"{math.prod(result):,} elements and a shape no operand has. Not on purpose: {'; '.join(reasons)}. To "
+            f"compute elementwise, {fix} (or pass allow_outer=True for those made before the watch began)."
             + (f"\nAt {line}" if line else "")
         )
-
-
-class _LossWatch(_CallRecorder):
-    def __init__(self, report: Callable[[str], None]) -> None:
-        super().__init__()
-        self.report = report
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        kwargs = kwargs or {}
-        if self.current is None and getattr(func, "__name__", "") in _LOSSES:
-            tensors = tensors_in(args[:2]) + tensors_in([kwargs.get("input"), kwargs.get("target")])
-            shapes = [tuple(t.shape) for t in tensors[:2]]
-            if len(shapes) == 2 and shapes[0] != shapes[1] and not called_from_viewlab(__file__):
-                line, result = learner_line(), tuple(torch.broadcast_shapes(*shapes))
-                text = f"watch_broadcasts(): {_public_name(func)} got input of shape {shapes[0]} and target of shape"
-                text += f" {shapes[1]}; the loss broadcasts them to {result} before averaging, which is rarely what a"
-                fix = "Reshape one to the other's shape first (e.g. input.squeeze(-1) or target.view_as(input))."
-                self.report(f"{text} loss should do. {fix}" + (f"\nAt {line}" if line else ""))
-        return super().__torch_function__(func, types, args, kwargs)
 
 
 @entry("watch_broadcasts")
 def watch_broadcasts(action: str = "warn", allow_outer: bool = False) -> _Guard:
     """Report broadcasts that succeed but compute the wrong thing (which: the module docstring), with a fix.
 
-    ``action``: ``"warn"`` (a :class:`BroadcastWarning`), ``"raise"`` (:class:`BroadcastStretchError`) or a
-    function called with each report. viewlab's own helpers are not watched. ``allow_outer=True`` silences
-    intended outer products (loss-shape checks stay on).
+    A stretch against each other is meant when every stretched size-1 dim was made so on purpose inside the
+    block: ``x[:, None]``, ``unsqueeze``, ``view``/``reshape``, ``keepdim=True`` (or kept from such a tensor by
+    elementwise ops, ``.float()``, indexing). It is reported when a size-1 dim came from elsewhere (a model's
+    output, a literal shape such as ``torch.zeros(N, 1)``, a tensor made before the block) or when an operand
+    stretched along a missing dim lost it in a reduction without ``keepdim=True``. ``allow_outer=True``: size-1
+    dims made before the block count as meant; those seen made otherwise are still reported.
 
-    >>> pred, target = torch.zeros(4, 1), torch.zeros(4)
+    ``action``: ``"warn"`` (a :class:`BroadcastWarning`), ``"raise"`` (:class:`BroadcastStretchError`) or a
+    function called with each report. An operator torch rejects raises torch's own error and is not reported;
+    each call of yours is reported at most once, by the innermost watcher. viewlab's own helpers are not
+    watched. Seen: the thread that entered the watch. Not seen: other threads; a size-1 dim moved by
+    ``transpose``/``permute`` counts as not made on purpose.
+
     >>> with warnings.catch_warnings(record=True) as seen:
     ...     warnings.simplefilter("always")
     ...     with watch_broadcasts():
-    ...         diff = pred - target                      # (4, 1) - (4,) -> (4, 4)
+    ...         pred, target = torch.nn.Linear(3, 1)(torch.ones(4, 3)), torch.zeros(4)
+    ...         diff = pred - target                      # (4, 1) - (4,) -> (4, 4): the 1 is the model's
     ...         bias = torch.zeros(4, 3) + torch.ones(3)  # one-sided: silent
-    >>> len(seen), diff.shape
-    (1, torch.Size([4, 4]))
+    ...         i = torch.arange(4)
+    ...         causal = i[:, None] >= i[None, :]         # (4, 1) against (1, 4), both made so: meant, silent
+    >>> len(seen), diff.shape, causal.shape
+    (1, torch.Size([4, 4]), torch.Size([4, 4]))
     """
     if not callable(action) and not (isinstance(action, str) and action in ("warn", "raise")):
         raise value_error("action", "'warn', 'raise' or a function taking the message", action)

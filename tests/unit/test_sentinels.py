@@ -247,24 +247,34 @@ def test_exits_out_of_order_remove_exactly_their_own_modes():
 # ---------------------------------------------------------------------- watch_broadcasts
 
 
-shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
+shapes = st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple)
+
+
+def stretched_operands(*shapes_: tuple[int, ...]) -> int:
+    """How many operands broadcasting stretches, from torch itself: expanding one to the result gives it a
+    stride-0 dim of size other than 1 (size 0 included)."""
+    result = torch.broadcast_shapes(*shapes_)
+    views = [torch.zeros(s).expand(result) for s in shapes_]
+    return sum(any(st == 0 and n != 1 for st, n in zip(v.stride(), v.shape)) for v in views)
 
 
 @settings(max_examples=300, deadline=None)
 @given(a=shapes, b=shapes)
 def test_watch_broadcasts_reports_exactly_the_mutual_stretches(a, b):
+    """Operands made before the watch (where their size-1 dims came from is not known): every stretch against
+    each other is reported, size-0 dims included (0 was once the "missing dim" marker and hid them)."""
     try:
         result = torch.broadcast_shapes(a, b)
     except RuntimeError:
         return
     x, y = torch.zeros(a), torch.zeros(b)
-    mutual = len(a) > 0 and len(b) > 0 and a != result and b != result
+    mutual = len(a) > 0 and len(b) > 0 and stretched_operands(a, b) == 2
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         with watch_broadcasts():
             x + y
     reported = [w for w in seen if issubclass(w.category, BroadcastWarning)]
-    assert bool(reported) == mutual, f"{a} + {b} -> {result}: mutual {mutual}, reported {len(reported)}"
+    assert len(reported) == mutual, f"{a} + {b} -> {result}: mutual {mutual}, reported {len(reported)}"
     assert (_mutual_stretch([a, b]) is not None) == mutual
 
 
@@ -300,14 +310,21 @@ def test_one_sided_broadcasts_are_silent(left, right):
         torch.zeros(left) * 2.0
 
 
-def test_allow_outer_silences_intended_outer_products():
+def test_allow_outer_tells_an_intended_outer_product_from_the_n1_accident():
+    """Regression: allow_outer=True silenced the (N, 1) - (N,) accident along with the outer product."""
     a, b = torch.arange(3.0), torch.arange(4.0)
-    with watch_broadcasts(action="raise", allow_outer=True):
-        outer = a[:, None] * b[None, :]
-    assert outer.shape == (3, 4)
-    with pytest.raises(BroadcastStretchError):
+    col = a[:, None]  # made before the watch: where its size-1 dim came from is not seen
+    with pytest.raises(BroadcastStretchError, match="dim 1 of operand 0 has size 1 from before the watch began"):
         with watch_broadcasts(action="raise"):
-            a[:, None] * b[None, :]
+            col * b
+    with watch_broadcasts(action="raise", allow_outer=True):
+        outer = col * b  # allow_outer: size-1 dims made before the block count as meant
+        pred = torch.nn.Linear(2, 1)(torch.ones(4, 2))  # (4, 1), made by the model inside the block
+    assert outer.shape == (3, 4)
+    with pytest.raises(BroadcastStretchError, match=r"size 1 from torch.nn.functional.linear"):
+        with watch_broadcasts(action="raise", allow_outer=True):
+            pred = torch.nn.Linear(2, 1)(torch.ones(4, 2))
+            pred - torch.zeros(4)  # the accident is still reported
 
 
 def test_bad_watch_arguments():
@@ -341,9 +358,10 @@ def test_viewlabs_own_helpers_are_not_reported_but_the_same_code_in_yours_is():
     with watch_broadcasts(action="raise"):
         mask = padding_mask(lengths, 4)  # built inside viewlab by comparing (1, L) with (B, 1): not your code
     assert mask.shape == (2, 1, 1, 4)
+    row, col = torch.arange(4)[None, :], lengths[:, None]  # made before the watch: not known to be meant
     with pytest.raises(BroadcastStretchError, match=r"\(1, 4\) and \(2, 1\) to \(2, 4\)"):
         with watch_broadcasts(action="raise"):
-            _ = torch.arange(4)[None, :] < lengths[:, None]  # the same comparison written here: reported
+            _ = row < col  # the same comparison written here: reported
 
 
 @pytest.mark.parametrize("watch_outside", [True, False], ids=["watch-outside-measure", "watch-inside-measure"])
