@@ -308,7 +308,10 @@ class _WatchCalls(_CallRecorder):
         func, args, kwargs = call
         ins = tensors_in((*args, *kwargs.values()))
         for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)):
-            self._remember(t, func, args, kwargs, ins)
+            try:
+                self._remember(t, func, args, kwargs, ins)
+            except Exception:  # noqa: BLE001 - never break the learner's call: its size-1 dims stay "not seen"
+                continue
         if getattr(func, "__name__", "") in _LOSSES and not self.reported:
             self._check_loss(func, args, kwargs)
 
@@ -323,7 +326,7 @@ class _WatchCalls(_CallRecorder):
             dim = (*args[1:2], kwargs.get("dim", 0))[0]
             index = args[1] if name == "__getitem__" else (slice(None),) * (dim % t.dim()) + (None,)
             made = _indexed(index if isinstance(index, tuple) else (index,), base, mine, t)
-        elif base is not None and (kwargs.get("keepdim") is True or args[2:3] == (True,)) and base.dim() == t.dim():
+        elif base is not None and any(a is True for a in (kwargs.get("keepdim"), *args[2:3])) and base.dim() == t.dim():
             made = {d for d in ones if base.shape[d] != 1 or d in mine}
         else:
             try:  # elementwise (or same shape): each size-1 dim is made on purpose if an operand's was

@@ -73,6 +73,11 @@ def keepdim_against_a_row():
     return x.sum(1, keepdim=True) * torch.arange(3.0)[None, :], x - x.mean(dim=1, keepdim=True)
 
 
+def tensors_in_every_argument_position():
+    x, c = torch.randn(N, D), torch.rand(N, D) > 0.5  # a tensor third: once compared with keepdim's True
+    return torch.where(c, x, torch.zeros(N, D)), torch.addcmul(x, x, x), x.sum(1, True) * torch.ones(3)[None]
+
+
 def a_narrowing_slice_keeps_the_dim():
     x = torch.randn(N, D)
     return x[:, :1] - x[0]  # (N, 1) against (D,): the slice keeps dim 1 on purpose
@@ -88,6 +93,7 @@ IDIOMS = [
     outer_products,
     pairwise_differences,
     keepdim_against_a_row,
+    tensors_in_every_argument_position,
     a_narrowing_slice_keeps_the_dim,
 ]
 
