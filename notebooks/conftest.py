@@ -51,6 +51,7 @@ from viewlab._dispatch import called_from_viewlab as _vl_from_viewlab, enter_mod
 from viewlab.sentinels import _mutual_stretch as _vl_mutual
 _vl_reports, _vl_stretches, _vl_last = [], [], [get_ipython().last_execution_result]
 get_ipython().events.register("post_run_cell", lambda result: _vl_last.__setitem__(0, result))
+_vl_here = (lambda: 0).__code__.co_filename  # this code's own frames are not the cell's
 class _VlStretches(_VlMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -60,7 +61,7 @@ class _VlStretches(_VlMode):
                 mutual = _vl_mutual(shapes)
             except RuntimeError:
                 mutual = None
-            if mutual and not _vl_from_viewlab(_VlStretches.__torch_dispatch__.__code__.co_filename):
+            if mutual and not _vl_from_viewlab(_vl_here):
                 _vl_stretches.append(f"{func} broadcast {' and '.join(map(str, shapes))}")
         return out
 _vl_enter(_VlStretches())

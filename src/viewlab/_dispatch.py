@@ -145,15 +145,16 @@ def called_from_viewlab(this_file: str = "") -> bool:
     """True when the innermost frame outside torch is viewlab's own code (a helper building a mask, say),
     so a watcher reports the learner's code, not the internals of the tools it watches with.
 
-    Another viewlab dispatch mode (``measure``, the monitor's frame hook, a rule recorder) only passes the
-    learner's operator on from its ``__torch_dispatch__``: that frame is skipped, so an operator run inside
-    ``with measure():`` is still the learner's. ``this_file``: the calling watcher's own file, also skipped.
+    Another viewlab mode (``measure``, the monitor's frame hook, a rule recorder, a guard's call recorder)
+    only passes the learner's operator on from its ``__torch_dispatch__`` or ``__torch_function__``: those
+    frames are skipped, so an operator run inside ``with measure():`` is still the learner's. ``this_file``: the calling watcher's own file, also skipped.
 
     >>> called_from_viewlab()
     False
     """
     own = (this_file.replace("\\", "/"), __file__.replace("\\", "/"))
     for name, frame in _outer_frames():
-        if name not in own and not (frame.name == "__torch_dispatch__" and name.startswith(PACKAGE_DIR)):
+        passing_on = frame.name in ("__torch_dispatch__", "__torch_function__") and name.startswith(PACKAGE_DIR)
+        if name not in own and not passing_on:
             return name.startswith(PACKAGE_DIR)
     return False

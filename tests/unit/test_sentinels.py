@@ -385,3 +385,32 @@ def test_an_operator_run_inside_measure_is_still_yours(watch_outside):
     for _ in run():
         mask = padding_mask(torch.tensor([3, 1]), 4)  # viewlab's own helper, inside measure: still not reported
     assert mask.shape == (2, 1, 1, 4)
+
+
+def test_a_mode_under_a_guard_still_sees_the_learners_operators_as_the_learners():
+    """Regression: a guard's call recorder (a torch-function mode in viewlab) sat between a mode entered under
+    the guard and the learner's code, so every operator looked like viewlab's own (the notebook run's count of
+    stretches, entered under its watch, saw none)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from viewlab._dispatch import called_from_viewlab, enter_mode, remove_mode
+    from viewlab.attention import padding_mask
+
+    here, seen = (lambda: 0).__code__.co_filename, []
+
+    class Below(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append((str(func), called_from_viewlab(here)))
+            return func(*args, **(kwargs or {}))
+
+    below = Below()
+    enter_mode(below)
+    try:
+        with watch_broadcasts(action="raise"):
+            lengths = torch.ones(2, dtype=torch.long) + 1
+            mine = len(seen)
+            padding_mask(lengths, 3)
+    finally:
+        remove_mode(below)
+    assert mine and not any(v for _, v in seen[:mine]), seen[:mine]
+    assert seen[mine:] and all(v for _, v in seen[mine:]), seen[mine:]
