@@ -147,7 +147,8 @@ def called_from_viewlab(this_file: str = "") -> bool:
 
     Another viewlab mode (``measure``, the monitor's frame hook, a rule recorder, a guard's call recorder)
     only passes the learner's operator on from its ``__torch_dispatch__`` or ``__torch_function__``: those
-    frames are skipped, so an operator run inside ``with measure():`` is still the learner's. ``this_file``: the calling watcher's own file, also skipped.
+    frames are skipped, so an operator run inside ``with measure():`` is still the learner's.
+    ``this_file``: the calling watcher's own file, also skipped.
 
     >>> called_from_viewlab()
     False
