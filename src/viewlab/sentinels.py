@@ -45,14 +45,18 @@ class _CallRecorder(TorchFunctionMode):
         self.current = outer or (func, args, kwargs)
         try:
             out = func(*args, **kwargs)
+        except BaseException:
+            if outer is None:
+                self.finished(None, None)  # the call failed: torch's error comes first, nothing is judged
+            raise
         finally:
             self.current = outer
         if outer is None:
             self.finished((func, args, kwargs), out)
         return out
 
-    def finished(self, call: tuple[Any, tuple, dict], out: Any) -> None:
-        """Called after each outermost call returned ``out`` (not when it raised: torch's error comes first)."""
+    def finished(self, call: tuple[Any, tuple, dict] | None, out: Any) -> None:
+        """Called after each outermost call returned ``out``; with None when it raised."""
 
 
 def _public_name(func: Any) -> str:
@@ -131,9 +135,11 @@ class _ViewsOnlyMode(TorchDispatchMode):
             self._check((None, args, kwargs))
         return out
 
-    def _check(self, call: tuple[Any, tuple, dict], out: Any = None) -> None:
+    def _check(self, call: tuple[Any, tuple, dict] | None, out: Any = None) -> None:
         alive, self.made = [m for m in self.made if m[0]() is not None], []
-        if not alive or called_from_viewlab(__file__):  # viewlab's own work (a monitor's warm-up) is not yours
+        if (
+            not alive or call is None or called_from_viewlab(__file__)
+        ):  # viewlab's own work (a monitor's warm-up) is not yours
             return
         _, func, shape, nbytes, grew = alive[0]
         called = _public_name(call[0]) if call[0] is not None else str(func)
@@ -304,7 +310,9 @@ class _WatchCalls(_CallRecorder):
         finally:
             _BUSY.call = below
 
-    def finished(self, call: tuple[Any, tuple, dict], out: Any) -> None:
+    def finished(self, call: tuple[Any, tuple, dict] | None, out: Any) -> None:
+        if call is None:
+            return
         func, args, kwargs = call
         ins = tensors_in((*args, *kwargs.values()))
         for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)):

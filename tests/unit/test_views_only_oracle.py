@@ -211,6 +211,25 @@ def test_sparse_views_pass_and_sparse_copies_are_caught():
             copy()
 
 
+def test_a_call_that_fails_is_not_judged_and_leaves_nothing_for_the_next_one():
+    """A function that allocates (kept alive) and then raises: its error comes through, and the next call is
+    judged on its own (the failed call's storage was once blamed on it)."""
+    kept: list[torch.Tensor] = []
+
+    def allocate_then_fail(x: torch.Tensor) -> None:
+        if torch.overrides.has_torch_function((x,)):
+            return torch.overrides.handle_torch_function(allocate_then_fail, (x,), x)
+        kept.append(x + 1)
+        raise ValueError("failed after allocating")
+
+    x = torch.zeros(3)
+    with views_only():
+        with pytest.raises(ValueError, match="failed after allocating"):
+            allocate_then_fail(x)
+        row = x[1:]
+    assert len(kept) == 1 and row.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+
+
 def test_storage_growth_is_caught():
     """Regression: resize_ and out= resizing passed (the storage was an input's)."""
     x, y, out, fit = torch.zeros(3), torch.ones(2), torch.empty(0), torch.empty(2)
