@@ -246,7 +246,8 @@ _BUSY = threading.local()  # .call: the innermost watcher has the current call; 
 
 def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int | None, int]]] | None:
     """For shapes that broadcast: operand -> [(dim in the result, size before (None: missing), size after)] it
-    was stretched along; None when the broadcast is one-sided (some operand already has the result's shape).
+    was stretched along; None unless two operands or more are stretched (one-sided: a bias, a scale; or
+    ``(2,)`` against ``(1, 1)``, which only gains a leading dim of size 1).
 
     >>> _mutual_stretch([(5, 1), (5,)])
     {0: [(1, 1, 5)], 1: [(0, None, 5)]}
