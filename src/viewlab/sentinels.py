@@ -246,8 +246,7 @@ _BUSY = threading.local()  # .call: the innermost watcher has the current call; 
 
 def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int | None, int]]] | None:
     """For shapes that broadcast: operand -> [(dim in the result, size before (None: missing), size after)] it
-    was stretched along; None unless two operands or more are stretched (one-sided: a bias, a scale; or
-    ``(2,)`` against ``(1, 1)``, which only gains a leading dim of size 1).
+    was stretched along; None when the broadcast is one-sided (some operand already has the result's shape).
 
     >>> _mutual_stretch([(5, 1), (5,)])
     {0: [(1, 1, 5)], 1: [(0, None, 5)]}
@@ -263,9 +262,9 @@ def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, 
     for k, shape in enumerate(shapes):
         padded = (None,) * (len(result) - len(shape)) + tuple(shape)
         for d, (before, after) in enumerate(zip(padded, result)):
-            if before != after and not (before is None and after == 1):  # a missing dim of size 1 stretches nothing
+            if before != after:  # None marks a missing dim: a size (0 included) is never taken for one
                 stretched.setdefault(k, []).append((d, before, after))
-    return stretched if len(stretched) >= 2 else None
+    return stretched
 
 
 def _indexed(items: tuple, base: torch.Tensor, explicit: frozenset[int], out: torch.Tensor) -> set[int]:
