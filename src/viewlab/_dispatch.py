@@ -1,6 +1,6 @@
 """Dispatch-mode plumbing shared by every tool that watches operators (measure, the monitor, the
-sentinels, the course's rule recorder): push and remove a mode by identity, find the tensors and the
-storage behind an operator's arguments, and name the learner's own line of code.
+sentinels, the course's rule recorder): push and remove a mode (dispatch or torch-function) by identity, find
+the tensors and the storages behind an operator's arguments, and name the learner's own line of code.
 
 Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
 
@@ -19,38 +19,50 @@ True
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+Mode = TorchDispatchMode | TorchFunctionMode
 
 PACKAGE_DIR = __file__.replace("\\", "/").rsplit("/", 1)[0] + "/"  # .../viewlab/
 
 
-def enter_mode(mode: TorchDispatchMode) -> None:
-    """Push ``mode`` on this thread's dispatch-mode stack (TorchDispatchMode's own bookkeeping)."""
-    TorchDispatchMode.__enter__(mode)
+def _kind(mode: Mode) -> tuple[type, Callable[[], list]]:
+    """The mode's base class (whose enter/exit keep torch's bookkeeping) and its per-thread stack."""
+    if isinstance(mode, TorchFunctionMode):
+        return TorchFunctionMode, _get_current_function_mode_stack
+    return TorchDispatchMode, _get_current_dispatch_mode_stack
 
 
-def remove_mode(mode: TorchDispatchMode) -> bool:
-    """Take ``mode`` off this thread's dispatch-mode stack wherever it sits, never "pop the top".
+def enter_mode(mode: Mode) -> None:
+    """Push ``mode`` on this thread's dispatch-mode (or torch-function-mode) stack, with torch's own bookkeeping."""
+    _kind(mode)[0].__enter__(mode)
+
+
+def remove_mode(mode: Mode) -> bool:
+    """Take ``mode`` off this thread's mode stack wherever it sits, never "pop the top" (a torch-function
+    mode's own ``__exit__`` pops whatever is on top: another guard's, after a mis-nested exit).
 
     Modes pushed after it (a ``measure`` inside a monitor, say) are taken off first and put back
     afterwards in the same order, each with TorchDispatchMode's own exit/enter bookkeeping, so the
     stack and torch's "a mode is active" flags stay consistent. Returns False when ``mode`` is not on
     this thread's stack (already removed, or pushed by another thread: mode stacks are per thread).
     """
-    stack = _get_current_dispatch_mode_stack()
+    base, current = _kind(mode)
+    stack = current()
     if not any(m is mode for m in stack):
         return False
     above = []
     while stack[-1] is not mode:
         above.append(stack.pop())
-        TorchDispatchMode.__exit__(above[-1], None, None, None)
-    TorchDispatchMode.__exit__(mode, None, None, None)
+        base.__exit__(above[-1], None, None, None)
+    base.__exit__(mode, None, None, None)
     for top in reversed(above):
-        TorchDispatchMode.__enter__(top)
+        base.__enter__(top)
     return True
 
 
@@ -75,6 +87,23 @@ def storage_key(t: torch.Tensor) -> int | None:
     """
     st = storage_of(t)
     return None if st is None else st._cdata
+
+
+_PARTS = {  # the tensors that hold a sparse tensor's memory
+    torch.sparse_coo: ("_indices", "_values"),
+    **{layout: ("crow_indices", "col_indices", "values") for layout in (torch.sparse_csr, torch.sparse_bsr)},
+    **{layout: ("ccol_indices", "row_indices", "values") for layout in (torch.sparse_csc, torch.sparse_bsc)},
+}
+
+
+def storages_of(t: torch.Tensor) -> list[Any]:
+    """The storages holding ``t``'s memory: its own, or a sparse tensor's indices' and values'.
+
+    >>> [s.nbytes() for s in storages_of(torch.eye(2).to_sparse())]  # 2x2 int64 indices, 2 float values
+    [32, 8]
+    """
+    parts = [getattr(t, name)() for name in _PARTS[t.layout]] if t.layout in _PARTS else [t]
+    return [st for st in map(storage_of, parts) if st is not None]
 
 
 def tensors_in(items: Iterable[Any]) -> list[torch.Tensor]:
@@ -116,15 +145,17 @@ def called_from_viewlab(this_file: str = "") -> bool:
     """True when the innermost frame outside torch is viewlab's own code (a helper building a mask, say),
     so a watcher reports the learner's code, not the internals of the tools it watches with.
 
-    Another viewlab dispatch mode (``measure``, the monitor's frame hook, a rule recorder) only passes the
-    learner's operator on from its ``__torch_dispatch__``: that frame is skipped, so an operator run inside
-    ``with measure():`` is still the learner's. ``this_file``: the calling watcher's own file, also skipped.
+    Another viewlab mode (``measure``, the monitor's frame hook, a rule recorder, a guard's call recorder)
+    only passes the learner's operator on from its ``__torch_dispatch__`` or ``__torch_function__``: those
+    frames are skipped, so an operator run inside ``with measure():`` is still the learner's.
+    ``this_file``: the calling watcher's own file, also skipped.
 
     >>> called_from_viewlab()
     False
     """
     own = (this_file.replace("\\", "/"), __file__.replace("\\", "/"))
     for name, frame in _outer_frames():
-        if name not in own and not (frame.name == "__torch_dispatch__" and name.startswith(PACKAGE_DIR)):
+        passing_on = frame.name in ("__torch_dispatch__", "__torch_function__") and name.startswith(PACKAGE_DIR)
+        if name not in own and not passing_on:
             return name.startswith(PACKAGE_DIR)
     return False
