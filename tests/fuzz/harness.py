@@ -89,6 +89,7 @@ SURFACE = (
     "viewlab.versions",
     "viewlab.course.exercises",
     "viewlab.exercises",
+    "viewlab.course.claims",
 )
 
 
@@ -104,16 +105,18 @@ def surface() -> list[ModuleType]:
     return found
 
 
-def public(name: str) -> Any:
-    """The object every surface module that lists ``name`` in its ``__all__`` agrees on, e.g. ``public("layout")``.
+def public(name: str, module: str | None = None) -> Any:
+    """The object every surface module that lists ``name`` in its ``__all__`` agrees on, e.g. ``public("layout")``;
+    ``module`` picks one home where two modules use one name for different things (``get`` of the exercises and
+    of the claims).
 
     >>> public("shares_storage") is viewlab.shares_storage
     True
     """
-    homes = [m for m in surface() if name in getattr(m, "__all__", ())]
+    homes = [m for m in surface() if name in getattr(m, "__all__", ()) and module in (None, m.__name__)]
     found = {id(getattr(m, name)): getattr(m, name) for m in homes}
     assert homes, f"{name!r} is in no __all__ of the public surface: add its module to SURFACE"
-    assert len(found) == 1, f"{name!r} means different objects in {[m.__name__ for m in homes]}"
+    assert len(found) == 1, f"{name!r} means different objects in {[m.__name__ for m in homes]}: pass module="
     return next(iter(found.values()))
 
 
@@ -545,7 +548,8 @@ def _raised_in_viewlab(exc: BaseException) -> bool:
 
 
 def _public_name(target: Target) -> str:
-    return target.name.split(".")[0]
+    """The function a message must name: ``"get"`` for the targets ``"get [claims]"`` and ``"get.method"``."""
+    return target.name.split(" ")[0].split(".")[0]
 
 
 def is_clear(target: Target, exc: BaseException) -> bool:

@@ -72,9 +72,13 @@ def _known(claim_id: Any, arg: str = "claim_id") -> Claim:
 
 def _items(value: Any, arg: str, what: str) -> list[Any]:
     """``value`` as a list, or a TypeError when it is no collection (a str, a dict or a single object)."""
+    fix = f"Wrap a single one: {arg}=[...]."
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise type_error(arg, f"a list of {what}", value, f"Wrap a single one: {arg}=[...].")
-    return list(value)
+        raise type_error(arg, f"a list of {what}", value, fix)
+    try:
+        return list(value)
+    except (TypeError, RuntimeError, ValueError, NotImplementedError):  # a 0-d or nested tensor is no list
+        raise type_error(arg, f"a list of {what}", value, fix) from None
 
 
 def _rows(rows: Any, keys: tuple[str, ...]) -> list[Mapping[str, Any]]:
