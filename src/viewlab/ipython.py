@@ -1,14 +1,11 @@
 """IPython and Jupyter lookups in one room: are we in a kernel, on Colab, and what IPython keeps alive.
 
 * :func:`in_kernel`, :func:`on_colab` -- where the code runs (the monitor picks its display from them).
-* :func:`held_by_ipython` / :func:`release_ipython_refs` -- tensors kept alive only by IPython: its output
-  history (``Out``/``_oh``, ``_``, ``__``, ``___``, ``_5``, the display hook's copies), its last result, or the
-  last stored error (``sys.last_exc``/``last_value``/``last_traceback``: the exception and its frames' locals).
-
-Each holder is walked into containers (lists, tuples, sets, dicts), ``nn.Module`` parameters and buffers,
-NumPy arrays sharing a tensor's storage and objects' attributes, :data:`DEPTH` levels deep. A tensor counts as
-held only by IPython when no variable of yours reaches its storage by the same walk. Not seen: closures,
-``__slots__``, C extension objects, and anything past the depth or the :data:`BUDGET` of objects per walk.
+* :func:`held_by_ipython` / :func:`release_ipython_refs` -- tensors kept alive only by IPython: output history
+  (``Out``, ``_``, ``_5``, their hidden and display-hook copies), the last result, the last stored error. Each
+  holder is walked into containers, ``nn.Module`` parameters and buffers, NumPy arrays sharing a tensor's storage
+  and objects' attributes, :data:`DEPTH` levels deep; a tensor is IPython's only if no variable of yours reaches
+  its storage by the same walk. Not seen: closures, ``__slots__``, C objects, past the depth or :data:`BUDGET`.
 
 Nothing here imports IPython at module load.
 
@@ -18,11 +15,11 @@ Nothing here imports IPython at module load.
 
 from __future__ import annotations
 
-import functools
 import gc
 import sys
 import types
 import weakref
+from functools import partial
 from typing import Any
 
 import torch
@@ -134,30 +131,19 @@ def _shell(ip: Any, sources: Any) -> tuple[Any, tuple[str, ...]]:
 
 
 def _ipython_names(ip: Any) -> set[str]:
-    """The names in ``user_ns`` that IPython put there and still owns (``Out``, ``_``, ``_5``, ``_i5`` ...): a
-    name pushed by IPython is also in ``user_ns_hidden``, with the same object until you assign it yourself
-    (the test IPython's own display hook uses). A stand-in shell without it: the names IPython uses."""
+    """The names IPython put in ``user_ns`` and still owns (``Out``, ``_``, ``_5`` ...): IPython also pushes them
+    into ``user_ns_hidden``, the same object until you assign the name yourself (the test its display hook uses).
+    A stand-in shell without it: the names IPython uses."""
     ns, hidden = ip.user_ns, getattr(ip, "user_ns_hidden", None)
     if isinstance(hidden, dict):
         return {n for n, v in ns.items() if n in hidden and hidden[n] is v}
-    numbered = {n for n in ns if n.lstrip("_i").isdigit() and n.startswith("_")}
-    return numbered | {n for n in ns if n in ("Out", "In", "_oh", "_ih", "_dh", "_i", "_ii", "_iii", *_UNDERS)}
-
-
-def _errors(ip: Any) -> list[BaseException]:
-    """The stored errors (``sys.last_*``, the failing cell's ``error_in_exec``) with their causes and contexts."""
-    last = getattr(getattr(ip, "last_execution_result", None), "error_in_exec", None)
-    errors = [e for e in (getattr(sys, "last_exc", None), getattr(sys, "last_value", None), last) if e is not None]
-    for error in errors:  # the list grows while it is read
-        errors += [e for e in (error.__cause__, error.__context__) if e is not None and all(e is not x for x in errors)]
-    return errors
+    return {n for n in ns if n in ("Out", "In", "_oh", "_ih", *_UNDERS) or (n[0] == "_" and n.lstrip("_i").isdigit())}
 
 
 def _forget(spaces: list[Any], name: str, *value: None) -> None:
-    """Drop ``name`` from each namespace that has it, or set it to ``value`` (``_``: kept, as None)."""
-    for space in spaces:
-        if name in space:
-            space.update({name: value[0]}) if value else space.pop(name)
+    """Drop ``name`` from each namespace that has it, or set it to ``value``."""
+    for space in (s for s in spaces if name in s):
+        space.update({name: value[0]}) if value else space.pop(name)
 
 
 def _forget_errors(ip: Any) -> None:
@@ -169,75 +155,77 @@ def _forget_errors(ip: Any) -> None:
             setattr(obj, attr, None)
 
 
+def _error_slots(ip: Any) -> list[tuple[str, Any, Any]]:
+    """The stored errors (with their causes and contexts) and the locals of their traceback's frames."""
+    last, drop = getattr(getattr(ip, "last_execution_result", None), "error_in_exec", None), partial(_forget_errors, ip)
+    errors = [e for e in (getattr(sys, "last_exc", None), getattr(sys, "last_value", None), last) if e is not None]
+    for error in errors:  # the list grows while it is read
+        errors += [e for e in (error.__cause__, error.__context__) if e is not None and all(e is not x for x in errors)]
+    slots, frames = [(f"traceback: the error {type(e).__name__}", e, drop) for e in errors], {}
+    tbs = [getattr(sys, "last_traceback", None), getattr(getattr(ip, "InteractiveTB", None), "tb", None)]
+    for tb in tbs + [e.__traceback__ for e in errors]:
+        while tb is not None:
+            frames[id(tb.tb_frame)], tb = tb.tb_frame, tb.tb_next
+    for f in frames.values():
+        # A cell's own frame ("<module>", or "<cell line: 0>" in IPython 7): its locals are your namespace.
+        if f.f_locals is not f.f_globals and not f.f_code.co_name.startswith(("<module>", "<cell")):
+            slots += [(f"traceback: {f.f_code.co_name}() local {k!r}", v, drop) for k, v in f.f_locals.items()]
+    return slots
+
+
 def _holders(ip: Any, sources: tuple[str, ...]) -> list[tuple[str, Any, Any]]:
     """Where IPython itself keeps objects: ``(name, object, drop)``, ``drop()`` removing that reference."""
     ns, mine, hidden = ip.user_ns, _ipython_names(ip), getattr(ip, "user_ns_hidden", None) or {}
-    hook, last, forget = getattr(ip, "displayhook", None), getattr(ip, "last_execution_result", None), _forget
-    slots: list[tuple[str, Any, Any]] = []
+    last, slots = getattr(ip, "last_execution_result", None), []
     if "history" in sources:
         outs = {id(ns[n]): (n, ns[n]) for n in ("_oh", "Out") if n in mine and isinstance(ns[n], dict)}
-        slots += [(f"{n}[{k}]", v, functools.partial(o.pop, k, None)) for n, o in outs.values() for k, v in o.items()]
-        numbered = sorted(n for n in mine if n[1:].isdigit() and n[0] == "_")
-        slots += [(n, ns[n], functools.partial(forget, [ns, hidden], n)) for n in numbered]
-        for n in _UNDERS:  # kept as None, so IPython still sees them as its own and updates them
-            same = hasattr(hook, n) and n in mine and getattr(hook, n) is ns[n]  # the display hook's copy
-            if n in mine:
-                spaces = [ns, hidden, vars(hook)] if same else [ns, hidden]
-                slots.append((n, ns[n], functools.partial(forget, spaces, n, None)))
-            elif n in hidden:  # you assigned it: IPython's copy in user_ns_hidden still holds the old one
-                slots.append((f"IPython's hidden {n}", hidden[n], functools.partial(forget, [hidden], n, None)))
-            if hasattr(hook, n) and not same:  # the display hook keeps the last three results for itself
-                slots.append((f"the display hook's {n}", getattr(hook, n), functools.partial(setattr, hook, n, None)))
+        slots += [(f"{n}[{k}]", v, partial(o.pop, k, None)) for n, o in outs.values() for k, v in o.items()]
+        hook = getattr(getattr(ip, "displayhook", None), "__dict__", {})  # it keeps the last three results too
+        for n in [*_UNDERS, *sorted({n for n in [*mine, *hidden] if n[:1] == "_" and n[1:].isdigit()})]:
+            keep = [None] if n in _UNDERS else []  # _ __ ___ set to None: IPython still sees them as its own
+            spaces = [
+                (n, ns if n in mine else {}),
+                (f"IPython's hidden {n}", hidden),
+                (f"the display hook's {n}", hook),
+            ]
+            slots += [(where, sp[n], partial(_forget, [sp], n, *keep)) for where, sp in spaces if n in sp]
     if "result" in sources:
         slots.append(
-            ("the last execution result", getattr(last, "result", None), lambda: setattr(last, "result", None))
+            ("the last execution result", getattr(last, "result", None), partial(setattr, last, "result", None))
         )
-    if "traceback" in sources:
-        errors, drop = _errors(ip), functools.partial(_forget_errors, ip)
-        slots += [(f"traceback: the error {type(e).__name__}", e, drop) for e in errors]
-        tbs = [getattr(sys, "last_traceback", None), getattr(getattr(ip, "InteractiveTB", None), "tb", None)]
-        frames: dict[int, Any] = {}
-        for tb in tbs + [e.__traceback__ for e in errors]:
-            while tb is not None:
-                frames[id(tb.tb_frame)], tb = tb.tb_frame, tb.tb_next
-        for frame in frames.values():
-            # A cell's own frame ("<module>", or "<cell line: 0>" in IPython 7): its locals are your namespace.
-            if frame.f_locals is not frame.f_globals and not frame.f_code.co_name.startswith(("<module>", "<cell")):
-                where = f"traceback: {frame.f_code.co_name}() local"
-                slots += [(f"{where} {local!r}", value, drop) for local, value in frame.f_locals.items()]
+    slots += _error_slots(ip) if "traceback" in sources else []
     return [slot for slot in slots if slot[1] is not None]
 
 
 def _held(ip: Any, sources: tuple[str, ...]) -> tuple[list[tuple[str, torch.Tensor]], list]:
-    """``(path, tensor)`` for every tensor only IPython holds, and the holders that reach any tensor."""
-    ns, names = ip.user_ns, _ipython_names(ip)
+    """``(path, tensor)`` for every tensor only IPython holds (once, where first found), and the ``drop`` of each
+    holder that reaches a tensor."""
+    ns, names, yours = ip.user_ns, _ipython_names(ip), []
     # Your side: the same walk from every name that is not IPython's, never into the shell or its own stores.
     shell = {id(x) for x in (ip, ns, getattr(ip, "user_ns_hidden", None), getattr(ip, "displayhook", None))}
     shell |= {id(ns[n]) for n in ("Out", "_oh", "In", "_ih") if n in names}
-    yours: list = []
     seen = set(shell)
-    for name, value in list(ns.items()):
-        if name not in names:
-            _walk(name, value, yours, seen)
-    own = {key for _, t in yours for key in _storages(t)}
-    held, reaching, listed = [], [], set()
+    for name, value in [(n, v) for n, v in ns.items() if n not in names]:
+        _walk(name, value, yours, seen)
+    listed = {key for _, t in yours for key in _storages(t)}  # yours, then each storage found, listed once
+    held, drops = [], []
     for slot, value, drop in _holders(ip, sources):
         found: list = []
         _walk(slot, value, found, set(shell))
-        reaching += [(slot, drop)] if found else []
+        drops += [drop] if found else []
         for path, t in found:
-            keys = frozenset(_storages(t)) or frozenset([id(t)])
-            if not keys & own and (slot, keys) not in listed:
-                listed.add((slot, keys))
+            keys = set(_storages(t)) or {id(t)}
+            if not keys & listed:
+                listed |= keys
                 held.append((path, t))
-    return held, reaching
+    return held, drops
 
 
 @entry("held_by_ipython")
 def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]:
     """Tensors kept alive only by IPython: output history (``Out``, ``_``, ``__``, ``___``, ``_N``), the last
     execution result, or the last stored error and its traceback's locals (after an error such as an out-of-memory),
-    found inside containers, models, NumPy arrays and objects (see the module's docstring).
+    inside containers, models, NumPy arrays and objects too (see the module's docstring).
 
     Tensors whose storage one of your own variables also reaches are left out (releasing them frees nothing).
     ``ip``: the shell (default: ``get_ipython()``); ``sources``: some of "history", "result", "traceback".
@@ -263,12 +251,11 @@ def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
     (1000, {}, torch.Size([2]))
     """
     ip, sources = _shell(ip, sources)
-    held, reaching = _held(ip, sources)
+    held, drops = _held(ip, sources)
     # Weak references only: no reference of ours may outlive this function's frame.
     storages = {k: s for _, t in held if t.device.type != "meta" for k, s in _storages(t).items()}
-    watched = {k: (weakref.ref(s), s.nbytes()) for k, s in storages.items()}
-    del held, storages
-    for _, drop in reaching:
+    watched, held, storages = {k: (weakref.ref(s), s.nbytes()) for k, s in storages.items()}, None, None
+    for drop in drops:
         drop()
     gc.collect()
     return sum(nbytes for ref, nbytes in watched.values() if ref() is None)
