@@ -293,6 +293,11 @@ RECORDS = {
         "Claim",  # written by the course's authors; a learner gets one from claims.get()
     )
 }
+# Public modules whose callables are not held to the clear-error rule, and why.
+EXEMPT = {
+    "viewlab.course.claims.article_code": "the source articles' examples rebuilt with their flaws: what torch raises "
+    "on bad input is part of the evidence a claim checks (notebook 07 prints their source)",
+}
 # The public surface the fuzz suite must cover, by module: the toolbox's face, its public submodules and the
 # course's exercises and claims (the harness's SURFACE lists old homes of moved modules too).
 REQUIRED = (
@@ -313,7 +318,7 @@ def test_every_public_callable_of_the_surface_is_fuzzed():
     targets = (
         TARGETS + TOOL_TARGETS + CLAIM_TARGETS + [Target("cuda_process_peak", cuda_process_peak, st.just({}), print)]
     )
-    missing = uncovered(targets, RECORDS)
+    missing = uncovered(targets, RECORDS, EXEMPT)
     assert not missing, f"add these to TARGETS, TOOL_TARGETS or CLAIM_TARGETS: {missing}"
 
 

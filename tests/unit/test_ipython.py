@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import viewlab
 import viewlab._format
@@ -265,3 +268,51 @@ def test_in_a_real_shell_a_stored_error_keeps_its_payload_and_locals_until_relea
 def test_in_kernel_and_on_colab_read_the_running_session():
     assert in_kernel() is False, "plain pytest is no kernel"
     assert on_colab() is ("google.colab" in sys.modules)
+
+
+# How an output or a learner's variable may hold a tensor: bare, in containers, as an attribute, in a model's
+# buffers, through a NumPy array that shares its storage.
+def _in_module(t: torch.Tensor) -> torch.nn.Module:
+    module = torch.nn.Module()
+    module.register_buffer("kept", t)
+    return module
+
+
+WRAPS = {
+    "bare": lambda t: t,
+    "in a list in a dict": lambda t: {"a": [1, t]},
+    "as an attribute": lambda t: SimpleNamespace(inner=SimpleNamespace(t=t)),
+    "a model's buffer": _in_module,
+    "as a NumPy array": lambda t: t.numpy(),
+}
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 40),
+            st.sampled_from(["only Out", "also mine", "a view of mine"]),
+            st.sampled_from(sorted(WRAPS)),
+            st.sampled_from(sorted(WRAPS)),
+        ),
+        max_size=5,
+    )
+)
+def test_release_frees_exactly_the_storages_no_learner_name_reaches(entries):
+    out, mine, dying, refs, t = {}, {}, 0, [], None
+    for number, (n, kind, shown, kept) in enumerate(entries, start=1):
+        t = torch.zeros(n)
+        out[number] = WRAPS[shown](t if kind != "a view of mine" else t[1:])
+        if kind == "only Out":
+            dying += t.untyped_storage().nbytes()
+            refs.append(weakref.ref(t))
+        else:
+            mine[f"x{number}"] = WRAPS[kept](t)
+    del t
+    shell = SimpleNamespace(user_ns={"Out": out, **mine})
+    listed = held_by_ipython(shell)
+    assert sum(h.bytes for h in listed) == dying and len(listed) == len(refs)
+    del listed
+    assert release_ipython_refs(shell) == dying and shell.user_ns["Out"] == {}
+    assert all(r() is None for r in refs) and all(shell.user_ns[k] is v for k, v in mine.items())
