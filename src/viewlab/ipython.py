@@ -4,8 +4,8 @@
 * :func:`held_by_ipython` / :func:`release_ipython_refs` -- tensors kept alive only by IPython: output history
   (``Out``, ``_``, ``_5``, their hidden and display-hook copies), the last result, the last stored error. Each
   holder is walked into containers, ``nn.Module`` parameters and buffers, NumPy arrays sharing a tensor's storage
-  and objects' attributes, :data:`DEPTH` levels deep; a tensor is IPython's only if no variable of yours reaches
-  its storage by the same walk. Not seen: closures, ``__slots__``, C objects, past the depth or :data:`BUDGET`.
+  and objects' attributes, six levels deep; a tensor is IPython's only if no variable of yours reaches
+  its storage by the same walk. Not seen: closures, ``__slots__``, C objects, past 50,000 objects a walk.
 
 Nothing here imports IPython at module load.
 
@@ -29,7 +29,7 @@ from ._dispatch import storage_of
 from ._format import exact_bytes
 
 __all__ = ["in_kernel", "on_colab", "HeldTensor", "held_by_ipython", "release_ipython_refs"]
-DEPTH, BUDGET = 6, 50_000  # levels followed from one name; objects looked at per walk (a list of a million)
+_DEPTH, _BUDGET = 6, 50_000  # levels followed from one name; objects looked at per walk (a list of a million)
 
 
 def in_kernel() -> bool:
@@ -89,9 +89,9 @@ class HeldTensor:
         return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {exact_bytes(self.bytes)})"
 
 
-def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = DEPTH) -> None:
+def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEPTH) -> None:
     """Append ``(path, tensor)`` for every tensor ``value`` reaches; ``seen``: ids already walked (and skipped)."""
-    if depth < 0 or value is None or isinstance(value, _LEAVES) or id(value) in seen or len(seen) > BUDGET:
+    if depth < 0 or value is None or isinstance(value, _LEAVES) or id(value) in seen or len(seen) > _BUDGET:
         return
     seen.add(id(value))
     if isinstance(value, torch.Tensor):

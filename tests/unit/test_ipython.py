@@ -316,3 +316,13 @@ def test_release_frees_exactly_the_storages_no_learner_name_reaches(entries):
     del listed
     assert release_ipython_refs(shell) == dying and shell.user_ns["Out"] == {}
     assert all(r() is None for r in refs) and all(shell.user_ns[k] is v for k, v in mine.items())
+
+
+def test_cycles_and_deep_nesting_end_the_walk():
+    looped = [torch.zeros(3)]
+    looped.append(looped)  # a list that holds itself
+    deep: list = [torch.ones(2)]
+    for _ in range(2000):  # far past the walk's depth, and past Python's recursion limit
+        deep = [deep]
+    shell = SimpleNamespace(user_ns={"Out": {1: looped, 2: deep}})
+    assert [(h.where, h.bytes) for h in held_by_ipython(shell)] == [("Out[1][0]", looped[0].untyped_storage().nbytes())]
