@@ -3,8 +3,9 @@
 Each public callable is one :class:`Target`: the callable, a strategy of *good* arguments (consistent
 shapes, right types) and an oracle that checks a returned result, against torch where torch has the same
 operation. The targets are listed in ``test_fuzz_api.py`` (layouts, broadcasting, attention, bench, the
-exercises) and ``test_fuzz_tools.py`` (measure, the monitor, the guards, IPython, figures, versions);
-this module is what they share. Every example draws a mode:
+exercises), ``test_fuzz_tools.py`` (measure, the monitor, the guards, IPython, figures, versions) and
+``test_fuzz_claims.py`` (the course's claims); ``test_fuzz_context.py`` misuses every context manager (entered
+twice, exited without enter, interrupted, from other threads). This module is what they share. Every example draws a mode:
 
 * ``good``: the good arguments unchanged; the call must return, and the oracle must accept;
 * ``near``: one tensor argument bent by :data:`MUTATIONS` (moved to ``meta``, another dtype,
