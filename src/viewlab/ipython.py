@@ -1,8 +1,11 @@
 """IPython and Jupyter lookups in one room: are we in a kernel, on Colab, and what IPython keeps alive.
 
 * :func:`in_kernel`, :func:`on_colab` -- where the code runs (the monitor picks its display from them).
-* :func:`held_by_ipython` / :func:`release_ipython_refs` -- tensors kept alive only by IPython's output
-  history (``Out``, ``_``, ``__``, ``___``, ``_5``), its last result, or the last stored traceback.
+* :func:`held_by_ipython` / :func:`release_ipython_refs` -- tensors kept alive only by IPython: output history
+  (``Out``, ``_``, ``_5``, their hidden and display-hook copies), the last result, the last stored error. Each
+  holder is walked into containers, ``nn.Module`` parameters and buffers, NumPy arrays sharing a tensor's storage
+  and objects' attributes, six levels deep; a tensor is IPython's only if no variable of yours reaches
+  its storage by the same walk. Not seen: closures, ``__slots__``, C objects, past 50,000 objects a walk.
 
 Nothing here imports IPython at module load.
 
@@ -14,16 +17,19 @@ from __future__ import annotations
 
 import gc
 import sys
+import types
 import weakref
+from functools import partial
 from typing import Any
 
 import torch
 
 from ._checks import entry, problem, type_error, value_error
-from ._dispatch import storage_key
+from ._dispatch import storage_of
 from ._format import exact_bytes
 
 __all__ = ["in_kernel", "on_colab", "HeldTensor", "held_by_ipython", "release_ipython_refs"]
+_DEPTH, _BUDGET = 6, 50_000  # levels followed from one name; objects looked at per walk (a list of a million)
 
 
 def in_kernel() -> bool:
@@ -45,23 +51,67 @@ def _running_shell() -> Any:
     return get_ipython()
 
 
-_HISTORY_NAMES = ("_", "__", "___")
+_UNDERS = ("_", "__", "___")
 _SOURCES = ("history", "result", "traceback")
+# The tensors that hold a sparse or nested tensor's data (it has no storage of its own).
+_PARTS = {torch.sparse_coo: ("_indices", "_values"), torch.jagged: ("values", "offsets")}
+_PARTS.update({k: ("crow_indices", "col_indices", "values") for k in (torch.sparse_csr, torch.sparse_bsr)})
+_PARTS.update({k: ("ccol_indices", "row_indices", "values") for k in (torch.sparse_csc, torch.sparse_bsc)})
+_LEAVES = (str, bytes, bytearray, int, float, complex, type, types.ModuleType, types.FunctionType, types.MethodType)
+_LEAVES += (types.BuiltinFunctionType, weakref.ref, range, torch.dtype, torch.device)
+
+
+def _storages(t: torch.Tensor) -> dict[int, Any]:
+    """The storages holding ``t``'s data, by identity (a sparse tensor's indices and values)."""
+    parts = [getattr(t, name)() for name in _PARTS.get(t.layout, ())] or [t]
+    return {s._cdata: s for s in map(storage_of, parts) if s is not None}
 
 
 class HeldTensor:
     """A tensor that IPython keeps alive, and ``where`` (``"Out[3]"``, ``"_"``, ``"traceback: f() local 'x'"``).
+
+    ``bytes``: what its storages hold (0 on the meta device, which holds none).
 
     >>> HeldTensor("_", torch.zeros(2, 3))
     HeldTensor(_: shape (2, 3), torch.float32, cpu, 24 B)
     """
 
     def __init__(self, where: str, tensor: torch.Tensor) -> None:
-        self.where, self.shape, self.dtype, self.device = where, tuple(tensor.shape), tensor.dtype, tensor.device
-        self.bytes = tensor.untyped_storage().nbytes() if tensor.layout == torch.strided else 0
+        self.where, self.dtype, self.device = where, tensor.dtype, tensor.device
+        try:
+            self.shape: tuple = tuple(tensor.shape)
+        except RuntimeError:  # a nested tensor has no one shape: its components' shapes
+            self.shape = tuple(tuple(c.shape) for c in tensor.unbind())
+        meta = tensor.device.type == "meta"
+        self.bytes = 0 if meta else sum(s.nbytes() for s in _storages(tensor).values())
 
     def __repr__(self) -> str:
         return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {exact_bytes(self.bytes)})"
+
+
+def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEPTH) -> None:
+    """Append ``(path, tensor)`` for every tensor ``value`` reaches; ``seen``: ids already walked (and skipped)."""
+    if depth < 0 or value is None or isinstance(value, _LEAVES) or id(value) in seen or len(seen) > _BUDGET:
+        return
+    seen.add(id(value))
+    if isinstance(value, torch.Tensor):
+        found.append((where, value))
+        items = [(".grad", value.grad)] if value.is_leaf and not value.is_nested else []
+    elif isinstance(value, torch.nn.Module):  # parameters and buffers of every layer, then its other attributes
+        items = [(f".{n}", t) for n, t in [*value.named_parameters(), *value.named_buffers()]]
+        items += [(f".{k}", v) for k, v in vars(value).items() if k not in ("_parameters", "_buffers")]
+    elif isinstance(value, dict):
+        items = [(f"[{k!r}]", v) for k, v in list(value.items())]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = [(f"[{i}]", v) for i, v in enumerate(list(value))]
+    elif type(value).__module__ == "numpy":  # an array made by .numpy() keeps the tensor as its base
+        items = [(".base", getattr(value, "base", None))]
+    else:
+        attrs = getattr(value, "__dict__", None)
+        items = [(f".{k}", v) for k, v in list(attrs.items())] if isinstance(attrs, dict) else []
+        items += [(".args", value.args)] if isinstance(value, BaseException) else []
+    for step, item in items:
+        _walk(where + step, item, found, seen, depth - 1)
 
 
 def _shell(ip: Any, sources: Any) -> tuple[Any, tuple[str, ...]]:
@@ -80,67 +130,120 @@ def _shell(ip: Any, sources: Any) -> tuple[Any, tuple[str, ...]]:
     return ip, tuple(names)
 
 
-def _history_slots(ip: Any, sources: tuple[str, ...]) -> list[tuple[str, Any]]:
-    ns = ip.user_ns
-    slots: list[tuple[str, Any]] = []
-    if "history" in sources:
-        out = ns.get("Out") or ns.get("_oh") or {}
-        slots += [(f"Out[{number}]", value) for number, value in sorted(out.items())] if isinstance(out, dict) else []
-        slots += [(name, ns[name]) for name in _HISTORY_NAMES if name in ns]
-        slots += [(name, value) for name, value in ns.items() if name.startswith("_") and name[1:].isdigit()]
-    if "result" in sources:
-        result = getattr(getattr(ip, "last_execution_result", None), "result", None)
-        slots += [("the last execution result", result)] if result is not None else []
-    if "traceback" in sources:
-        tb = getattr(sys, "last_traceback", None) or getattr(getattr(ip, "InteractiveTB", None), "tb", None)
+def _ipython_names(ip: Any) -> set[str]:
+    """The names IPython put in ``user_ns`` and still owns (``Out``, ``_``, ``_5`` ...): IPython also pushes them
+    into ``user_ns_hidden``, the same object until you assign the name yourself (the test its display hook uses).
+    A stand-in shell without it: the names IPython uses."""
+    ns, hidden = ip.user_ns, getattr(ip, "user_ns_hidden", None)
+    if isinstance(hidden, dict):
+        return {n for n, v in ns.items() if n in hidden and hidden[n] is v}
+    return {n for n in ns if n in ("Out", "In", "_oh", "_ih", *_UNDERS) or (n[0] == "_" and n.lstrip("_i").isdigit())}
+
+
+def _forget(spaces: list[Any], name: str, *value: None) -> None:
+    """Drop ``name`` from each namespace that has it, or set it to ``value``."""
+    for space in (s for s in spaces if name in s):
+        space.update({name: value[0]}) if value else space.pop(name)
+
+
+def _forget_errors(ip: Any) -> None:
+    """Drop every place the last error (so its traceback and its frames' locals) is kept."""
+    places = [(sys, n) for n in ("last_exc", "last_value", "last_type", "last_traceback")]
+    places += [(getattr(ip, "last_execution_result", None), "error_in_exec")]  # right after the failing cell
+    for obj, attr in places + [(getattr(ip, n, None), "tb") for n in ("InteractiveTB", "SyntaxTB")]:
+        if getattr(obj, attr, None) is not None:
+            setattr(obj, attr, None)
+
+
+def _error_slots(ip: Any) -> list[tuple[str, Any, Any]]:
+    """The stored errors (with their causes and contexts) and the locals of their traceback's frames."""
+    last, drop = getattr(getattr(ip, "last_execution_result", None), "error_in_exec", None), partial(_forget_errors, ip)
+    errors = [e for e in (getattr(sys, "last_exc", None), getattr(sys, "last_value", None), last) if e is not None]
+    for error in errors:  # the list grows while it is read
+        errors += [e for e in (error.__cause__, error.__context__) if e is not None and all(e is not x for x in errors)]
+    slots, frames = [(f"traceback: the error {type(e).__name__}", e, drop) for e in errors], {}
+    tbs = [getattr(sys, "last_traceback", None), getattr(getattr(ip, "InteractiveTB", None), "tb", None)]
+    for tb in tbs + [e.__traceback__ for e in errors]:
         while tb is not None:
-            frame = tb.tb_frame
-            # A cell's own frame ("<module>", or "<cell line: 0>" in IPython 7): its locals are your namespace.
-            if frame.f_locals is not frame.f_globals and not frame.f_code.co_name.startswith(("<module>", "<cell")):
-                where = f"traceback: {frame.f_code.co_name}() local"
-                slots += [(f"{where} {local!r}", value) for local, value in frame.f_locals.items()]
-            tb = tb.tb_next
+            frames[id(tb.tb_frame)], tb = tb.tb_frame, tb.tb_next
+    for f in frames.values():
+        # A cell's own frame ("<module>", or "<cell line: 0>" in IPython 7): its locals are your namespace.
+        if f.f_locals is not f.f_globals and not f.f_code.co_name.startswith(("<module>", "<cell")):
+            slots += [(f"traceback: {f.f_code.co_name}() local {k!r}", v, drop) for k, v in f.f_locals.items()]
     return slots
 
 
-def _held_in(value: Any) -> list[torch.Tensor]:
-    """The tensors one namespace value holds: itself, or the items of a list, tuple or dict (an output such as
-    ``(loss, logits)``); unlike :func:`viewlab._dispatch.tensors_in` (an operator's arguments) it reads dicts."""
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
-    return [v for v in items if isinstance(v, torch.Tensor)]
+def _holders(ip: Any, sources: tuple[str, ...]) -> list[tuple[str, Any, Any]]:
+    """Where IPython itself keeps objects: ``(name, object, drop)``, ``drop()`` removing that reference."""
+    ns, mine, hidden = ip.user_ns, _ipython_names(ip), getattr(ip, "user_ns_hidden", None) or {}
+    last, slots = getattr(ip, "last_execution_result", None), []
+    if "history" in sources:
+        outs = {id(ns[n]): (n, ns[n]) for n in ("_oh", "Out") if n in mine and isinstance(ns[n], dict)}
+        slots += [(f"{n}[{k}]", v, partial(o.pop, k, None)) for n, o in outs.values() for k, v in o.items()]
+        hook = getattr(getattr(ip, "displayhook", None), "__dict__", {})  # it keeps the last three results too
+        for n in [*_UNDERS, *sorted({n for n in [*mine, *hidden] if n[:1] == "_" and n[1:].isdigit()})]:
+            keep = [None] if n in _UNDERS else []  # _ __ ___ set to None: IPython still sees them as its own
+            spaces = [
+                (n, ns if n in mine else {}),
+                (f"IPython's hidden {n}", hidden),
+                (f"the display hook's {n}", hook),
+            ]
+            slots += [(where, sp[n], partial(_forget, [sp], n, *keep)) for where, sp in spaces if n in sp]
+    if "result" in sources:
+        slots.append(
+            ("the last execution result", getattr(last, "result", None), partial(setattr, last, "result", None))
+        )
+    slots += _error_slots(ip) if "traceback" in sources else []
+    return [slot for slot in slots if slot[1] is not None]
+
+
+def _held(ip: Any, sources: tuple[str, ...]) -> tuple[list[tuple[str, torch.Tensor]], list]:
+    """``(path, tensor)`` for every tensor only IPython holds (once, where first found), and the ``drop`` of each
+    holder that reaches a tensor."""
+    ns, names, yours = ip.user_ns, _ipython_names(ip), []
+    # Your side: the same walk from every name that is not IPython's, never into the shell or its own stores.
+    shell = {id(x) for x in (ip, ns, getattr(ip, "user_ns_hidden", None), getattr(ip, "displayhook", None))}
+    shell |= {id(ns[n]) for n in ("Out", "_oh", "In", "_ih") if n in names}
+    seen = set(shell)
+    for name, value in [(n, v) for n, v in ns.items() if n not in names]:
+        _walk(name, value, yours, seen)
+    listed = {key for _, t in yours for key in _storages(t)}  # yours, then each storage found, listed once
+    held, drops = [], []
+    for slot, value, drop in _holders(ip, sources):
+        found: list = []
+        _walk(slot, value, found, set(shell))
+        drops += [drop] if found else []
+        for path, t in found:
+            keys = set(_storages(t)) or {id(t)}
+            if not keys & listed:
+                listed |= keys
+                held.append((path, t))
+    return held, drops
 
 
 @entry("held_by_ipython")
 def held_by_ipython(ip: Any = None, sources: Any = _SOURCES) -> list[HeldTensor]:
     """Tensors kept alive only by IPython: output history (``Out``, ``_``, ``__``, ``___``, ``_N``), the last
-    execution result, or the locals of the last stored traceback (after an error such as an out-of-memory).
+    execution result, or the last stored error and its traceback's locals (after an error such as an out-of-memory),
+    inside containers, models, NumPy arrays and objects too (see the module's docstring).
 
     Tensors whose storage one of your own variables also reaches are left out (releasing them frees nothing).
     ``ip``: the shell (default: ``get_ipython()``); ``sources``: some of "history", "result", "traceback".
 
     >>> from types import SimpleNamespace                      # a stand-in shell: just its namespace
-    >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
+    >>> shell = SimpleNamespace(user_ns={"Out": {3: [torch.zeros(250)]}, "kept": torch.ones(2)})
     >>> [(h.where, h.shape, h.bytes) for h in held_by_ipython(shell)]
-    [('Out[3]', (250,), 1000)]
+    [('Out[3][0]', (250,), 1000)]
     """
     ip, sources = _shell(ip, sources)
-    # Storages one of your own variables also reaches: releasing IPython's reference would free nothing.
-    yours = [v for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ("Out", "In")]
-    own = {storage_key(t) for v in yours for t in _held_in(v)}
-    held, seen = [], set()
-    for where, value in _history_slots(ip, sources):
-        for t in _held_in(value):
-            key = (where, storage_key(t))
-            if key[1] not in own and key not in seen:
-                seen.add(key)
-                held.append(HeldTensor(where, t))
-    return held
+    return [HeldTensor(path, t) for path, t in _held(ip, sources)[0]]
 
 
 @entry("release_ipython_refs")
 def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
-    """Drop IPython's own references to tensors (those :func:`held_by_ipython` lists; ``ip`` and ``sources``
-    as there) and return how many bytes of storage that freed. Your own variables are untouched.
+    """Drop IPython's own references to tensors (every holder that reaches one; ``ip`` and ``sources`` as in
+    :func:`held_by_ipython`) and return how many bytes of storage that freed. Your own variables are untouched,
+    ``_`` and ``_5`` included when you assigned them yourself.
 
     >>> from types import SimpleNamespace
     >>> shell = SimpleNamespace(user_ns={"Out": {3: torch.zeros(250)}, "kept": torch.ones(2)})
@@ -148,39 +251,11 @@ def release_ipython_refs(ip: Any = None, sources: Any = _SOURCES) -> int:
     (1000, {}, torch.Size([2]))
     """
     ip, sources = _shell(ip, sources)
-    # Weak references only: no reference of ours may outlive this line (comprehension names do not leak).
-    kept = [
-        t.untyped_storage() for _, v in _history_slots(ip, sources) for t in _held_in(v) if t.layout == torch.strided
-    ]
-    watched = {s._cdata: (weakref.ref(s), s.nbytes()) for s in kept}  # storage key -> (weak reference, bytes)
-    del kept
-    ns, last = ip.user_ns, getattr(ip, "last_execution_result", None)
-    if "history" in sources:
-        out = ns.get("Out")
-        for number in [n for n, v in out.items() if _held_in(v)] if isinstance(out, dict) else ():
-            del out[number]
-        # IPython pushes _, __, ___ and _N with interactive=False, which also records them in user_ns_hidden.
-        for space in (ns, getattr(ip, "user_ns_hidden", None) or {}):
-            for name in [name for name, value in space.items() if _held_in(value)]:
-                if name in _HISTORY_NAMES:
-                    space[name] = None
-                elif name.startswith("_") and name[1:].isdigit():
-                    del space[name]
-        hook = getattr(ip, "displayhook", None)
-        for attr in _HISTORY_NAMES:
-            if _held_in(getattr(hook, attr, None)):
-                setattr(hook, attr, None)
-    if "result" in sources and _held_in(getattr(last, "result", None)):
-        last.result = None
-    if "traceback" in sources:  # every place the last error's traceback (so its frames' locals) is kept
-        if getattr(sys, "last_traceback", None) is not None:
-            sys.last_traceback = sys.last_value = sys.last_type = None
-            if hasattr(sys, "last_exc"):
-                sys.last_exc = None
-        if getattr(last, "error_in_exec", None) is not None:  # right after the failing cell
-            last.error_in_exec = None
-        for printer in ("InteractiveTB", "SyntaxTB"):
-            if getattr(getattr(ip, printer, None), "tb", None) is not None:
-                getattr(ip, printer).tb = None
+    held, drops = _held(ip, sources)
+    # Weak references only: no reference of ours may outlive this function's frame.
+    storages = {k: s for _, t in held if t.device.type != "meta" for k, s in _storages(t).items()}
+    watched, held, storages = {k: (weakref.ref(s), s.nbytes()) for k, s in storages.items()}, None, None
+    for drop in drops:
+        drop()
     gc.collect()
     return sum(nbytes for ref, nbytes in watched.values() if ref() is None)

@@ -37,6 +37,8 @@ def torch_at_least(version: str, installed: str | None = None) -> bool:
 
     >>> torch_at_least("2.5", installed="2.11.0+cu128"), torch_at_least("2.5", installed="2.4.1")
     (True, False)
+    >>> torch_at_least("2.5.0", installed="2.5")
+    True
     """
     if not isinstance(version, str):
         raise type_error("version", "a string such as '2.5'", version)
@@ -48,7 +50,8 @@ def torch_at_least(version: str, installed: str | None = None) -> bool:
         raise problem(ValueError, f"version={version!r}: pass a version such as '2.5' or '2.5.1'.")
     if not have:
         raise problem(ValueError, f"installed={installed!r}: pass a version such as '2.11.0+cu128', or None.")
-    return have[: len(want)] >= want
+    width = max(len(have), len(want))  # release tuples, the shorter padded with zeros: '2.5' == '2.5.0'
+    return have + (0,) * (width - len(have)) >= want + (0,) * (width - len(want))
 
 
 @dataclass(frozen=True)

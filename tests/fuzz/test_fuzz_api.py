@@ -37,13 +37,14 @@ from tests.fuzz.harness import (
 )
 from viewlab.course.exercises.rules import FAMILIES
 
+EXERCISES = "viewlab.course.exercises"  # its get and show are not the claims' get and show
 storage_indices, OP_CASES = public("storage_indices"), public("OP_CASES")
 padding_mask, causal_mask, SqueezeExcitation = (
     public("padding_mask"),
     public("causal_mask"),
     public("SqueezeExcitation"),
 )
-CheckResult, PASSED, get_exercise = public("CheckResult"), public("PASSED"), public("get")
+CheckResult, PASSED, get_exercise = public("CheckResult"), public("PASSED"), public("get", EXERCISES)
 
 _SE = SqueezeExcitation(4, reduction=2)
 _SE_STATE = {k: v.clone() for k, v in _SE.state_dict().items()}
@@ -453,7 +454,7 @@ TARGETS: list[Target] = [
         public("scaled_dot_product_attention"),
         qkv(),
         oracle_sdpa,
-        examples=150,
+        examples=100,
         tensor_args=("q", "k", "v", "mask"),
     ),
     Target(
@@ -482,7 +483,7 @@ TARGETS: list[Target] = [
         public("multi_head_self_attention"),
         mhsa_args(),
         oracle_mhsa,
-        examples=120,
+        examples=80,
         tensor_args=("x", "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias", "lengths"),
     ),
     Target(
@@ -534,7 +535,7 @@ TARGETS: list[Target] = [
     Target(
         "shapes", public("shapes"), _optional(dims=st.just((0, 2)), side=st.just((0, 3))), oracle_shapes, examples=60
     ),
-    Target("get", public("get"), _fixed(exercise_id=st.sampled_from(_IDS)), oracle_get, examples=40),
+    Target("get", public("get", EXERCISES), _fixed(exercise_id=st.sampled_from(_IDS)), oracle_get, examples=40),
     Target(
         "exercise_ids",
         public("exercise_ids"),
@@ -542,7 +543,14 @@ TARGETS: list[Target] = [
         oracle_ids,
         examples=30,
     ),
-    Target("show", public("show"), _fixed(exercise_id=st.sampled_from(_IDS)), oracle_none, examples=30, quiet=True),
+    Target(
+        "show",
+        public("show", EXERCISES),
+        _fixed(exercise_id=st.sampled_from(_IDS)),
+        oracle_none,
+        examples=30,
+        quiet=True,
+    ),
     Target(
         "hint",
         public("hint"),
@@ -554,7 +562,7 @@ TARGETS: list[Target] = [
     Target(
         "solution", public("solution"), _fixed(exercise_id=st.sampled_from(_IDS)), oracle_none, examples=30, quiet=True
     ),
-    Target("check", public("check"), _check_good, oracle_check, examples=40, tensor_args=("examples",)),
+    Target("check", public("check"), _check_good, oracle_check, examples=20, tensor_args=("examples",)),
     Target(
         "check_exercise",
         public("check_exercise"),
@@ -566,7 +574,7 @@ TARGETS: list[Target] = [
             }
         ),
         oracle_check,
-        examples=25,
+        examples=15,
     ),
     Target(
         "check_guess",

@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 import tomllib
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from packaging.version import Version
 
 from tests.conftest import ROOT
 from viewlab.versions import BEHAVIOURS, TORCH_FLOOR, check_torch, torch_at_least
@@ -60,3 +63,18 @@ def test_torch_at_least_rejects_bad_versions():
         torch_at_least("2.5", installed=2)
     with pytest.raises(ValueError, match=r"^torch_at_least\(\): installed='cuda': pass a version such as"):
         torch_at_least("2.5", installed="cuda")
+
+
+releases = st.lists(st.integers(0, 12), min_size=1, max_size=4).map(lambda parts: ".".join(map(str, parts)))
+
+
+@given(want=releases, have=releases, local=st.sampled_from(["", "+cu128", "+cpu", ".dev20241001"]))
+def test_torch_at_least_compares_release_tuples_padded_with_zeros(want, have, local):
+    # The oracle: packaging's Version, where "2.5" == "2.5.0" (trailing zeros do not count). A local tag such as
+    # "+cu128" is the same release; a ".dev" build is counted as its release (2.6.0.dev... is at least 2.6).
+    assert torch_at_least(want, installed=have + local) is (Version(have) >= Version(want))
+
+
+def test_a_version_padded_with_zeros_is_the_same_version():
+    assert torch_at_least("2.5.0", installed="2.5") and torch_at_least("2.5", installed="2.5.0.0")
+    assert not torch_at_least("2.5.0.1", installed="2.5")

@@ -33,10 +33,12 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from viewlab._checks import entry, problem, require_int
+import torch
+
+from viewlab._checks import entry, problem, require_int, type_error, value_error
 
 from . import a000_expand, a014_expand, article_code, b001_expand_as, b012_expand_as
-from .model import ARTICLES, KINDS, VERDICT_MEANINGS, VERDICTS, Claim, judge
+from .model import ARTICLES, KINDS, VERDICT_MEANINGS, VERDICTS, Claim, UnknownClaim, judge
 
 __all__ = [
     "VERDICTS",
@@ -44,6 +46,7 @@ __all__ = [
     "KINDS",
     "ARTICLES",
     "Claim",
+    "UnknownClaim",
     "CLAIMS",
     "get",
     "judge",
@@ -59,6 +62,40 @@ CLAIMS: tuple[Claim, ...] = a000_expand.CLAIMS + a014_expand.CLAIMS + b001_expan
 _BY_ID = {c.id: c for c in CLAIMS}  # tests/course/test_claims.py checks that no id is used twice
 
 
+def _known(claim_id: Any, arg: str = "claim_id") -> Claim:
+    if not isinstance(claim_id, str):
+        raise type_error(arg, "a claim id such as 'A01' (a str)", claim_id, f"The ids: {', '.join(_BY_ID)}.")
+    if claim_id not in _BY_ID:
+        raise problem(UnknownClaim, f"no claim {claim_id!r}; known ids: {', '.join(_BY_ID)}.")
+    return _BY_ID[claim_id]
+
+
+def _items(value: Any, arg: str, what: str) -> list[Any]:
+    """``value`` as a list, or a TypeError when it is no collection (a str, a dict or a single object)."""
+    fix = f"Wrap a single one: {arg}=[...]."
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise type_error(arg, f"a list of {what}", value, fix)
+    try:
+        return list(value)
+    except (TypeError, RuntimeError, ValueError, NotImplementedError):  # a 0-d or nested tensor is no list
+        raise type_error(arg, f"a list of {what}", value, fix) from None
+
+
+def _rows(rows: Any, keys: tuple[str, ...]) -> list[Mapping[str, Any]]:
+    """``rows`` (as :func:`table` returns them), each a mapping with ``keys``, or an error naming the first bad one."""
+    rows = _items(rows, "rows", "rows as table() returns them (dicts with keys " + ", ".join(keys) + ")")
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise type_error(f"rows[{i}]", "a dict as table() returns it", row)
+        missing = [k for k in keys if k not in row]
+        if missing:
+            raise value_error(f"rows[{i}]", f"a dict with keys {', '.join(keys)} (missing {', '.join(missing)})", row)
+        bad = [k for k in keys if not isinstance(row[k], str)]
+        if bad:
+            raise type_error(f"rows[{i}][{bad[0]!r}]", "a str", row[bad[0]])
+    return rows
+
+
 @entry("get")
 def get(claim_id: str) -> Claim:
     """The claim with this id.
@@ -66,10 +103,7 @@ def get(claim_id: str) -> Claim:
     >>> get("A21").article
     '000 expand'
     """
-    try:
-        return _BY_ID[claim_id]
-    except KeyError:
-        raise problem(KeyError, f"no claim {claim_id!r}; known ids: {', '.join(_BY_ID)}.") from None
+    return _known(claim_id)
 
 
 @entry("table")
@@ -80,7 +114,7 @@ def table(claims: Iterable[Claim] | None = None, ids: Iterable[str] | None = Non
     >>> [r["verdict"] for r in table(ids=["A21", "A22"])]
     ['false', 'true']
     """
-    chosen = list(CLAIMS if claims is None else claims)
+    chosen = list(CLAIMS) if claims is None else _items(claims, "claims", "Claim objects (from CLAIMS), or None")
     bad = [c for c in chosen if not isinstance(c, Claim)]
     if bad:
         raise problem(
@@ -92,26 +126,34 @@ def table(claims: Iterable[Claim] | None = None, ids: Iterable[str] | None = Non
             raise problem(
                 TypeError, f"`ids` must be a list of claim ids such as ['A01', 'B02'], got the string {ids!r}."
             )
-        ids = list(ids)
+        ids = _items(ids, "ids", "claim ids such as ['A01', 'B02'], or None")
+        for i in ids:
+            if not isinstance(i, str):
+                raise type_error("ids", "a list of claim ids such as ['A01', 'B02'] (each a str)", ids)
         unknown = [i for i in ids if i not in _BY_ID]
         if unknown:
-            raise problem(KeyError, f"unknown claim ids {unknown}; known ids: {', '.join(_BY_ID)}.")
+            raise problem(UnknownClaim, f"unknown claim ids {unknown}; known ids: {', '.join(_BY_ID)}.")
         chosen = [c for c in chosen if c.id in ids]
-    rows = []
-    for claim in chosen:
-        facts = claim.evidence()
-        verdict, why = judge(claim, facts)
-        rows.append(
-            {
-                "id": claim.id,
-                "article": claim.article,
-                "statement": claim.statement,
-                "verdict": verdict,
-                "why": why,
-                "evidence": facts,
-            }
-        )
-    return rows
+    # Torch warns about Tensor.storage() once per process; claims A05 and A28 call it, and the learner's own
+    # first call must still warn (and the next claim's evidence must not depend on what ran before).
+    warned = torch.storage._warn_typed_storage_removal.__dict__.get("has_warned", False)
+    try:
+        return [_row(claim) for claim in chosen]
+    finally:
+        torch.storage._warn_typed_storage_removal.__dict__["has_warned"] = warned
+
+
+def _row(claim: Claim) -> dict[str, Any]:
+    facts = claim.evidence()
+    verdict, why = judge(claim, facts)
+    return {
+        "id": claim.id,
+        "article": claim.article,
+        "statement": claim.statement,
+        "verdict": verdict,
+        "why": why,
+        "evidence": facts,
+    }
 
 
 @entry("counts")
@@ -122,7 +164,10 @@ def counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     1
     """
     out = {a: {v: 0 for v in VERDICTS} for a in ARTICLES}
-    for r in rows:
+    for i, r in enumerate(_rows(rows, ("article", "verdict"))):
+        for key, known in (("article", ARTICLES), ("verdict", VERDICTS)):
+            if r[key] not in known:
+                raise value_error(f"rows[{i}][{key!r}]", f"one of {', '.join(map(repr, known))}", r[key])
         out[r["article"]][r["verdict"]] += 1
     return out
 
@@ -150,7 +195,7 @@ def show(claim_id: str, width: int = 108) -> dict[str, Any]:
     verdict:  true -- shape (2, 5)
     """
     width = require_int(width, "width", minimum=1)  # textwrap's own refusal would not name show()
-    claim = get(claim_id)
+    claim = _known(claim_id)
     (row,) = table(claims=[claim])
     print(f"{claim.id} · {claim.article} · {claim.section} · {claim.kind}")
     for label, text in (
@@ -171,7 +216,7 @@ def format_table(rows: Iterable[Mapping[str, Any]], width: int = 60) -> str:
     """
     width = require_int(width, "width", minimum=4)  # room for one character and the "..."
     lines = []
-    for r in rows:
+    for r in _rows(rows, ("id", "verdict", "statement")):
         text = r["statement"] if len(r["statement"]) <= width else r["statement"][: width - 3] + "..."
         lines.append(f"{r['id']:<4} {r['verdict']:<19} {text}")
     return "\n".join(lines)

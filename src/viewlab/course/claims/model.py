@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from viewlab._checks import entry, problem
+from viewlab._checks import entry, problem, type_error
 
-__all__ = ["VERDICTS", "VERDICT_MEANINGS", "KINDS", "ARTICLES", "Claim", "judge"]
+__all__ = ["VERDICTS", "VERDICT_MEANINGS", "KINDS", "ARTICLES", "Claim", "UnknownClaim", "judge"]
 
 #: The one verdict vocabulary of the course.
 VERDICT_MEANINGS: dict[str, str] = {
@@ -39,6 +39,13 @@ NOT_CHECKABLE = "not checkable here"
 
 Facts = dict[str, Any]
 Verdict = tuple[str, str]
+
+
+class UnknownClaim(KeyError, ValueError):
+    """No claim has this id. A ``KeyError`` (a failed lookup) and a ``ValueError`` (a wrong argument value)."""
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)
@@ -102,9 +109,19 @@ def judge(claim: Claim, facts: Mapping[str, Any]) -> Verdict:
     >>> judge(get("A22"), {"shape": (2, 5)})[0], judge(get("A22"), {"shape": (1, 5)})[0]
     ('true', 'false')
     """
-    verdict, why = claim.judge(facts)
+    if not isinstance(claim, Claim):
+        raise type_error("claim", "a Claim, e.g. viewlab.course.claims.get('A22')", claim)
+    if not isinstance(facts, Mapping):
+        raise type_error("facts", "a dict of facts, e.g. claim.evidence()", facts)
+    try:
+        verdict, why = claim.judge(facts)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as err:
+        text = f"claim {claim.id}'s judge cannot read these facts ({type(err).__name__}: {err})"
+        raise problem(
+            ValueError, f"{text}; pass what claim.evidence() returns, or it with some facts changed."
+        ) from err
     if verdict not in VERDICTS:
         raise problem(ValueError, f"claim {claim.id} gave verdict {verdict!r}, not one of {VERDICTS}.")
-    if not why.strip():
+    if not isinstance(why, str) or not why.strip():
         raise problem(ValueError, f"claim {claim.id} gave no reason for {verdict!r}.")
     return verdict, why
