@@ -88,6 +88,7 @@ SURFACE = (
     "viewlab.sentinels",
     "viewlab.ipython",
     "viewlab.versions",
+    "viewlab.explorer",
     "viewlab.course.exercises",
     "viewlab.exercises",
     "viewlab.course.claims",

@@ -290,6 +290,22 @@ def oracle_ids(kw: dict, result: Any, data: Any) -> None:
     assert all(i.startswith(kw.get("prefix", "")) for i in result) and result == sorted(result)
 
 
+def oracle_explore(kw: dict, result: Any, data: Any) -> None:
+    t = kw["t"]  # the explorer starts from t's real layout, and gives t's own view back
+    if t is None:  # no tensor: the default layout, a contiguous (2, 3) over the 6 elements it needs
+        assert (result.shape, result.stride, result.offset, result.size) == ([2, 3], [3, 1], 0, 6)
+        return
+    assert (result.shape, result.stride, result.offset) == (list(t.shape), list(t.stride()), t.storage_offset())
+    back = result.tensor()
+    assert back.data_ptr() == t.data_ptr() and back.stride() == t.stride() and back.shape == t.shape
+    assert repr(result).startswith(f"Explorer(shape={tuple(t.shape)}, stride={tuple(t.stride())}")
+
+
+def oracle_solution_source(kw: dict, result: Any, data: Any) -> None:
+    stub = kw["ex"].signature[4:].split("(")[0]  # the printed answer is a def with the stub's own name
+    assert isinstance(result, str) and f"def {stub}(" in result, result
+
+
 def oracle_none(kw: dict, result: Any, data: Any) -> None:
     assert result is None
 
@@ -363,6 +379,14 @@ _check_good = _merge(
 
 TARGETS: list[Target] = [
     Target("layout", public("layout"), _fixed(t=any_strided()), oracle_layout, tensor_args=("t",)),
+    Target(
+        "explore",
+        public("explore"),
+        _fixed(t=any_strided().filter(lambda t: t.device.type != "meta")),
+        oracle_explore,
+        examples=40,
+        tensor_args=("t",),
+    ),
     Target(
         "storage_indices",
         public("storage_indices"),
@@ -534,6 +558,13 @@ TARGETS: list[Target] = [
     ),
     Target(
         "shapes", public("shapes"), _optional(dims=st.just((0, 2)), side=st.just((0, 3))), oracle_shapes, examples=60
+    ),
+    Target(
+        "solution_source",
+        public("solution_source"),
+        _fixed(ex=st.sampled_from(_IDS).map(get_exercise)),
+        oracle_solution_source,
+        examples=30,
     ),
     Target("get", public("get", EXERCISES), _fixed(exercise_id=st.sampled_from(_IDS)), oracle_get, examples=40),
     Target(

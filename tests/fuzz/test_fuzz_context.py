@@ -233,11 +233,6 @@ WAYS["stopped from another thread"] = stopped_from_another_thread
 
 # Defects of modules this suite does not own: (context manager, way) -> where. Remove an entry with its fix.
 KNOWN: dict[tuple[str, str], str] = {
-    ("views_only", "exit without enter"): "sentinels.py:140 _Guard.__exit__ pops an empty list: IndexError",
-    ("watch_broadcasts", "exit without enter"): "sentinels.py:140 _Guard.__exit__ pops an empty list: IndexError",
-    ("views_only", "two threads at once"): "sentinels.py:126 one _active list for all threads: the first exit "
-    "pops the other thread's mode and cannot remove it from that thread's stack; its own stays on",
-    ("watch_broadcasts", "two threads at once"): "sentinels.py:126, as views_only: both threads keep a watcher",
     ("measure", "exit without enter"): "memory/__init__.py:170 measure.__exit__ reads self.result/_backend, None "
     "before __enter__: AttributeError",
     ("MemoryMonitor", "stopped from another thread"): "monitor/__init__.py:232 stop() calls exit_thread() on "

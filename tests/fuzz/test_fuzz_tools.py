@@ -288,6 +288,7 @@ RECORDS = {
         "Mark",
         "CellRecord",
         "HeldTensor",
+        "Explorer",  # what explore() returns; its .tensor() is fuzzed with it
         "PNGFigure",
         "Behaviour",
         "Claim",  # written by the course's authors; a learner gets one from claims.get()

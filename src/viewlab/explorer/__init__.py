@@ -72,9 +72,10 @@ def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = N
     >>> torch.equal(ex.tensor(), x.view(3, 4)[:, ::2])
     True
     """
+    offset = require_int(offset, "offset")
     if t is not None:
         t = require_tensor(t, "t")
-        if (shape, stride, offset) != (None, None, 0):
+        if shape is not None or stride is not None or offset != 0:
             raise problem(ValueError, "takes a tensor `t` or a layout (shape=, stride=, offset=), not both.")
         shape, stride, offset = list(t.shape), list(t.stride()), t.storage_offset()
     shape = _ints((2, 3) if shape is None else shape, "shape")
@@ -82,7 +83,6 @@ def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = N
     stride = _ints(contiguous if stride is None else stride, "stride")
     if len(stride) != len(shape):
         raise value_error("stride", f"{len(shape)} ints, one per dim of shape {tuple(shape)}", stride)
-    offset = require_int(offset, "offset")
     size = _end(shape, stride, offset) if t is None else t.untyped_storage().nbytes() // t.element_size()
     if size > MAX_STORAGE:
         fix = "Pass a smaller one, e.g. torch.arange(12).view(3, 4)."

@@ -173,14 +173,20 @@ def solution(exercise_id: str) -> None:
         print(textwrap.fill(f"# Why: {line}", 100, subsequent_indent="#   "))
 
 
-def solution_source(ex: Exercise) -> str:
-    """The code :func:`solution` prints: the answer as a ``def`` with the stub's name, after its imports.
+@entry("solution_source")
+def solution_source(ex: Exercise | str) -> str:
+    """The code :func:`solution` prints: the answer as a ``def`` with the stub's name, after its imports
+    (``ex``: the exercise or its id).
 
     >>> print(solution_source(get("06-repeat-bytes")).splitlines()[0])
     import math
     """
     import re
 
+    if isinstance(ex, str):
+        ex = get(ex)
+    elif not isinstance(ex, Exercise):
+        raise type_error("ex", "an exercise id or an Exercise", ex, "e.g. solution_source('05-batch-view').")
     shown = ex.answer or ex.reference
     stub = ex.signature[4:].split("(")[0]
     try:
