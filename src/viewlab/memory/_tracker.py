@@ -23,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .._dispatch import storage_of, tensors_in
 
 _LIFT_FRESH = torch.ops.aten.lift_fresh.default
+Tensor = torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -39,79 +40,127 @@ class OpRecord:
     shapes: tuple[tuple[int, ...], ...] = ()
 
 
+def _is_input(st: Any, items: Any) -> bool:
+    """Whether storage ``st`` is (by identity) the storage of a tensor among ``items``, one level into lists."""
+    for a in items:
+        if isinstance(a, Tensor):
+            if storage_of(a) is st:  # storages keep one Python object while they live: `is` is identity
+                return True
+        elif isinstance(a, (list, tuple)) and _is_input(st, a):
+            return True
+    return False
+
+
 class _StorageTracker(TorchDispatchMode):
-    """Counts bytes of storages created by operators while entered (see the module docstring)."""
+    """Counts bytes of storages created by operators while entered (see the module docstring).
+
+    Its cost per operator is what ``measure`` adds to an empty dispatch mode (benchmarks/overhead.py), so the path
+    is kept short: what an operator needs (mutates an input? its name) is looked up once per overload, storages
+    are keyed by their Python object's ``id`` (one object per live storage), and a free only queues its bytes
+    (``_gone``): the counters change under the lock, on the next operator or reading, never inside a finaliser.
+    """
 
     def __init__(self, device: torch.device | None, log_ops: bool = False) -> None:
         super().__init__()
         self.device, self.log_ops, self.closed = device, log_ops, False  # device None: every device (meta has none)
         self.ops: list[OpRecord] = []
-        self._lock = threading.RLock()  # reentrant: a GC-run finaliser may fire while we hold it
-        self._counted: dict[int, int] = {}  # storage key -> bytes counted for it
-        self._seen_nbytes: dict[int, int] = {}  # storage key -> nbytes when last seen
-        self._refs: dict[int, weakref.ref] = {}
-        self.current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
+        self._lock = threading.Lock()  # readers (the monitor's thread) and the operators' thread
+        self._live: dict[int, tuple[int, int, weakref.ref]] = {}  # storage id -> (bytes counted, nbytes seen, ref)
+        self._gone: list[int] = []  # bytes of counted storages that died, not yet subtracted
+        self._ops_seen: dict[Any, tuple[bool, str]] = {}  # overload -> (mutates an argument, name)
+        self._current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
+        cuda = device is not None and device.type == "cuda"
+        self._want = "any" if device is None else ("cpu" if not cuda else -1 if device.index is None else device.index)
 
     def _freed(self, key: int, _ref: object = None) -> None:
-        with self._lock:
-            self._refs.pop(key, None)
-            self._seen_nbytes.pop(key, None)
-            self.current -= self._counted.pop(key, 0)
+        entry = self._live.pop(key, None)  # one dict operation: safe from any thread, at any moment
+        if entry is not None:
+            self._gone.append(entry[0])
 
-    def _input_storages(self, args: tuple, kwargs: dict, sizes: bool) -> dict[int, int]:
-        storages = (storage_of(t) for t in tensors_in((*args, *kwargs.values())))
-        return {st._cdata: st.nbytes() if sizes else 0 for st in storages if st is not None}
+    def _settle(self) -> None:  # under the lock: subtract what died
+        gone = self._gone
+        while gone:
+            self._current -= gone.pop()
+
+    @property
+    def current(self) -> int:
+        """Bytes of counted storages alive now."""
+        with self._lock:
+            self._settle()
+            return self._current
+
+    def _ours(self, t: Tensor) -> bool:
+        want = self._want  # "any": every device but meta; "cpu"; -1: any CUDA device; n: cuda:n
+        if want == "any":
+            return not t.is_meta
+        return t.is_cpu if want == "cpu" else t.is_cuda and want in (-1, t.get_device())
+
+    def _count(self, t: Tensor, func: Any, args: tuple, kwargs: dict | None, before: dict | None) -> int:
+        """Bytes output ``t`` newly holds. ``before``: input storages' sizes, for an operator that mutates one."""
+        if not self._ours(t):
+            return 0
+        try:
+            st = t.untyped_storage()
+        except (RuntimeError, NotImplementedError, TypeError):  # sparse, nested: no storage of their own
+            return 0
+        key = id(st)
+        entry = self._live.get(key)
+        if entry is not None:  # ours already: only a mutating operator (resize_, out=) can grow it
+            if before is None:
+                return 0
+            delta = st.nbytes() - entry[1]
+            self._live[key] = (entry[0] + delta, entry[1] + delta, entry[2])
+            return delta
+        if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
+            return 0
+        nbytes = st.nbytes()
+        if func is not _LIFT_FRESH:  # lift_fresh returns its input: a tensor torch.tensor() just made
+            if before is not None and key in before:  # an input's storage, maybe resized by this operator
+                delta = nbytes - before[key]
+                return self._register(st, key, nbytes, delta) if delta > 0 else 0
+            if before is None and (_is_input(st, args) or (kwargs and _is_input(st, kwargs.values()))):
+                return 0  # a view of an input: no new memory
+        return self._register(st, key, nbytes, nbytes)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        kwargs = kwargs or {}
-        # Only operators that mutate an argument (in-place, out=, resize_) can grow an input's
-        # storage; for those, note the input sizes first. Everything else needs identities only.
-        before = self._input_storages(args, kwargs, True) if func._schema.is_mutable else None
-        out = func(*args, **kwargs)
+        op = self._ops_seen.get(func)
+        if op is None:
+            op = self._ops_seen[func] = (func._schema.is_mutable, str(func))
+        # Only operators that mutate an argument (in-place, out=, resize_) can grow an input's storage:
+        # for those, note the input sizes first. Everything else needs identities only.
+        before = None
+        if op[0]:
+            inputs = (storage_of(t) for t in tensors_in((*args, *(kwargs or {}).values())))
+            before = {id(st): st.nbytes() for st in inputs if st is not None}
+        out = func(*args, **kwargs) if kwargs else func(*args)
         if self.closed:
             return out
-        outs = tensors_in(out if isinstance(out, (list, tuple)) else (out,))  # also a tuple of lists of tensors
-        new_bytes, done = 0, set()
-        with self._lock:
-            for t in outs:
-                dev, mine = t.device, self.device  # mine None: every device but meta; an index None: any index
-                ours = dev.type != "meta" if mine is None else dev.type == mine.type and mine.index in (None, dev.index)
-                st = storage_of(t) if ours else None
-                if st is None or st._cdata in done:
-                    continue
-                key, nbytes = st._cdata, st.nbytes()
-                done.add(key)
-                if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
-                    continue
-                if key in self._counted:  # ours already: count growth (resize_, out= resizing)
-                    delta, self._seen_nbytes[key] = nbytes - self._seen_nbytes[key], nbytes
-                    self._counted[key] += delta
-                    new_bytes += delta
-                    continue
-                if func is not _LIFT_FRESH:
-                    if before is None:
-                        before = self._input_storages(args, kwargs, False)
-                        if key in before:  # a view of an input: no new memory
-                            continue
-                    elif key in before:  # an input's storage, maybe resized by this op
-                        delta = nbytes - before[key]
-                        new_bytes += self._register(st, key, nbytes, delta) if delta > 0 else 0
-                        continue
-                new_bytes += self._register(st, key, nbytes, nbytes)
-            if new_bytes:
-                self.current += new_bytes
-                self.peak, self.window_peak = max(self.peak, self.current), max(self.window_peak, self.current)
-            if self.log_ops:
-                self.ops.append(OpRecord(str(func), new_bytes, tuple(tuple(t.shape) for t in outs)))
+        if isinstance(out, Tensor):  # the common case: one result
+            outs: Any = (out,)
+            new = self._count(out, func, args, kwargs, before)
+        else:  # also a tuple of lists of tensors
+            outs = tensors_in(out if isinstance(out, (list, tuple)) else (out,))
+            new = sum(self._count(t, func, args, kwargs, before) for t in outs)
+        if new or self._gone:
+            with self._lock:
+                self._settle()
+                self._current = current = self._current + new
+                if current > self.peak:
+                    self.peak = current
+                if current > self.window_peak:
+                    self.window_peak = current
+        if self.log_ops:
+            self.ops.append(OpRecord(op[1], new, tuple(tuple(t.shape) for t in outs)))
         return out
 
     def _register(self, st: Any, key: int, nbytes: int, counted: int) -> int:
-        self._counted[key], self._seen_nbytes[key] = counted, nbytes
-        self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))  # the cheapest way to hear of the free
+        ref = weakref.ref(st, functools.partial(self._freed, key))  # the cheapest way to hear of the free
+        self._live[key] = (counted, nbytes, ref)
         return counted
 
     def close(self) -> None:
         """Stop following frees (drop every weakref) so nothing keeps this tracker alive."""
         with self._lock:
             self.closed = True
-            self._refs.clear()
+            self._settle()
+            self._live.clear()
