@@ -123,6 +123,8 @@ class _StorageTracker(TorchDispatchMode):
         return self._register(st, key, nbytes, nbytes)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        if self.closed:  # closed from another thread: on this thread's stack until it is swept off
+            return func(*args, **kwargs) if kwargs else func(*args)
         op = self._ops_seen.get(func)
         if op is None:
             op = self._ops_seen[func] = (func._schema.is_mutable, str(func))
@@ -133,8 +135,6 @@ class _StorageTracker(TorchDispatchMode):
             inputs = (storage_of(t) for t in tensors_in((*args, *(kwargs or {}).values())))
             before = {id(st): st.nbytes() for st in inputs if st is not None}
         out = func(*args, **kwargs) if kwargs else func(*args)
-        if self.closed:
-            return out
         if isinstance(out, Tensor):  # the common case: one result
             outs: Any = (out,)
             new = self._count(out, func, args, kwargs, before)
