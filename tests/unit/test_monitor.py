@@ -12,7 +12,6 @@ import pytest
 import torch
 
 import viewlab
-from tests.conftest import ROOT
 from viewlab import MemoryMonitor
 from viewlab.monitor import _THREAD_NAME, MIN_INTERVAL, fmt_bytes
 
@@ -543,23 +542,6 @@ def test_rss_line_is_optional_and_labelled():
     assert x.numel() == 10
 
 
-def test_overhead_benchmark_runs_and_writes_all_conditions(tmp_path):
-    """Smoke test of benchmarks/monitor_overhead.py on a tiny loop: the file it writes, not its timings."""
-    import importlib.util
-    import json
-
-    path = ROOT / "benchmarks" / "monitor_overhead.py"
-    spec = importlib.util.spec_from_file_location("monitor_overhead", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = tmp_path / "overhead.json"
-    module.main(["--ops", "200", "--repeats", "1", "--device", "cpu", "--out", str(out)])
-    data = json.loads(out.read_text())
-    assert set(data["ratio_to_off"]) == {"off", "sampling", "per-op", "per-op+log"}
-    assert data["ratio_to_off"]["off"] == 1.0 and data["ops"] == 200
-    assert not _monitor_threads()
-
-
 def test_load_ext_with_a_bad_shell_leaves_nothing_behind():
     from viewlab.monitor import cell_monitor, load_ipython_extension
 
@@ -791,3 +773,27 @@ def test_measure_exit_without_enter_and_enter_twice_name_measure():
         with pytest.raises(RuntimeError, match=r"^measure\(\): this one was entered already"):
             ctx.__enter__()
     assert _modes() == []
+
+
+def test_the_time_axis_starts_after_the_widgets_warm_up(capsys):
+    """The first frame (ipywidgets, matplotlib's first draw: seconds in a fresh kernel) is drawn before t = 0."""
+    mon = _cell_monitor(capsys, frames="thread")
+    try:
+        assert mon._view.frames >= 1 and mon._view.time <= mon._t0, "the warm-up frame came after the start"
+    finally:
+        mon.stop(show=False)
+
+
+def test_the_plot_is_800_px_wide_with_legend_text_of_at_least_10_px():
+    import io
+
+    from PIL import Image
+
+    from viewlab.monitor import Mark, Sample, plot
+
+    samples = [Sample(0.0, 0, 0), Sample(0.5, 4096, 8192)]
+    for cells in ([], [viewlab.monitor.CellRecord("#1", 0.0, 0.5, 4096, 8192)]):
+        width, _ = Image.open(io.BytesIO(plot.png(samples, [Mark(0.2, "m", 0)], cells, backend="b"))).size
+        legend = plot.figure(samples, cells=cells, backend="b").axes[0].get_legend()
+        sizes = [t.get_fontsize() * plot.DPI / 72 for t in [*legend.get_texts(), legend.get_title()]]
+        assert width >= 800 and min(sizes) >= 10, (width, sizes)

@@ -41,24 +41,18 @@ class OpRecord:
 
 
 def _is_input(st: Any, items: Any) -> bool:
-    """Whether storage ``st`` is (by identity) the storage of a tensor among ``items``, one level into lists."""
+    """Whether storage ``st`` is one of the tensors' among ``items`` (one level into lists): storages keep one Python
+    object while they live, so ``is`` is identity."""
     for a in items:
-        if isinstance(a, Tensor):
-            if storage_of(a) is st:  # storages keep one Python object while they live: `is` is identity
-                return True
-        elif isinstance(a, (list, tuple)) and _is_input(st, a):
+        if storage_of(a) is st if isinstance(a, Tensor) else isinstance(a, (list, tuple)) and _is_input(st, a):
             return True
     return False
 
 
 class _StorageTracker(TorchDispatchMode):
-    """Counts bytes of storages created by operators while entered (see the module docstring).
-
-    Its cost per operator is what ``measure`` adds to an empty dispatch mode (benchmarks/overhead.py), so the path
-    is kept short: what an operator needs (mutates an input? its name) is looked up once per overload, storages
-    are keyed by their Python object's ``id`` (one object per live storage), and a free only queues its bytes
-    (``_gone``): the counters change under the lock, on the next operator or reading, never inside a finaliser.
-    """
+    """Counts bytes of storages created by operators while entered (see the module docstring). Its per-operator path is
+    what ``measure`` adds to an empty dispatch mode (benchmarks/overhead.py): what an overload needs is looked up once,
+    storages are keyed by their object's ``id``, and a free only queues its bytes, subtracted under the lock later."""
 
     def __init__(self, device: torch.device | None, log_ops: bool = False) -> None:
         super().__init__()
@@ -69,31 +63,27 @@ class _StorageTracker(TorchDispatchMode):
         self._gone: list[int] = []  # bytes of counted storages that died, not yet subtracted
         self._ops_seen: dict[Any, tuple[bool, str]] = {}  # overload -> (mutates an argument, name)
         self._current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
-        cuda = device is not None and device.type == "cuda"
-        self._want = "any" if device is None else ("cpu" if not cuda else -1 if device.index is None else device.index)
+        index = -1 if device is None or device.index is None else device.index  # -1: any CUDA device
+        self._want = "any" if device is None else "cpu" if device.type == "cpu" else index
 
     def _freed(self, key: int, _ref: object = None) -> None:
-        entry = self._live.pop(key, None)  # one dict operation: safe from any thread, at any moment
-        if entry is not None:
+        if (entry := self._live.pop(key, None)) is not None:  # one dict operation: safe from any thread, any time
             self._gone.append(entry[0])
 
-    def _settle(self) -> None:  # under the lock: subtract what died
-        gone = self._gone
-        while gone:
-            self._current -= gone.pop()
+    def _settle(self) -> int:  # under the lock: subtract what died
+        while self._gone:
+            self._current -= self._gone.pop()
+        return self._current
 
     @property
     def current(self) -> int:
         """Bytes of counted storages alive now."""
         with self._lock:
-            self._settle()
-            return self._current
+            return self._settle()
 
-    def _ours(self, t: Tensor) -> bool:
-        want = self._want  # "any": every device but meta; "cpu"; -1: any CUDA device; n: cuda:n
-        if want == "any":
-            return not t.is_meta
-        return t.is_cpu if want == "cpu" else t.is_cuda and want in (-1, t.get_device())
+    def _ours(self, t: Tensor) -> bool:  # self._want: "any" (every device but meta), "cpu", -1 (any CUDA device), n
+        w = self._want
+        return not t.is_meta if w == "any" else t.is_cpu if w == "cpu" else t.is_cuda and w in (-1, t.get_device())
 
     def _count(self, t: Tensor, func: Any, args: tuple, kwargs: dict | None, before: dict | None) -> int:
         """Bytes output ``t`` newly holds. ``before``: input storages' sizes, for an operator that mutates one."""
@@ -104,11 +94,8 @@ class _StorageTracker(TorchDispatchMode):
         except (RuntimeError, NotImplementedError, TypeError):  # sparse, nested: no storage of their own
             return 0
         key = id(st)
-        entry = self._live.get(key)
-        if entry is not None:  # ours already: only a mutating operator (resize_, out=) can grow it
-            if before is None:
-                return 0
-            delta = st.nbytes() - entry[1]
+        if (entry := self._live.get(key)) is not None:  # ours already: only a mutating operator can grow it
+            delta = 0 if before is None else st.nbytes() - entry[1]  # resize_, out= resizing
             self._live[key] = (entry[0] + delta, entry[1] + delta, entry[2])
             return delta
         if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
@@ -125,12 +112,9 @@ class _StorageTracker(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         if self.closed:  # closed from another thread: on this thread's stack until it is swept off
             return func(*args, **kwargs) if kwargs else func(*args)
-        op = self._ops_seen.get(func)
-        if op is None:
+        if (op := self._ops_seen.get(func)) is None:
             op = self._ops_seen[func] = (func._schema.is_mutable, str(func))
-        # Only operators that mutate an argument (in-place, out=, resize_) can grow an input's storage:
-        # for those, note the input sizes first. Everything else needs identities only.
-        before = None
+        before = None  # only operators that mutate an argument (in place, out=, resize_) can grow an input's storage
         if op[0]:
             inputs = (storage_of(t) for t in tensors_in((*args, *(kwargs or {}).values())))
             before = {id(st): st.nbytes() for st in inputs if st is not None}
@@ -143,19 +127,14 @@ class _StorageTracker(TorchDispatchMode):
             new = sum(self._count(t, func, args, kwargs, before) for t in outs)
         if new or self._gone:
             with self._lock:
-                self._settle()
-                self._current = current = self._current + new
-                if current > self.peak:
-                    self.peak = current
-                if current > self.window_peak:
-                    self.window_peak = current
+                self._current = now = self._settle() + new
+                self.peak, self.window_peak = max(self.peak, now), max(self.window_peak, now)
         if self.log_ops:
             self.ops.append(OpRecord(op[1], new, tuple(tuple(t.shape) for t in outs)))
         return out
 
     def _register(self, st: Any, key: int, nbytes: int, counted: int) -> int:
-        ref = weakref.ref(st, functools.partial(self._freed, key))  # the cheapest way to hear of the free
-        self._live[key] = (counted, nbytes, ref)
+        self._live[key] = (counted, nbytes, weakref.ref(st, functools.partial(self._freed, key)))  # hears of the free
         return counted
 
     def close(self) -> None:

@@ -193,15 +193,16 @@ class MemoryMonitor:
                     self.backend, self._line = self._source.label, self._source.line
                 if not self._cell_mode:  # in cell mode, each cell enters (pre_run_cell)
                     self._source.enter_thread()  # type: ignore[union-attr]
+            if self.display:  # first: its warm-up (ipywidgets, matplotlib's first draw) is not on the time axis
+                self._show_widget()
+            with self._lock:
                 self._t0, self._stop_event = time.perf_counter(), threading.Event()
                 self._take_sample()
                 args = (weakref.ref(self), self._stop_event, self.interval)
                 self._thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
                 self._thread.start()
-            if self.display:
-                self._show_widget()
-                if self.frames_from in ("cell", "ops") and not self._cell_mode:
-                    self._view.enter_hook()  # type: ignore[union-attr]
+            if self.display and self.frames_from in ("cell", "ops") and not self._cell_mode:
+                self._view.enter_hook()  # type: ignore[union-attr]
             _RUNNING[where] = self
         except BaseException:  # a failed start leaves no thread, mode or backend behind
             self._end_thread()

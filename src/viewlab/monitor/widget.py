@@ -111,7 +111,7 @@ class LiveView(TorchDispatchMode):
         # frames sent; perf_counter() of the last one and seconds it took to draw; (frames="cell") when the next is due
         self.frames, self.time, self.cost, self.due = 0, 0.0, 0.0, 0.0
         self._lock = threading.Lock()  # not the monitor's lock: the cell's own thread must never wait for a frame
-        self.image = w.Image(format="png", layout=w.Layout(width="560px"))
+        self.image = w.Image(format="png", layout=w.Layout(width="800px"))  # the PNG at 100 %: plot.DPI
         buttons = [w.Button(description=name, layout=w.Layout(width="70px")) for name in ("start", "stop", "reset")]
         for button in buttons:
             button.on_click(functools.partial(_click, weakref.ref(monitor), button.description))
