@@ -45,15 +45,16 @@ _STACK_CODE = ("/torch/utils/_python_dispatch.py", "/viewlab/_dispatch.py")  # c
 
 
 def _sweep(_arg: object = None) -> int:
-    """Take off this thread's stack the modes other threads left for it (see :func:`leave`). A mode cannot leave while
-    the thread is inside it or changing its stack: then the main thread tries again a little later."""
+    """Take off this thread's stack the modes other threads left for it (:func:`leave`); not while the thread is inside
+    a mode or changing its stack (the main thread tries again 10 ms later)."""
     frame = sys._getframe(1)
-    while frame is not None:
-        name = frame.f_code.co_filename.replace("\\", "/")
-        if frame.f_code.co_name == "__torch_dispatch__" or name.endswith(_STACK_CODE):
-            threading.Timer(0.01, _call_main).start()
-            return 0
+    while frame is not None and frame.f_code.co_name != "__torch_dispatch__":
+        if frame.f_code.co_filename.replace("\\", "/").endswith(_STACK_CODE):
+            break
         frame = frame.f_back
+    if frame is not None:
+        threading.Timer(0.01, _call_main).start()
+        return 0
     for mode in _LEFT.pop(threading.get_ident(), []):
         remove_mode(mode)
     return 0
@@ -69,9 +70,9 @@ def _call_main() -> None:
 
 
 def leave(mode: Any, thread: int) -> None:
-    """Take ``mode`` off the stack of ``thread`` (an id), which entered it. Mode stacks are per thread, so from another
-    thread it is left for that one: the main thread sweeps it at its next bytecode (a CPython pending call), any other
-    thread when it next enters a viewlab mode. Until then a closed tracker only passes operators on."""
+    """Take ``mode`` off the stack of ``thread`` (an id), which entered it. Stacks are per thread: from another thread
+    it is left for that one, which sweeps it at its next bytecode (the main thread: a CPython pending call) or next
+    enter(); until then a closed tracker only passes operators on."""
     if thread == threading.get_ident():
         remove_mode(mode)
         return
@@ -122,15 +123,13 @@ class Backend:
     def exit_thread(self) -> None:
         """Stop following this thread, or (called from another one) the thread that entered last: :func:`leave`."""
         if self._entered and self.tracker is not None:
-            me = threading.get_ident()
-            thread = me if me in self._entered else self._entered[-1]
+            thread = threading.get_ident() if threading.get_ident() in self._entered else self._entered[-1]
             at = self._entered.index(thread)
             self._entered = self._entered[:at] + self._entered[at + 1 :]
             leave(self.tracker, thread)
 
     def close(self) -> None:
-        """Stop measuring (also from another thread): leave every thread entered, stop following frees, close CUDA
-        windows."""
+        """Stop measuring (from any thread): leave every thread entered, stop following frees, close CUDA windows."""
         while self._entered:
             self.exit_thread()
         if self.tracker is not None:

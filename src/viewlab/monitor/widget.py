@@ -81,9 +81,8 @@ class _Timer:
         if cls.owner is not view or _SIG is None:
             return
         if threading.current_thread() is not threading.main_thread():
-            cls.closing = True
-            signal.setitimer(signal.ITIMER_REAL, 1e-3)
-            return
+            cls.closing = True  # only the main thread may set a handler
+            return signal.setitimer(signal.ITIMER_REAL, 1e-3)  # type: ignore[return-value]
         signal.setitimer(signal.ITIMER_REAL, 0)
         if signal.getsignal(_SIG) == cls._tick:  # another handler installed after ours stays
             signal.signal(_SIG, cls.prev if cls.prev is not None else signal.SIG_DFL)
