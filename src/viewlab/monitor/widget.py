@@ -69,9 +69,11 @@ class _Timer:
         busy, f = False, frame  # interrupted inside what drawing uses, between the learner's code and here: 20 ms later
         while f is not None and not busy and (name := str(f.f_globals.get("__name__", ""))) != "__main__":
             busy, f = name.startswith(_NOT_INSIDE), f.f_back  # the kernel's code around the cell does not count
-        if not busy and now >= view.due:
-            view.from_cell()
-        cls._arm(0.02 if busy else 0.0)
+        try:
+            if not busy and now >= view.due:
+                view.from_cell()
+        finally:  # a KeyboardInterrupt raised while drawing still leaves the timer running (stop() restores it)
+            cls._arm(0.02 if busy else 0.0)
         if chain and callable(cls.prev):
             cls.prev(signum, frame)
 
