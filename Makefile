@@ -41,7 +41,7 @@ ifeq ($(shell id -u),0)
 ROOT_FLAG := --allow-root
 endif
 
-.PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book test-colab stamp lint
+.PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book test-colab stamp lint bench
 help:
 	@echo "make lab            - install the course into .venv and open JupyterLab on notebooks/"
 	@echo "make test           - lint, unit tests and doctests, then strict nbval over every notebook (what CI runs)"
@@ -53,6 +53,7 @@ help:
 	@echo "make book           - build the Jupyter Book into book/_build/html (offline, warnings are errors)"
 	@echo "make test-book      - build the book, then open every page in headless chromium and check it"
 	@echo "make test-colab     - the Colab-stack suite (-m colab) and every notebook on Colab's package versions (.venv-colab)"
+	@echo "make bench          - what watching memory costs, as ratios (one interleaved run): benchmarks/results.md"
 	@echo "make stamp          - re-stamp the repository URL everywhere (REPO=https://github.com/OWNER/NAME to move it)"
 	@echo "make clean          - remove .venv, .venv-colab, the built book, test-artifacts/, gpu-check-out/ and caches"
 
@@ -117,6 +118,13 @@ lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check $(LINT_PATHS)
 	$(BIN)/python -m ruff format --check $(LINT_PATHS)
 	$(BIN)/python -m ruff check --select F,E9 $(NOTEBOOKS)
+
+# What watching memory costs: the tracker, the monitor's frame paths and peers against an empty dispatch mode and
+# no tracking, on small and on 1 MiB operators, in one interleaved run (benchmarks/overhead.py). Writes the table to
+# benchmarks/results.md and the numbers to benchmarks/results/overhead.json; BENCH_ARGS="--rounds 9" to change it.
+BENCH_ARGS ?=
+bench: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/overhead.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(COLAB_VENV) book/_build book/api test-artifacts gpu-check-out .pytest_cache .hypothesis notebooks/.hypothesis src/*.egg-info

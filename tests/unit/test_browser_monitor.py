@@ -197,6 +197,7 @@ def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_p
             assert "*" in prompt.inner_text(), "the loop cell should still be running at the second screenshot"
             shot_2 = widget_img.screenshot()
             src_2 = widget_img.get_attribute("src")
+            live_size = _rendered(page, ".jp-OutputArea .widget-image")
             (root / "screenshots-done").write_text("done")  # the loop cell may end now
             (evidence / "monitor_t1.png").write_bytes(shot_1)
             (evidence / "monitor_t2.png").write_bytes(shot_2)
@@ -211,6 +212,7 @@ def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_p
                 timeout=BUSY_LIMIT_S * 1000,
             )
             page.wait_for_timeout(1000)
+            final_size = _rendered(page, ".jp-OutputArea .jp-RenderedImage img")  # the stored PNG, not the widget
             page.keyboard.press("Control+s")
             outputs = _saved_outputs(root / "live.ipynb")
             page.screenshot(path=str(evidence / "lab_after_run.png"), full_page=True)
@@ -223,6 +225,57 @@ def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_p
     assert any("text/html" in o.get("data", {}) and "viewlab-memory" in o["data"]["text/html"] for o in outputs)
     printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
     assert f"from {frames}" in printed, printed
+    for where, size in (("live widget", live_size), ("final PNG", final_size)):
+        _assert_readable(where, size)
     (evidence / "summary.json").write_text(
-        json.dumps({"changed_fraction": changed, "saved_outputs": [list(o.get("data", {})) for o in outputs]}, indent=1)
+        json.dumps(
+            {
+                "changed_fraction": changed,
+                "rendered": {"live": live_size, "final": final_size},
+                "saved_outputs": [list(o.get("data", {})) for o in outputs],
+            },
+            indent=1,
+        )
     )
+
+
+def _rendered(page, selector: str) -> dict:
+    """The first matching image's width on screen (CSS px at 100 % zoom) and its natural (PNG) width."""
+    page.wait_for_function(
+        f"() => {{ const i = document.querySelector({selector!r}); return i && i.naturalWidth > 0; }}"
+    )
+    return page.eval_on_selector(
+        selector, "i => ({shown: i.getBoundingClientRect().width, natural: i.naturalWidth, zoom: devicePixelRatio})"
+    )
+
+
+def _assert_readable(where: str, size: dict) -> None:
+    """At least 800 px wide on screen, and the legend's text (its size in the PNG, scaled as shown) at least 10 px."""
+    from viewlab.monitor import Sample, plot
+
+    legend = plot.figure([Sample(0.0, 0, 0), Sample(1.0, 1, 1)], backend="b").axes[0].get_legend()
+    text_px = min(t.get_fontsize() for t in [*legend.get_texts(), legend.get_title()]) * plot.DPI / 72
+    shown_px = text_px * size["shown"] / size["natural"]
+    assert size["zoom"] == 1 and size["shown"] >= 800, f"the {where} is {size['shown']:.0f} px wide at 100 % zoom"
+    assert shown_px >= 10, f"the {where}'s legend text is {shown_px:.1f} px tall on screen"
+
+
+BOOK_HTML = Path(os.environ.get("VIEWLAB_BOOK_HTML", ROOT / "book" / "_build" / "html"))
+
+
+@pytest.mark.skipif(
+    not (BOOK_HTML / "notebooks" / "06_memory_lab.html").exists(), reason="no built book (make book writes it)"
+)
+def test_the_monitor_plot_in_the_book_is_readable_at_100_percent(chromium_args):
+    """The stored final PNG of notebook 06's monitor, as the book shows it (a static page, opened from disk)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto((BOOK_HTML / "notebooks" / "06_memory_lab.html").as_uri(), timeout=60_000)
+            size = _rendered(page, "img[alt^='Memory over']")
+        finally:
+            browser.close()
+    _assert_readable("book's monitor plot", size)

@@ -364,3 +364,70 @@ def test_cuda_nested_measure_keeps_the_outer_peak():
             small = torch.empty(1024, dtype=torch.uint8, device="cuda")
     assert inner.peak_bytes == 1024 and outer.peak_bytes >= 8 * 2**20
     assert small.is_cuda
+
+
+_PROBE = torch.library.Library("viewlab_probe", "DEF")  # a real operator whose two outputs alias two inputs
+_PROBE.define("pair(Tensor(a) x, Tensor(b) y) -> (Tensor(a), Tensor(b))")
+_PROBE.impl("pair", lambda x, y: (x.view(x.shape), y.view(y.shape)), "CompositeExplicitAutograd")
+_PROBE.define("fresh_and_view(Tensor(a) x, Tensor y) -> (Tensor, Tensor(a))")
+_PROBE.impl("fresh_and_view", lambda x, y: (y.clone(), x.view(x.shape)), "CompositeExplicitAutograd")
+
+
+def test_outputs_that_alias_different_inputs_are_never_counted():
+    # The input storages were once collected lazily with sizes 0 for an operator that mutates nothing, so a second
+    # output that aliased another input counted that input's whole storage as new.
+    a, b = torch.zeros(10), torch.zeros(20)
+    with measure(device="cpu") as m:
+        p, q = torch.ops.viewlab_probe.pair(a, b)
+    assert (m.allocated_bytes, m.peak_bytes) == (0, 0)
+    assert p.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+    with measure(device="cpu") as m2:
+        fresh, view = torch.ops.viewlab_probe.fresh_and_view(a, b)
+    assert m2.allocated_bytes == fresh.untyped_storage().nbytes() == b.numel() * 4
+    assert view.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() and q.numel() == 20
+
+
+_OPS = {  # each: inputs -> results, over the layouts a learner meets (views, copies, in place, out=, several outputs)
+    "add": lambda x: [x + 1],
+    "view": lambda x: [x.view(-1)],
+    "t_contiguous": lambda x: [x.t().contiguous()],
+    "expand": lambda x: [x[:1].expand(3 if len(x) else 0, *x.shape[1:])],
+    "repeat": lambda x: [x.repeat(2, 1)],
+    "unbind": lambda x: list(x.unbind(0)),
+    "chunk_clone": lambda x: [c.clone() for c in x.chunk(2)],
+    "sort": lambda x: list(torch.sort(x, dim=-1)),
+    "inplace": lambda x: [x.mul_(2)],
+    "out_resize": lambda x: [torch.add(x, 1, out=torch.empty(0))],
+    "index": lambda x: [x[torch.tensor([0, 0])] if len(x) else x[:0].clone()],
+    "cat": lambda x: [torch.cat([x, x])],
+    "tensor": lambda x: [torch.tensor([[1.0, 2.0]])],
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.tuples(st.integers(0, 4), st.integers(0, 3)),
+    names=st.lists(st.sampled_from(sorted(_OPS)), min_size=1, max_size=5),
+)
+def test_allocated_bytes_match_a_storage_oracle(shape, names):
+    # The oracle: the distinct storages held by the results that are not the input's, by data pointer and nbytes.
+    x = torch.zeros(shape)
+    before = {x.untyped_storage().data_ptr()}
+    with measure(device="cpu") as m:
+        results = [r for name in names for r in _OPS[name](x)]
+    storages = {r.untyped_storage().data_ptr(): r.untyped_storage().nbytes() for r in results}
+    # an empty storage has data pointer 0: several such results hold no bytes between them
+    expected = sum(n for ptr, n in storages.items() if ptr not in before)
+    assert m.allocated_bytes == expected, (names, shape)
+    assert m.peak_bytes >= m.allocated_bytes
+
+
+def test_a_storage_freed_on_another_thread_is_subtracted_and_read_from_there():
+    seen = []
+    with measure(device="cpu") as m:
+        box = [torch.zeros(250)]  # 1,000 B, handed to a worker that drops it
+        worker = threading.Thread(target=lambda: (box.clear(), seen.append(m.allocated_bytes)))
+        worker.start()
+        worker.join()
+        assert m.allocated_bytes == 0
+    assert seen == [0] and m.peak_bytes == 1000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 import weakref
@@ -11,7 +12,6 @@ import pytest
 import torch
 
 import viewlab
-from tests.conftest import ROOT
 from viewlab import MemoryMonitor
 from viewlab.monitor import _THREAD_NAME, MIN_INTERVAL, fmt_bytes
 
@@ -231,7 +231,11 @@ def test_restart_continues_the_timeline():
         ({"interval": float("inf")}, ValueError, r"got float inf"),
         ({"interval": 1e10}, ValueError, r"at least once a minute"),
         ({"interval": "fast"}, TypeError, r"^MemoryMonitor\(\): `interval` must be seconds as a number; got str"),
-        ({"frames": "widget"}, ValueError, r"`frames` must be one of 'auto', 'thread', 'cell'; got str 'widget'"),
+        (
+            {"frames": "widget"},
+            ValueError,
+            r"`frames` must be one of 'auto', 'thread', 'cell', 'ops'; got str 'widget'",
+        ),
         ({"title": 3}, TypeError, "title"),
         ({"backend": "nvml"}, ValueError, "'storages'"),
         ({"display": "yes"}, TypeError, "None, True or False"),
@@ -420,6 +424,32 @@ def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(kernel, fr
 
 
 @pytest.mark.kernel
+@pytest.mark.skipif(sys.platform != "linux", reason="the timer-signal frames are checked on Linux")
+def test_in_a_kernel_a_cell_that_only_sleeps_gets_frames_and_the_signal_is_given_back(kernel):
+    """frames='cell' needs no operator: a timer signal sends frames from the kernel's main thread while the cell
+    only sleeps; afterwards ipykernel's SIGALRM handler and timer are as they were, and no mode is left."""
+    code = (
+        "import signal, time\nfrom viewlab import MemoryMonitor\n"
+        "from torch.utils._python_dispatch import _get_current_dispatch_mode_stack as modes\n"
+        "found = (signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL))\n"
+        "mon = MemoryMonitor(device='cpu', frames='cell').start()\n"
+        "first, deadline = mon.frames, time.monotonic() + 60\n"
+        "while mon.frames - first < 2 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.1)\n"
+        "slept = mon.frames - first\n"
+        "mon.stop()\n"
+        "same = (signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)) == found\n"
+        "print('slept frames', slept, 'given back', same, 'modes', len(modes()), 'errors', mon.errors)"
+    )
+    (msgs,) = _run(kernel, [code])
+    assert "error" not in [m["msg_type"] for m in msgs], [m["content"] for m in msgs if m["msg_type"] == "error"]
+    text = _texts(msgs)
+    slept = int(text.split("slept frames ")[1].split()[0])
+    assert slept >= 2 and "given back True modes 0 errors []" in text, text
+    assert len(_frames(msgs)) >= 3, "the first frame and the two sent while the cell slept reached the front end"
+
+
+@pytest.mark.kernel
 @pytest.mark.cuda
 @needs_cuda
 @pytest.mark.parametrize("frames", ["thread", "cell"])
@@ -512,23 +542,6 @@ def test_rss_line_is_optional_and_labelled():
     assert x.numel() == 10
 
 
-def test_overhead_benchmark_runs_and_writes_all_conditions(tmp_path):
-    """Smoke test of benchmarks/monitor_overhead.py on a tiny loop: the file it writes, not its timings."""
-    import importlib.util
-    import json
-
-    path = ROOT / "benchmarks" / "monitor_overhead.py"
-    spec = importlib.util.spec_from_file_location("monitor_overhead", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = tmp_path / "overhead.json"
-    module.main(["--ops", "200", "--repeats", "1", "--device", "cpu", "--out", str(out)])
-    data = json.loads(out.read_text())
-    assert set(data["ratio_to_off"]) == {"off", "sampling", "per-op", "per-op+log"}
-    assert data["ratio_to_off"]["off"] == 1.0 and data["ops"] == 200
-    assert not _monitor_threads()
-
-
 def test_load_ext_with_a_bad_shell_leaves_nothing_behind():
     from viewlab.monitor import cell_monitor, load_ipython_extension
 
@@ -565,3 +578,222 @@ def test_a_plot_of_nothing_allocated_draws_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mon.png()
+
+
+# ---------------------------------------------------------------- frames from the cell's thread, threads, restarts
+
+signal = pytest.importorskip("signal")
+needs_alarm = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs POSIX signal.setitimer")
+
+
+def _cell_monitor(capsys, **kwargs) -> MemoryMonitor:
+    """A displayed monitor outside a kernel (its widget's text goes to stdout), frames from this thread."""
+    mon = MemoryMonitor(device="cpu", display=True, **kwargs).start()
+    capsys.readouterr()
+    return mon
+
+
+@needs_alarm
+def test_cell_frames_arrive_during_sleep_and_pure_python_with_no_dispatch_mode(capsys):
+    mon = _cell_monitor(capsys, frames="cell")
+    try:
+        assert _modes() == [mon._source.tracker], "the frames need no mode of their own: only the tracker's"
+        first = mon.frames
+        deadline = time.monotonic() + 60
+        while mon.frames - first < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # no operator at all
+        slept = mon.frames - first
+        while mon.frames - first < 4 and time.monotonic() < deadline:
+            sum(range(1000))  # pure Python
+        assert slept >= 2 and mon.frames - first >= 4, (slept, mon.frames - first, mon.errors)
+    finally:
+        mon.stop(show=False)
+    assert _modes() == [] and mon.errors == []
+
+
+@needs_alarm
+def test_the_signal_timer_chains_to_the_handler_and_timer_it_found_and_restores_them(capsys):
+    calls = []
+
+    def previous(signum, frame):
+        calls.append(time.monotonic())
+
+    old = signal.signal(signal.SIGALRM, previous)
+    signal.setitimer(signal.ITIMER_REAL, 0.3, 0.3)  # someone else's repeating alarm, e.g. a test runner's
+    try:
+        mon = _cell_monitor(capsys, frames="cell")
+        assert signal.getsignal(signal.SIGALRM) is not previous
+        deadline = time.monotonic() + 60
+        while (len(calls) < 3 or mon.frames < 3) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        mon.stop(show=False)
+        assert len(calls) >= 3 and mon.frames >= 3, "both the old alarm and the frames kept coming"
+        assert signal.getsignal(signal.SIGALRM) is previous
+        delay, every = signal.getitimer(signal.ITIMER_REAL)
+        assert every == pytest.approx(0.3) and 0 < delay <= 0.3 + 1e-3, (delay, every)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@needs_alarm
+def test_a_blocking_system_call_is_restarted_not_interrupted_by_the_timer(capsys):
+    import ctypes
+    import os
+
+    libc = ctypes.CDLL(None, use_errno=True)  # libc's read(2) itself: Python's os.read would retry on EINTR anyway
+    mon = _cell_monitor(capsys, frames="cell")
+    r, w = os.pipe()
+    try:
+        writer = threading.Thread(target=lambda: (time.sleep(1.0), os.write(w, b"x")))
+        writer.start()
+        buf = ctypes.create_string_buffer(1)
+        got = libc.read(r, buf, 1)  # several timer signals arrive meanwhile
+        writer.join()
+        assert got == 1 and buf.raw == b"x", f"read(2) returned {got}, errno {ctypes.get_errno()}"
+    finally:
+        mon.stop(show=False)
+        os.close(r)
+        os.close(w)
+
+
+def test_off_the_main_thread_cell_frames_fall_back_to_a_dispatch_mode(capsys):
+    seen = {}
+
+    def run():
+        mon = _cell_monitor(capsys, frames="cell")
+        seen["modes"] = len(_modes())  # the tracker and the frame hook
+        mon.stop(show=False)
+        seen["after"] = len(_modes())
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    assert seen == {"modes": 2, "after": 0}
+
+
+def _stand_in_cuda_monitor(capsys, frames: str) -> tuple[MemoryMonitor, object]:
+    """A monitor on the CUDA backend whose allocator counters are a CPU stand-in (tests/unit/test_cuda_windows.py)."""
+    from tests.unit.test_cuda_windows import DEV, StandInAllocator
+    from viewlab.memory._cuda import _CudaLedger
+    from viewlab.memory.backends import CudaBackend
+
+    allocator = StandInAllocator()
+    mon = MemoryMonitor(device="cpu", display=True, frames=frames)
+    mon.backend_kind, mon._source = "cuda", CudaBackend(DEV, ledger=_CudaLedger(allocator))
+    return mon, allocator
+
+
+@pytest.mark.parametrize("on_main", [True, False])
+def test_on_cuda_the_monitor_follows_no_operators_unless_ops_frames_are_asked_for(capsys, on_main):
+    seen = {}
+
+    def run():
+        for frames in ("cell", "ops"):
+            mon, allocator = _stand_in_cuda_monitor(capsys, frames)
+            mon.start()
+            allocator.alloc(4096)
+            torch.ones(3) + 1  # an operator: only the "ops" hook is called for it
+            seen[frames] = (len(_modes()), mon.samples[-1].allocated if mon.mark("m") else None)
+            mon.stop(show=False)
+            seen[frames + " after"] = len(_modes())
+
+    if on_main:
+        run()
+    else:
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+    assert seen == {"cell": (0, 4096), "cell after": 0, "ops": (1, 4096), "ops after": 0}
+
+
+def test_stop_from_another_thread_cleans_up_the_starting_thread():
+    for how in ("stop", "close"):
+        mon = MemoryMonitor(device="cpu", display=False).start()
+        assert len(_modes()) == 1
+        worker = threading.Thread(target=getattr(mon, how))
+        worker.start()
+        worker.join()
+        _wait_for(lambda: _modes() == [], f"the tracker to leave this thread after {how}() from another thread")
+        assert not mon.running
+
+
+def test_dropping_the_last_reference_on_another_thread_cleans_up_the_starting_thread():
+    box = [MemoryMonitor(device="cpu", display=False).start()]
+    assert len(_modes()) == 1
+    worker = threading.Thread(target=box.clear)  # the monitor's last reference dies there
+    worker.start()
+    worker.join()
+    _wait_for(lambda: _modes() == [], "the dropped monitor's tracker to leave the thread that started it")
+    x = torch.ones(1000)
+    assert x.numel() == 1000
+
+
+def test_a_monitor_started_off_the_main_thread_and_stopped_elsewhere_leaves_at_that_threads_next_start():
+    go, done, seen = threading.Event(), threading.Event(), {}
+
+    def owner():
+        seen["mon"] = MemoryMonitor(device="cpu", display=False).start()
+        go.wait(30)
+        seen["left"] = len(_modes())  # stopped from the main thread: a closed mode that only passes operators on
+        with viewlab.measure(device="cpu") as m:
+            torch.zeros(10)
+        seen["measured"], seen["after"] = m.peak_bytes, len(_modes())
+        done.set()
+
+    worker = threading.Thread(target=owner)
+    worker.start()
+    _wait_for(lambda: "mon" in seen, "the worker's monitor to start")
+    seen["mon"].close()
+    go.set()
+    worker.join()
+    assert seen["left"] == 1 and seen["measured"] == 40 and seen["after"] == 0
+
+
+def test_a_second_start_says_what_to_do_and_a_rerun_cell_stops_the_monitor_it_left(capsys):
+    mon = MemoryMonitor(device="cpu", display=False).start()
+    with pytest.raises(RuntimeError, match=r"^mon.start\(\): this MemoryMonitor is already running.*mon.stop\(\)"):
+        mon.start()
+    kept = []
+    for _ in range(2):  # one line run twice, its first monitor still referenced (as IPython's Out would)
+        kept.append(MemoryMonitor(device="cpu", display=False).start())
+    assert not kept[0].running and kept[1].running
+    assert "stopped the MemoryMonitor this line started before" in capsys.readouterr().out
+    assert mon.running, "a monitor started by another line keeps running"
+    for m in (mon, kept[1]):
+        m.stop()
+    assert _modes() == []
+
+
+def test_measure_exit_without_enter_and_enter_twice_name_measure():
+    ctx = viewlab.measure(device="cpu")
+    with pytest.raises(RuntimeError, match=r"^measure\(\): __exit__ without __enter__"):
+        ctx.__exit__(None, None, None)
+    with ctx:
+        with pytest.raises(RuntimeError, match=r"^measure\(\): this one was entered already"):
+            ctx.__enter__()
+    assert _modes() == []
+
+
+def test_the_time_axis_starts_after_the_widgets_warm_up(capsys):
+    """The first frame (ipywidgets, matplotlib's first draw: seconds in a fresh kernel) is drawn before t = 0."""
+    mon = _cell_monitor(capsys, frames="thread")
+    try:
+        assert mon._view.frames >= 1 and mon._view.time <= mon._t0, "the warm-up frame came after the start"
+    finally:
+        mon.stop(show=False)
+
+
+def test_the_plot_is_800_px_wide_with_legend_text_of_at_least_10_px():
+    import io
+
+    from PIL import Image
+
+    from viewlab.monitor import Mark, Sample, plot
+
+    samples = [Sample(0.0, 0, 0), Sample(0.5, 4096, 8192)]
+    for cells in ([], [viewlab.monitor.CellRecord("#1", 0.0, 0.5, 4096, 8192)]):
+        width, _ = Image.open(io.BytesIO(plot.png(samples, [Mark(0.2, "m", 0)], cells, backend="b"))).size
+        legend = plot.figure(samples, cells=cells, backend="b").axes[0].get_legend()
+        sizes = [t.get_fontsize() * plot.DPI / 72 for t in [*legend.get_texts(), legend.get_title()]]
+        assert width >= 800 and min(sizes) >= 10, (width, sizes)

@@ -157,7 +157,7 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
     @entry("measure")
     def __enter__(self) -> Measurement:
         if self._backend is not None:
-            raise problem(RuntimeError, "this one is already in use; create a new one for each `with` block.")
+            raise problem(RuntimeError, "this one was entered already; create a new one for each `with` block.")
         cuda = self._device is not None and self._device.type == "cuda"
         backend = self._backend = open_backend("cuda" if cuda else "storages", self._device, self._log_ops)
         backend.enter_thread()
@@ -166,7 +166,10 @@ class measure:  # noqa: N801 - used like a function: ``with measure() as m``
         self.result._live = backend
         return self.result
 
+    @entry("measure")
     def __exit__(self, *exc: object) -> None:
+        if self.result is None or self.result._live is None:
+            raise problem(RuntimeError, "__exit__ without __enter__: write `with measure() as m:` around the code.")
         self.result._final = self._backend.since_start()
         self._backend.close()
         self.result._live = None

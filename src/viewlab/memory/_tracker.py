@@ -23,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .._dispatch import storage_of, tensors_in
 
 _LIFT_FRESH = torch.ops.aten.lift_fresh.default
+Tensor = torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -39,79 +40,106 @@ class OpRecord:
     shapes: tuple[tuple[int, ...], ...] = ()
 
 
+def _is_input(st: Any, items: Any) -> bool:
+    """Whether storage ``st`` is one of the tensors' among ``items`` (one level into lists): storages keep one Python
+    object while they live, so ``is`` is identity."""
+    for a in items:
+        if storage_of(a) is st if isinstance(a, Tensor) else isinstance(a, (list, tuple)) and _is_input(st, a):
+            return True
+    return False
+
+
 class _StorageTracker(TorchDispatchMode):
-    """Counts bytes of storages created by operators while entered (see the module docstring)."""
+    """Counts bytes of storages created by operators while entered (see the module docstring). Its per-operator path is
+    what ``measure`` adds to an empty dispatch mode (benchmarks/overhead.py): what an overload needs is looked up once,
+    storages are keyed by their object's ``id``, and a free only queues its bytes, subtracted under the lock later."""
 
     def __init__(self, device: torch.device | None, log_ops: bool = False) -> None:
         super().__init__()
         self.device, self.log_ops, self.closed = device, log_ops, False  # device None: every device (meta has none)
         self.ops: list[OpRecord] = []
-        self._lock = threading.RLock()  # reentrant: a GC-run finaliser may fire while we hold it
-        self._counted: dict[int, int] = {}  # storage key -> bytes counted for it
-        self._seen_nbytes: dict[int, int] = {}  # storage key -> nbytes when last seen
-        self._refs: dict[int, weakref.ref] = {}
-        self.current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
+        self._lock = threading.Lock()  # readers (the monitor's thread) and the operators' thread
+        self._live: dict[int, tuple[int, int, weakref.ref]] = {}  # storage id -> (bytes counted, nbytes seen, ref)
+        self._gone: list[int] = []  # bytes of counted storages that died, not yet subtracted
+        self._ops_seen: dict[Any, tuple[bool, str]] = {}  # overload -> (mutates an argument, name)
+        self._current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
+        index = -1 if device is None or device.index is None else device.index  # -1: any CUDA device
+        self._want = "any" if device is None else "cpu" if device.type == "cpu" else index
 
     def _freed(self, key: int, _ref: object = None) -> None:
-        with self._lock:
-            self._refs.pop(key, None)
-            self._seen_nbytes.pop(key, None)
-            self.current -= self._counted.pop(key, 0)
+        if (entry := self._live.pop(key, None)) is not None:  # one dict operation: safe from any thread, any time
+            self._gone.append(entry[0])
 
-    def _input_storages(self, args: tuple, kwargs: dict, sizes: bool) -> dict[int, int]:
-        storages = (storage_of(t) for t in tensors_in((*args, *kwargs.values())))
-        return {st._cdata: st.nbytes() if sizes else 0 for st in storages if st is not None}
+    def _settle(self) -> int:  # under the lock: subtract what died
+        while self._gone:
+            self._current -= self._gone.pop()
+        return self._current
+
+    @property
+    def current(self) -> int:
+        """Bytes of counted storages alive now."""
+        with self._lock:
+            return self._settle()
+
+    def _ours(self, t: Tensor) -> bool:  # self._want: "any" (every device but meta), "cpu", -1 (any CUDA device), n
+        w = self._want
+        return not t.is_meta if w == "any" else t.is_cpu if w == "cpu" else t.is_cuda and w in (-1, t.get_device())
+
+    def _count(self, t: Tensor, func: Any, args: tuple, kwargs: dict | None, before: dict | None) -> int:
+        """Bytes output ``t`` newly holds. ``before``: input storages' sizes, for an operator that mutates one."""
+        if not self._ours(t):
+            return 0
+        try:
+            st = t.untyped_storage()
+        except (RuntimeError, NotImplementedError, TypeError):  # sparse, nested: no storage of their own
+            return 0
+        key = id(st)
+        if (entry := self._live.get(key)) is not None:  # ours already: only a mutating operator can grow it
+            delta = 0 if before is None else st.nbytes() - entry[1]  # resize_, out= resizing
+            self._live[key] = (entry[0] + delta, entry[1] + delta, entry[2])
+            return delta
+        if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
+            return 0
+        nbytes = st.nbytes()
+        if func is not _LIFT_FRESH:  # lift_fresh returns its input: a tensor torch.tensor() just made
+            if before is not None and key in before:  # an input's storage, maybe resized by this operator
+                delta = nbytes - before[key]
+                return self._register(st, key, nbytes, delta) if delta > 0 else 0
+            if before is None and (_is_input(st, args) or (kwargs and _is_input(st, kwargs.values()))):
+                return 0  # a view of an input: no new memory
+        return self._register(st, key, nbytes, nbytes)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        kwargs = kwargs or {}
-        # Only operators that mutate an argument (in-place, out=, resize_) can grow an input's
-        # storage; for those, note the input sizes first. Everything else needs identities only.
-        before = self._input_storages(args, kwargs, True) if func._schema.is_mutable else None
-        out = func(*args, **kwargs)
-        if self.closed:
-            return out
-        outs = tensors_in(out if isinstance(out, (list, tuple)) else (out,))  # also a tuple of lists of tensors
-        new_bytes, done = 0, set()
-        with self._lock:
-            for t in outs:
-                dev, mine = t.device, self.device  # mine None: every device but meta; an index None: any index
-                ours = dev.type != "meta" if mine is None else dev.type == mine.type and mine.index in (None, dev.index)
-                st = storage_of(t) if ours else None
-                if st is None or st._cdata in done:
-                    continue
-                key, nbytes = st._cdata, st.nbytes()
-                done.add(key)
-                if not st.resizable():  # borrowed memory (torch.from_numpy, DLPack): torch allocated nothing
-                    continue
-                if key in self._counted:  # ours already: count growth (resize_, out= resizing)
-                    delta, self._seen_nbytes[key] = nbytes - self._seen_nbytes[key], nbytes
-                    self._counted[key] += delta
-                    new_bytes += delta
-                    continue
-                if func is not _LIFT_FRESH:
-                    if before is None:
-                        before = self._input_storages(args, kwargs, False)
-                        if key in before:  # a view of an input: no new memory
-                            continue
-                    elif key in before:  # an input's storage, maybe resized by this op
-                        delta = nbytes - before[key]
-                        new_bytes += self._register(st, key, nbytes, delta) if delta > 0 else 0
-                        continue
-                new_bytes += self._register(st, key, nbytes, nbytes)
-            if new_bytes:
-                self.current += new_bytes
-                self.peak, self.window_peak = max(self.peak, self.current), max(self.window_peak, self.current)
-            if self.log_ops:
-                self.ops.append(OpRecord(str(func), new_bytes, tuple(tuple(t.shape) for t in outs)))
+        if self.closed:  # closed from another thread: on this thread's stack until it is swept off
+            return func(*args, **kwargs) if kwargs else func(*args)
+        if (op := self._ops_seen.get(func)) is None:
+            op = self._ops_seen[func] = (func._schema.is_mutable, str(func))
+        before = None  # only operators that mutate an argument (in place, out=, resize_) can grow an input's storage
+        if op[0]:
+            inputs = (storage_of(t) for t in tensors_in((*args, *(kwargs or {}).values())))
+            before = {id(st): st.nbytes() for st in inputs if st is not None}
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if isinstance(out, Tensor):  # the common case: one result
+            outs: Any = (out,)
+            new = self._count(out, func, args, kwargs, before)
+        else:  # also a tuple of lists of tensors
+            outs = tensors_in(out if isinstance(out, (list, tuple)) else (out,))
+            new = sum(self._count(t, func, args, kwargs, before) for t in outs)
+        if new or self._gone:
+            with self._lock:
+                self._current = now = self._settle() + new
+                self.peak, self.window_peak = max(self.peak, now), max(self.window_peak, now)
+        if self.log_ops:
+            self.ops.append(OpRecord(op[1], new, tuple(tuple(t.shape) for t in outs)))
         return out
 
     def _register(self, st: Any, key: int, nbytes: int, counted: int) -> int:
-        self._counted[key], self._seen_nbytes[key] = counted, nbytes
-        self._refs[key] = weakref.ref(st, functools.partial(self._freed, key))  # the cheapest way to hear of the free
+        self._live[key] = (counted, nbytes, weakref.ref(st, functools.partial(self._freed, key)))  # hears of the free
         return counted
 
     def close(self) -> None:
         """Stop following frees (drop every weakref) so nothing keeps this tracker alive."""
         with self._lock:
             self.closed = True
-            self._refs.clear()
+            self._settle()
+            self._live.clear()

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from .._checks import entry, problem, require_bool, require_choice, require_str, type_error, value_error
+from .._dispatch import learner_line
 from .._format import fmt_bytes
 from ..draw import PNGFigure
 from ..ipython import in_kernel, on_colab
@@ -38,8 +39,9 @@ from .widget import MIN_INTERVAL, LiveView
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
 MAX_INTERVAL = 60.0  # seconds: a monitor that samples less often than this shows nothing live
-_FRAME_SOURCES = ("auto", "thread", "cell")
+_FRAME_SOURCES = ("auto", "thread", "cell", "ops")
 _THREAD_NAME = "viewlab-memory-monitor"
+_RUNNING: weakref.WeakValueDictionary[str | None, MemoryMonitor] = weakref.WeakValueDictionary()  # by the starting line
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,10 @@ class MemoryMonitor:
     (``"cuda"`` if available, else storages); ``rss``: also record the process RSS (approximate) as an extra line.
     ``display``: None shows the live widget only inside a Jupyter kernel, False never; ``title``: the plot's.
     ``frames``: where live frames come from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread, as
-    Colab needs: :mod:`.widget`) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from`` says
-    which, ``mon.frames`` counts the frames sent.
+    Colab needs: a timer signal, see :mod:`.widget`), ``"ops"`` (the cell's thread, between two operators: a dispatch
+    mode, also on CUDA) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from`` says which,
+    ``mon.frames`` counts the frames sent. ``stop()``/``close()`` work from any thread, and so does dropping the last
+    reference: what the monitor follows on the thread that started it is taken off that thread too.
     """
 
     @entry("MemoryMonitor")
@@ -109,7 +113,7 @@ class MemoryMonitor:
     ) -> None:  # fmt: skip
         require_choice(backend, "backend", ("auto", "storages", "cuda", "rss"))
         if not isinstance(frames, str) or frames not in _FRAME_SOURCES:
-            why = "'cell' sends live frames from the cell's own thread, as Colab needs."
+            why = "'cell' sends live frames from the cell's own thread, as Colab needs; 'ops' between operators."
             raise value_error("frames", f"one of {', '.join(map(repr, _FRAME_SOURCES))}", frames, why)
         if isinstance(interval, bool) or not isinstance(interval, (int, float)):
             raise type_error("interval", "seconds as a number", interval)
@@ -175,7 +179,12 @@ class MemoryMonitor:
         (True, False)
         """
         if self._thread is not None:
-            raise problem(RuntimeError, "this MemoryMonitor is already running; call mon.stop() first.")
+            fix = "call mon.stop() first, or write `with MemoryMonitor() as mon:` so each run stops its own."
+            raise problem(RuntimeError, f"this MemoryMonitor is already running (a cell run twice?): {fix}")
+        where = learner_line()  # a cell run again starts a new monitor: the one its last run left running stops
+        if (old := _RUNNING.get(where)) is not None and old is not self and old.running and not self._cell_mode:
+            old.stop(show=False)
+            print(f"[viewlab] stopped the MemoryMonitor this line started before ({old.backend}); one runs at a time.")
         fresh = self._source is None
         try:
             with self._lock:
@@ -184,15 +193,17 @@ class MemoryMonitor:
                     self.backend, self._line = self._source.label, self._source.line
                 if not self._cell_mode:  # in cell mode, each cell enters (pre_run_cell)
                     self._source.enter_thread()  # type: ignore[union-attr]
+            if self.display:  # first: its warm-up (ipywidgets, matplotlib's first draw) is not on the time axis
+                self._show_widget()
+            with self._lock:
                 self._t0, self._stop_event = time.perf_counter(), threading.Event()
                 self._take_sample()
                 args = (weakref.ref(self), self._stop_event, self.interval)
                 self._thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
                 self._thread.start()
-            if self.display:
-                self._show_widget()
-                if self.frames_from == "cell" and not self._cell_mode:
-                    self._view.enter_hook()  # type: ignore[union-attr]
+            if self.display and self.frames_from in ("cell", "ops") and not self._cell_mode:
+                self._view.enter_hook()  # type: ignore[union-attr]
+            _RUNNING[where] = self
         except BaseException:  # a failed start leaves no thread, mode or backend behind
             self._end_thread()
             if self._source is not None and not self._cell_mode:
@@ -307,7 +318,7 @@ class MemoryMonitor:
         with self._lock:
             if self._cell_mode:
                 self._source.enter_thread()  # the storage backend sees this cell's operators
-                if self.frames_from == "cell" and self._view is not None:
+                if self.frames_from in ("cell", "ops") and self._view is not None:
                     self._view.enter_hook()
             self._source.begin_window()
             self._cell_open = (f"#{self._cell_number}", self._now(), self._source.read().allocated)

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     Samples, Marks, Cells = Sequence[Sample], Sequence[Mark], Sequence[CellRecord]
 
 __all__ = ["figure", "png", "alt_text", "summary_html"]
-DPI = 80  # 7 inches wide: the 560-pixel widget image
+DPI = 80  # 10 inches wide: an 800-pixel image
+LEGEND_PT = 10  # points: 11 px at 100 % zoom (at least 10 px, as every other label)
 
 
 def figure(
@@ -40,7 +41,7 @@ def figure(
 
     samples = list(samples)  # at most ~800 points to draw; the last (exact) sample is always kept
     samples = samples[:: len(samples) // 400][:-1] + samples[-1:] if len(samples) > 800 else samples
-    fig = Figure(figsize=(7.0, 4.6 if cells else 3.0), dpi=DPI, facecolor="white")
+    fig = Figure(figsize=(10.0, 6.4 if cells else 4.2), dpi=DPI, facecolor="white")
     ax, bars = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2]}) if cells else (fig.add_subplot(1, 1, 1), None)
     peak_all = max([max(s.peak, s.allocated, s.reserved or 0, s.rss or 0) for s in samples] or [1])
     scale, unit = next(((f, u) for f, u in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")) if peak_all >= f), (1, "B"))
@@ -48,7 +49,7 @@ def figure(
     on_top = {"xycoords": ax.get_xaxis_transform(), "textcoords": "offset points", "va": "top"}  # labels hang from it
     for idx, cell in enumerate(cells):
         ax.axvspan(cell.start, cell.end, color="#56B4E9" if idx % 2 else "#E69F00", alpha=0.15, lw=0)
-        ax.annotate(cell.label, (cell.start, 1.0), xytext=(1, -2), fontsize=7, color="#444444", **on_top)
+        ax.annotate(cell.label, (cell.start, 1.0), xytext=(1, -2), fontsize=9, color="#444444", **on_top)
     if samples:
         steps = {"drawstyle": "steps-post"}
         measured = {key: any(getattr(s, key) is not None for s in samples) for key in ("reserved", "rss")}
@@ -66,14 +67,14 @@ def figure(
         ax.axvline(mark.t, color="#CC79A7", lw=1)
         # Staggered heights and a white box, so neighbouring labels neither overlap nor vanish into a line.
         y = 0.92 - 0.17 * (idx % 4)
-        ax.annotate(mark.label, (mark.t, y), xytext=(3, 0), fontsize=8, color="#6a3d5a", bbox=box, **on_top)
+        ax.annotate(mark.label, (mark.t, y), xytext=(3, 0), fontsize=9, color="#6a3d5a", bbox=box, **on_top)
     top = max(peak_all, 1) / scale * 1.12 if samples else 1.0  # never a zero-height axis (the first frame has peak 0)
     right = max(ts[-1] if ts else 0.0, 1.0 if running else 1e-3) * 1.02  # live: 1 s wide at first, later the data's
     ax.set(xlabel="seconds since start", ylabel=unit, ylim=(0, top), xlim=(0, right))
-    fig.suptitle(title or f"memory: {backend}", fontsize=10)
+    fig.suptitle(title or f"memory: {backend}", fontsize=12)
     if samples:  # above the plot, so it never hides a line or a mark
-        legend = {"title_fontsize": 7, "frameon": False, "alignment": "left"}
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=7, title=backend, **legend)
+        legend = {"title_fontsize": LEGEND_PT, "frameon": False, "alignment": "left"}
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=LEGEND_PT, title=backend, **legend)
     ax.grid(alpha=0.3)
     if bars is None:
         fig.subplots_adjust(left=0.09, right=0.98, top=0.76, bottom=0.16)  # fixed: tight_layout costs a frame's time
@@ -84,12 +85,12 @@ def figure(
     bars.bar(xs, held, width=0.45, color="#0072B2", label="still held after it")
     for x, c in zip(xs, cells):
         text, at = f"+{c.allocated_bytes:,} B held\npeak +{c.peak_bytes:,} B", (x, c.peak_bytes / scale)
-        bars.annotate(text, at, xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7)
-    bars.set_xticks(list(xs), [c.label for c in cells], fontsize=8)
+        bars.annotate(text, at, xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=9)
+    bars.set_xticks(list(xs), [c.label for c in cells], fontsize=9)
     top = max([c.peak_bytes for c in cells] + [1]) / scale * 1.45
     bars.set(ylabel=unit, ylim=(0, top), xlim=(-0.6, len(cells) - 0.4))
-    bars.set_title("per cell", fontsize=9)
-    bars.legend(loc="upper left", fontsize=7)
+    bars.set_title("per cell", fontsize=10)
+    bars.legend(loc="upper left", fontsize=LEGEND_PT)
     bars.grid(alpha=0.3, axis="y")
     fig.subplots_adjust(left=0.09, right=0.98, top=0.84, bottom=0.07, hspace=0.6)
     return fig
