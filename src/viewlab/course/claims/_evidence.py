@@ -15,13 +15,15 @@ runs (:class:`OpNames`), and the inputs and shape questions more than one claim 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from viewlab._format import fmt_us
 from viewlab.bench import compare
@@ -46,10 +48,29 @@ def bytes_of(fn: Callable[[], Any], device: str = "cpu") -> tuple[int, int, Any]
     return m.allocated_bytes, m.peak_bytes, out
 
 
+@contextlib.contextmanager
+def torch_alone() -> Iterator[None]:
+    """Time torch's own work: a Python mode the cell runs under (the notebook run's broadcast watcher, a memory
+    tracker) is set aside while the block runs, so it is not timed with the op (and cannot move a verdict).
+
+    >>> from torch.utils._python_dispatch import _get_current_dispatch_mode
+    >>> from viewlab import views_only
+    >>> with views_only():
+    ...     with torch_alone():
+    ...         alone = _get_current_dispatch_mode() is None, torch.overrides._is_torch_function_mode_enabled()
+    ...     guarded = _get_current_dispatch_mode() is not None
+    >>> alone, guarded
+    ((True, False), True)
+    """
+    with _disable_current_modes(), torch._C.DisableTorchFunction():
+        yield
+
+
 def timing(fn: Callable[[], Any], min_run_time: float = 0.05) -> dict[str, float]:
-    """Median and interquartile range (seconds per call) of one timed block, on one thread
+    """Median and interquartile range (seconds per call) of one timed block, on one thread, torch alone
     (``torch.utils.benchmark`` underneath synchronises CUDA, so GPU work is waited for)."""
-    (row,) = compare({"fn": fn}, rounds=1, min_run_time=min_run_time, num_threads=1).rows
+    with torch_alone():
+        (row,) = compare({"fn": fn}, rounds=1, min_run_time=min_run_time, num_threads=1).rows
     return {"median_s": row.median_s, "iqr_s": row.iqr_s, "runs": row.runs}
 
 
@@ -65,7 +86,8 @@ def paired_timings(
     runs = {"a": 0, "b": 0}
     ratios = []
     for _ in range(rounds):
-        c = compare({"a": fa, "b": fb}, reference="a", rounds=1, min_run_time=min_run_time, num_threads=1)
+        with torch_alone():
+            c = compare({"a": fa, "b": fb}, reference="a", rounds=1, min_run_time=min_run_time, num_threads=1)
         for key in ("a", "b"):
             medians[key].append(c[key].median_s)
             iqrs[key].append(c[key].iqr_s)
