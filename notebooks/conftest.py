@@ -38,7 +38,9 @@ SILENT_TIMEOUT_S = 60
 # Runs silently in the kernel before the first cell. A function as `action` collects each report's text and
 # lets the code go on, so one report does not change what the cell does or prints. A silent request still
 # replaces IPython's `last_execution_result` (notebook 06 prints what it holds), so the hook keeps the last
-# real cell's result and every silent request puts it back (RESTORE, evaluated after the request's code).
+# real cell's result and every silent request puts it back (RESTORE, evaluated after the request's code). It
+# keeps it inside a module object, which release_ipython_refs' walk from the learner's names does not enter:
+# a list in the namespace would make that result look held by the learner (notebook 06 would free 0 B).
 # The count is a dispatch mode of its own, entered before the watch (under it, so the watch's report names the
 # cell's line, not this code's): every pointwise operator of the cell's own code (not viewlab's) whose operands
 # are stretched against each other, whether the watch reports it or not.
@@ -49,8 +51,10 @@ from torch.utils._python_dispatch import TorchDispatchMode as _VlMode
 from viewlab import watch_broadcasts as _vl_watch_broadcasts
 from viewlab._dispatch import called_from_viewlab as _vl_from_viewlab, enter_mode as _vl_enter
 from viewlab.sentinels import _mutual_stretch as _vl_mutual
-_vl_reports, _vl_stretches, _vl_last = [], [], [get_ipython().last_execution_result]
-get_ipython().events.register("post_run_cell", lambda result: _vl_last.__setitem__(0, result))
+_vl_reports, _vl_stretches = [], []
+_vl_state = __import__("types").ModuleType("_vl_state")  # a module: viewlab.ipython's walk does not enter one
+_vl_state.last = [get_ipython().last_execution_result]
+get_ipython().events.register("post_run_cell", lambda result: _vl_state.last.__setitem__(0, result))
 _vl_here = (lambda: 0).__code__.co_filename  # this code's own frames are not the cell's
 class _VlStretches(_VlMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -69,8 +73,8 @@ _vl_guard = _vl_watch_broadcasts(action=_vl_reports.append)
 _vl_guard.__enter__()
 """
 RESTORE = (
-    "(setattr(get_ipython(), 'last_execution_result', _vl_last[0]),"
-    " setattr(get_ipython(), 'last_execution_succeeded', _vl_last[0] is None or _vl_last[0].success))"
+    "(setattr(get_ipython(), 'last_execution_result', _vl_state.last[0]),"
+    " setattr(get_ipython(), 'last_execution_succeeded', _vl_state.last[0] is None or _vl_state.last[0].success))"
 )
 # Evaluated silently after each cell: the reports and stretches since the last read, then cleared.
 TAKE = "(_vl_json.dumps([_vl_reports, _vl_stretches]), _vl_reports.clear(), _vl_stretches.clear())[0]"
@@ -180,7 +184,8 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     kernel = item.parent.kernel
     if not getattr(item.parent, "_vl_watching", False):
-        _silent(kernel, PRELUDE)
+        # compiled under a "<viewlab ...>" name: the exercise checks then do not take this code for the learner's
+        _silent(kernel, f"exec(compile({PRELUDE!r}, '<viewlab nbval watch>', 'exec'))")
         item.parent._vl_watching = True
     try:
         result = yield

@@ -12,10 +12,11 @@ nature: print them, but assert only orderings with wide margins.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,8 @@ from ._checks import (
 )
 from ._format import fmt_time
 
-__all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "MAX_MIN_RUN_TIME", "MAX_TOTAL_SECONDS"]
+__all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "torch_alone"]
+__all__ += ["MAX_MIN_RUN_TIME", "MAX_TOTAL_SECONDS"]
 
 
 @dataclass(frozen=True)
@@ -195,3 +197,17 @@ def same_bytes_copy(like: torch.Tensor) -> tuple[Callable[[], Any], int]:
     src = torch.ones(nbytes, dtype=torch.uint8, device=like.device)
     dst = torch.empty_like(src)
     return (lambda: dst.copy_(src)), 2 * nbytes
+
+
+@contextlib.contextmanager
+def torch_alone() -> Iterator[None]:
+    """Time torch's own work: Python modes already on (a watcher, a tracker, a test run's per-cell watch) are set
+    aside in the block and put back after; modes entered inside it (the tool being timed) work as usual.
+
+    >>> from viewlab import views_only
+    >>> with views_only(), torch_alone():
+    ...     torch.utils._python_dispatch._get_current_dispatch_mode() is None
+    True
+    """
+    with torch.utils._python_dispatch._disable_current_modes(), torch._C.DisableTorchFunction():
+        yield

@@ -15,18 +15,16 @@ runs (:class:`OpNames`), and the inputs and shape questions more than one claim 
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import _disable_current_modes
 
 from viewlab._format import fmt_us
-from viewlab.bench import compare
+from viewlab.bench import compare, torch_alone
 from viewlab.memory import measure
 
 from .model import NOT_CHECKABLE, Facts, Verdict
@@ -46,24 +44,6 @@ def bytes_of(fn: Callable[[], Any], device: str = "cpu") -> tuple[int, int, Any]
     with measure(device=device) as m:
         out = fn()
     return m.allocated_bytes, m.peak_bytes, out
-
-
-@contextlib.contextmanager
-def torch_alone() -> Iterator[None]:
-    """Time torch's own work: a Python mode the cell runs under (the notebook run's broadcast watcher, a memory
-    tracker) is set aside while the block runs, so it is not timed with the op (and cannot move a verdict).
-
-    >>> from torch.utils._python_dispatch import _get_current_dispatch_mode
-    >>> from viewlab import views_only
-    >>> with views_only():
-    ...     with torch_alone():
-    ...         alone = _get_current_dispatch_mode() is None, torch.overrides._is_torch_function_mode_enabled()
-    ...     guarded = _get_current_dispatch_mode() is not None
-    >>> alone, guarded
-    ((True, False), True)
-    """
-    with _disable_current_modes(), torch._C.DisableTorchFunction():
-        yield
 
 
 def timing(fn: Callable[[], Any], min_run_time: float = 0.05) -> dict[str, float]:
