@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import viewlab
+from tests.conftest import ROOT
 from viewlab.course import exercises as ex
 from viewlab.course.exercises import FAILED, PASSED, Rules, check, tensors
 from viewlab.course.exercises.loops import static_loop
@@ -195,7 +196,8 @@ def _count_by_histc(labels, c):
 def test_forbidden_functions_are_seen_before_they_decompose(exercise_id, fn, rule, named):
     msg = rejected(exercise_id, fn, rule)
     assert named in msg
-    assert "clone" not in msg.split("The exercise forbids")[0]  # repeat_interleave is not reported as a clone
+    seen = msg.split("The exercise forbids")[0].replace(str(ROOT), "<root>")  # a checkout's path may say "clone"
+    assert "clone" not in seen  # repeat_interleave is not reported as a clone
 
 
 def test_an_operator_run_inside_a_function_names_both():

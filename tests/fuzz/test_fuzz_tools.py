@@ -84,6 +84,19 @@ def oracle_views(kw: dict, result: Any, data: Any) -> None:
     assert shares_storage(result, _BASE) and result.shape == (1, 3, 2)
 
 
+def _alone_block() -> torch.Tensor:
+    with views_only():  # a guard already on: torch_alone sets it aside in its block, then puts it back
+        with viewlab.bench.torch_alone():
+            inside = torch.ones(2).repeat(2)  # a copy, and no CopyError: the guard is aside
+        with pytest.raises(viewlab.CopyError):
+            torch.ones(2).repeat(2)  # the guard is back
+    return inside
+
+
+def oracle_alone(kw: dict, result: Any, data: Any) -> None:
+    assert torch.equal(result, torch.ones(4))
+
+
 def _watch_block(action: Any = "warn", allow_outer: Any = False) -> torch.Tensor:
     with watch_broadcasts(action=action, allow_outer=allow_outer):
         return torch.zeros(4, 3) + torch.ones(3)  # one-sided: never reported
@@ -239,6 +252,7 @@ TOOL_TARGETS += [
         examples=3,
     ),
     Target("in_kernel", public("in_kernel"), st.just({}), oracle_false, examples=5),  # pytest is no kernel
+    Target("torch_alone", _alone_block, st.just({}), oracle_alone, examples=3, covers=public("torch_alone")),
     Target("on_colab", public("on_colab"), st.just({}), oracle_false, examples=5),
 ]
 if torch.cuda.is_available():
