@@ -145,7 +145,8 @@ book: $(VENV)/.installed-book
 # `apt-get install -y chromium`. Screenshots land in test-artifacts/.
 test-book: book
 	@command -v chromium >/dev/null || { echo "make test-book needs Debian's chromium: apt-get install -y chromium"; exit 1; }
-	VIEWLAB_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/book $(PYTEST_ARGS)
+	VIEWLAB_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/book \
+	  tests/unit/test_browser_monitor.py::test_the_monitor_plot_in_the_book_is_readable_at_100_percent $(PYTEST_ARGS)
 
 # Colab's package stack (tests/tooling/colab-pins.txt: IPython 7, ipykernel 6, ipywidgets 7, ...) in a second venv.
 # Installed in three steps so the middle one can be checked: Colab's pins, then viewlab exactly as the

@@ -276,6 +276,14 @@ def test_the_monitor_plot_in_the_book_is_readable_at_100_percent(chromium_args):
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.goto((BOOK_HTML / "notebooks" / "06_memory_lab.html").as_uri(), timeout=60_000)
             size = _rendered(page, "img[alt^='Memory over']")
+            page.eval_on_selector("img[alt^='Memory over']", "i => i.scrollIntoView()")
+            # all of it on show: its right end is not under the page's sidebar (the cell is tagged full-width)
+            on_top = page.eval_on_selector(
+                "img[alt^='Memory over']",
+                "i => { const r = i.getBoundingClientRect();"
+                " return document.elementFromPoint(r.right - 4, (r.top + r.bottom) / 2) === i; }",
+            )
         finally:
             browser.close()
     _assert_readable("book's monitor plot", size)
+    assert on_top, "the right end of the book's monitor plot is covered (by the contents sidebar?)"
