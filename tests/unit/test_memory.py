@@ -401,6 +401,12 @@ _OPS = {  # each: inputs -> results, over the layouts a learner meets (views, co
     "index": lambda x: [x[torch.tensor([0, 0])] if len(x) else x[:0].clone()],
     "cat": lambda x: [torch.cat([x, x])],
     "tensor": lambda x: [torch.tensor([[1.0, 2.0]])],
+    # views whose schema says so, and one whose schema does not (aten._unsafe_view returns its input's storage):
+    # the tracker looks outputs up among the inputs only for operators that may alias
+    "unsafe_view": lambda x: [torch.ops.aten._unsafe_view(x, (-1,))],
+    "detach_alias_narrow": lambda x: [x.detach(), torch.ops.aten.alias(x), x.narrow(-1, 0, x.shape[-1])],
+    "split_diagonal": lambda x: [*x.split(1, dim=-1), x.diagonal()],
+    "clone_mm_where": lambda x: [x.clone(), x @ x.mT, torch.where(x > 0, x, 0.0)],
 }
 
 

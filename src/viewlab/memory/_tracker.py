@@ -23,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .._dispatch import storage_of, tensors_in
 
 _LIFT_FRESH = torch.ops.aten.lift_fresh.default
+_UNSAFE_VIEW = torch.ops.aten._unsafe_view.default  # returns its input's storage, yet its schema says no alias
 Tensor = torch.Tensor
 
 
@@ -61,7 +62,7 @@ class _StorageTracker(TorchDispatchMode):
         self._lock = threading.Lock()  # readers (the monitor's thread) and the operators' thread
         self._live: dict[int, tuple[int, int, weakref.ref]] = {}  # storage id -> (bytes counted, nbytes seen, ref)
         self._gone: list[int] = []  # bytes of counted storages that died, not yet subtracted
-        self._ops_seen: dict[Any, tuple[bool, str]] = {}  # overload -> (mutates an argument, name)
+        self._ops_seen: dict[Any, tuple[bool, str, bool]] = {}  # overload -> (mutates an argument, name, may alias)
         self._current = self.peak = self.window_peak = 0  # window_peak: restartable (the monitor's per-cell peak)
         index = -1 if device is None or device.index is None else device.index  # -1: any CUDA device
         self._want = "any" if device is None else "cpu" if device.type == "cpu" else index
@@ -85,8 +86,9 @@ class _StorageTracker(TorchDispatchMode):
         w = self._want
         return not t.is_meta if w == "any" else t.is_cpu if w == "cpu" else t.is_cuda and w in (-1, t.get_device())
 
-    def _count(self, t: Tensor, func: Any, args: tuple, kwargs: dict | None, before: dict | None) -> int:
-        """Bytes output ``t`` newly holds. ``before``: input storages' sizes, for an operator that mutates one."""
+    def _count(self, t: Tensor, func: Any, args: tuple, kwargs: dict | None, before: dict | None, alias: bool) -> int:
+        """Bytes output ``t`` newly holds. ``before``: input storages' sizes, for an operator that mutates one;
+        ``alias``: the operator may return an input's storage (its schema says so), so outputs are looked up."""
         if not self._ours(t):
             return 0
         try:
@@ -105,7 +107,7 @@ class _StorageTracker(TorchDispatchMode):
             if before is not None and key in before:  # an input's storage, maybe resized by this operator
                 delta = nbytes - before[key]
                 return self._register(st, key, nbytes, delta) if delta > 0 else 0
-            if before is None and (_is_input(st, args) or (kwargs and _is_input(st, kwargs.values()))):
+            if alias and before is None and (_is_input(st, args) or (kwargs and _is_input(st, kwargs.values()))):
                 return 0  # a view of an input: no new memory
         return self._register(st, key, nbytes, nbytes)
 
@@ -113,7 +115,9 @@ class _StorageTracker(TorchDispatchMode):
         if self.closed:  # closed from another thread: on this thread's stack until it is swept off
             return func(*args, **kwargs) if kwargs else func(*args)
         if (op := self._ops_seen.get(func)) is None:
-            op = self._ops_seen[func] = (func._schema.is_mutable, str(func))
+            schema = func._schema  # an output with no alias annotation is new memory (add, clone), no lookup needed
+            alias = func is _UNSAFE_VIEW or any(r.alias_info is not None for r in schema.returns)
+            op = self._ops_seen[func] = (schema.is_mutable, str(func), alias)
         before = None  # only operators that mutate an argument (in place, out=, resize_) can grow an input's storage
         if op[0]:
             inputs = (storage_of(t) for t in tensors_in((*args, *(kwargs or {}).values())))
@@ -121,10 +125,10 @@ class _StorageTracker(TorchDispatchMode):
         out = func(*args, **kwargs) if kwargs else func(*args)
         if isinstance(out, Tensor):  # the common case: one result
             outs: Any = (out,)
-            new = self._count(out, func, args, kwargs, before)
+            new = self._count(out, func, args, kwargs, before, op[2])
         else:  # also a tuple of lists of tensors
             outs = tensors_in(out if isinstance(out, (list, tuple)) else (out,))
-            new = sum(self._count(t, func, args, kwargs, before) for t in outs)
+            new = sum(self._count(t, func, args, kwargs, before, op[2]) for t in outs)
         if new or self._gone:
             with self._lock:
                 self._current = now = self._settle() + new
