@@ -3,6 +3,10 @@ sentinels, the course's rule recorder): push and remove a mode (dispatch or torc
 the tensors and the storages behind an operator's arguments, and name the learner's own line of code.
 
 Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
+Mode stacks are per thread: a mode that another thread stops is *left* for the thread that entered it
+(:func:`leave`) and swept off that thread's stack at its next :func:`enter_mode` (any viewlab tool starting
+there) or, in IPython, after the running cell (``post_run_cell``, on the thread that runs cells); nothing
+is ever run inside that thread from outside.
 
 >>> class Count(TorchDispatchMode):
 ...     n = 0
@@ -18,6 +22,8 @@ True
 
 from __future__ import annotations
 
+import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -39,7 +45,10 @@ def _kind(mode: Mode) -> tuple[type, Callable[[], list]]:
 
 
 def enter_mode(mode: Mode) -> None:
-    """Push ``mode`` on this thread's dispatch-mode (or torch-function-mode) stack, with torch's own bookkeeping."""
+    """Push ``mode`` on this thread's dispatch-mode (or torch-function-mode) stack, with torch's own bookkeeping,
+    after sweeping off the modes other threads left for this one (:func:`leave`)."""
+    if _LEFT:
+        sweep()
     _kind(mode)[0].__enter__(mode)
 
 
@@ -64,6 +73,85 @@ def remove_mode(mode: Mode) -> bool:
     for top in reversed(above):
         base.__enter__(top)
     return True
+
+
+_LEFT: dict[int, list[Mode]] = {}  # thread id -> modes stopped by other threads, still on that thread's stack
+_LEFT_LOCK = threading.Lock()
+_AFTER_CELL: list[Any] = []  # the IPython shell whose post_run_cell sweeps, while modes are left (at most one)
+
+
+def enter(mode: Mode) -> int:
+    """:func:`enter_mode` on this thread; returns this thread's id, what :func:`leave` needs later."""
+    enter_mode(mode)
+    return threading.get_ident()
+
+
+def leave(mode: Mode, thread: int) -> None:
+    """Take ``mode`` off the stack of ``thread`` (an id from :func:`enter`). From that thread: now. From another
+    one: ``mode`` is left for ``thread`` and swept off at its next :func:`enter_mode`, or after the running cell
+    (IPython's ``post_run_cell``) when ``thread`` runs the cells; until then it stays on that stack (a closed
+    tracker only passes operators on). Nothing is left for a thread that has ended: its stack is gone with it.
+
+    >>> class Pass(TorchDispatchMode):
+    ...     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    ...         return func(*args, **(kwargs or {}))
+    >>> mode = Pass(); owner = enter(mode)
+    >>> t = threading.Thread(target=leave, args=(mode, owner)); t.start(); t.join()
+    >>> [type(m).__name__ for m in _get_current_dispatch_mode_stack()], sweep()  # left here, then swept
+    (['Pass'], 1)
+    >>> _get_current_dispatch_mode_stack()
+    []
+    """
+    if thread == threading.get_ident():
+        remove_mode(mode)
+        return
+    alive = {t.ident for t in threading.enumerate()}
+    with _LEFT_LOCK:
+        for gone in [ident for ident in _LEFT if ident not in alive]:  # ended threads took their stacks along
+            del _LEFT[gone]
+        if thread in alive:
+            _LEFT.setdefault(thread, []).append(mode)
+    if thread in alive:
+        _sweep_after_cell(thread)
+
+
+def sweep() -> int:
+    """Take off this thread's stack the modes other threads left for it (:func:`leave`); returns how many.
+    Called by :func:`enter_mode` and after each IPython cell, never from outside the thread."""
+    with _LEFT_LOCK:
+        modes = _LEFT.pop(threading.get_ident(), [])
+    return sum(remove_mode(mode) for mode in modes)
+
+
+def _sweep_after_cell(thread: int) -> None:
+    """In IPython, when ``thread`` runs the cells, register a ``post_run_cell`` hook that sweeps that thread after
+    the running cell (and unregisters itself once nothing is left). Outside IPython: only :func:`enter_mode` sweeps."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    events = getattr(shell, "events", None)
+    if events is None or thread != threading.main_thread().ident:
+        return
+    with _LEFT_LOCK:
+        if _AFTER_CELL:
+            return
+        _AFTER_CELL.append(events)
+    try:
+        events.register("post_run_cell", _after_cell)
+    except Exception:  # noqa: BLE001 - a shell that refuses hooks: the next enter_mode sweeps instead
+        _AFTER_CELL.clear()
+
+
+def _after_cell(result: object = None) -> None:
+    """IPython ``post_run_cell`` hook (see :func:`_sweep_after_cell`)."""
+    sweep()
+    with _LEFT_LOCK:
+        if _LEFT.get(threading.get_ident()) or not _AFTER_CELL:
+            return
+        events = _AFTER_CELL.pop()
+    try:
+        events.unregister("post_run_cell", _after_cell)
+    except Exception:  # noqa: BLE001,S110 - already unregistered: nothing to do
+        pass
 
 
 def storage_of(t: torch.Tensor) -> Any:

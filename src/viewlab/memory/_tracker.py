@@ -58,6 +58,7 @@ class _StorageTracker(TorchDispatchMode):
     def __init__(self, device: torch.device | None, log_ops: bool = False) -> None:
         super().__init__()
         self.device, self.log_ops, self.closed = device, log_ops, False  # device None: every device (meta has none)
+        self.idle = False  # True: only pass operators on (closed, or left on a thread's stack by another thread)
         self.ops: list[OpRecord] = []
         self._lock = threading.Lock()  # readers (the monitor's thread) and the operators' thread
         self._live: dict[int, tuple[int, int, weakref.ref]] = {}  # storage id -> (bytes counted, nbytes seen, ref)
@@ -112,7 +113,7 @@ class _StorageTracker(TorchDispatchMode):
         return self._register(st, key, nbytes, nbytes)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        if self.closed:  # closed from another thread: on this thread's stack until it is swept off
+        if self.idle:  # stopped from another thread: on this thread's stack until it is swept off
             return func(*args, **kwargs) if kwargs else func(*args)
         if (op := self._ops_seen.get(func)) is None:
             schema = func._schema  # an output with no alias annotation is new memory (add, clone), no lookup needed
@@ -144,6 +145,6 @@ class _StorageTracker(TorchDispatchMode):
     def close(self) -> None:
         """Stop following frees (drop every weakref) so nothing keeps this tracker alive."""
         with self._lock:
-            self.closed = True
+            self.closed = self.idle = True
             self._settle()
             self._live.clear()

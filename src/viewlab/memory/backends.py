@@ -10,16 +10,14 @@ Reading(allocated=48, peak=48, requested=48, requested_peak=48, reserved=None)
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import sys
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import torch
 
-from .._dispatch import enter_mode, remove_mode
+from .._dispatch import enter, leave
 from ._cuda import _CUDA_LEDGER, KINDS, LEARNER_COUNTERS, _CudaLedger, _CudaWindow
 from ._tracker import _StorageTracker
 
@@ -38,54 +36,6 @@ def rss_bytes() -> int | None:
         return int(psutil.Process().memory_info().rss)
     except Exception:  # noqa: BLE001 - optional best-effort reading
         return None
-
-
-_LEFT: dict[int, list[Any]] = {}  # thread id -> modes another thread stopped, still on that thread's stack
-_STACK_CODE = ("/torch/utils/_python_dispatch.py", "/viewlab/_dispatch.py")  # code that changes a mode stack
-
-
-def _sweep(_arg: object = None) -> int:
-    """Take off this thread's stack the modes other threads left for it (:func:`leave`); not while the thread is inside
-    a mode or changing its stack (the main thread tries again 10 ms later)."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_name != "__torch_dispatch__":
-        if frame.f_code.co_filename.replace("\\", "/").endswith(_STACK_CODE):
-            break
-        frame = frame.f_back
-    if frame is not None:
-        threading.Timer(0.01, _call_main).start()
-        return 0
-    for mode in _LEFT.pop(threading.get_ident(), []):
-        remove_mode(mode)
-    return 0
-
-
-_ON_MAIN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(_sweep)  # a C callback the main thread runs
-
-
-def _call_main() -> None:
-    if _LEFT.get(threading.main_thread().ident):
-        with contextlib.suppress(AttributeError, OSError):  # not CPython: at the next enter()
-            ctypes.pythonapi.Py_AddPendingCall(_ON_MAIN, None)  # at the main thread's next bytecode
-
-
-def leave(mode: Any, thread: int) -> None:
-    """Take ``mode`` off the stack of ``thread`` (an id), which entered it. Stacks are per thread: from another thread
-    it is left for that one, which sweeps it at its next bytecode (the main thread: a CPython pending call) or next
-    enter(); until then a closed tracker only passes operators on."""
-    if thread == threading.get_ident():
-        remove_mode(mode)
-        return
-    _LEFT.setdefault(thread, []).append(mode)
-    if thread == threading.main_thread().ident:
-        _call_main()
-
-
-def enter(mode: Any) -> int:
-    """Push ``mode`` on this thread's stack (after sweeping what was left for it); returns this thread's id."""
-    _sweep()
-    enter_mode(mode)
-    return threading.get_ident()
 
 
 class Reading(NamedTuple):
@@ -119,13 +69,16 @@ class Backend:
         """Follow the operators run on this thread (nothing to do where the backend follows none)."""
         if self.tracker is not None:
             self._entered += (enter(self.tracker),)
+            self.tracker.idle = self.tracker.closed
 
     def exit_thread(self) -> None:
-        """Stop following this thread, or (called from another one) the thread that entered last: :func:`leave`."""
+        """Stop following this thread, or (called from another one) the thread that entered last, whose stack keeps
+        the tracker, idle, until that thread's next viewlab entry or the end of the cell (``_dispatch.leave``)."""
         if self._entered and self.tracker is not None:
             thread = threading.get_ident() if threading.get_ident() in self._entered else self._entered[-1]
             at = self._entered.index(thread)
             self._entered = self._entered[:at] + self._entered[at + 1 :]
+            self.tracker.idle = self.tracker.closed or not self._entered  # counts nothing while it waits for a sweep
             leave(self.tracker, thread)
 
     def close(self) -> None:

@@ -16,8 +16,8 @@ alt text and an HTML summary (:mod:`.plot`), which stay in the saved notebook. I
 
 from __future__ import annotations
 
-import contextlib
 import math
+import sys
 import threading
 import time
 import weakref
@@ -35,13 +35,14 @@ from ..memory import resolve_device
 from ..memory.backends import Backend, label_for, open_backend, rss_bytes
 from . import plot
 from .extension import cell_monitor, load_ipython_extension, unload_ipython_extension  # noqa: F401 - reachable here too
+from .frames import FrameScheduler
 from .widget import MIN_INTERVAL, LiveView
 
 __all__ = ["MemoryMonitor", "Sample", "Mark", "CellRecord", "fmt_bytes", "MIN_INTERVAL"]
 MAX_INTERVAL = 60.0  # seconds: a monitor that samples less often than this shows nothing live
-_FRAME_SOURCES = ("auto", "thread", "cell", "ops")
+_FRAME_SOURCES = ("auto", *FrameScheduler.SOURCES)
 _THREAD_NAME = "viewlab-memory-monitor"
-_RUNNING: weakref.WeakValueDictionary[str | None, MemoryMonitor] = weakref.WeakValueDictionary()  # by the starting line
+_RUNNING: weakref.WeakSet[MemoryMonitor] = weakref.WeakSet()  # started, each with its line and execution
 
 
 @dataclass(frozen=True)
@@ -76,16 +77,28 @@ class CellRecord:
 
 
 def _sampler(ref: weakref.ReferenceType[MemoryMonitor], stop: threading.Event, interval: float) -> None:
-    """Thread body. Holds only a weak reference, so a forgotten monitor does not keep it alive."""
+    """Thread body: a sample, then (displayed) a live frame when one is due (:mod:`.frames`). Holds only a weak
+    reference between two samples, so a forgotten monitor does not keep it alive."""
     while not stop.wait(interval) and (mon := ref()) is not None:
         try:
             mon._take_sample()
-            view = mon._view
-            if mon.frames_from == "thread" and view is not None and time.perf_counter() - view.time >= view.gap():
-                view.send()
+            if mon._frames is not None and not stop.is_set():
+                mon._frames.tick()
         except Exception as exc:  # noqa: BLE001 - never let the thread die silently
             mon.errors.append(f"{type(exc).__name__}: {exc}")
         del mon
+
+
+def _cell_run() -> object:
+    """Which IPython execution runs now (its request's id in a kernel, else the execution count); None outside
+    IPython. A monitor started by the same line in a *later* execution is a cell run again."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return None
+    header = getattr(shell, "parent_header", None)
+    msg_id = header.get("header", {}).get("msg_id") if isinstance(header, dict) else None
+    return msg_id or getattr(shell, "execution_count", None)
 
 
 class MemoryMonitor:
@@ -99,11 +112,15 @@ class MemoryMonitor:
     allocator's counters: allocated, reserved, peak), ``"rss"`` (process resident memory, approximate) or ``"auto"``
     (``"cuda"`` if available, else storages); ``rss``: also record the process RSS (approximate) as an extra line.
     ``display``: None shows the live widget only inside a Jupyter kernel, False never; ``title``: the plot's.
-    ``frames``: where live frames come from: ``"thread"`` (the sampling thread), ``"cell"`` (the cell's thread, as
-    Colab needs: a timer signal, see :mod:`.widget`), ``"ops"`` (the cell's thread, between two operators: a dispatch
-    mode, also on CUDA) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from`` says which,
-    ``mon.frames`` counts the frames sent. ``stop()``/``close()`` work from any thread, and so does dropping the last
-    reference: what the monitor follows on the thread that started it is taken off that thread too.
+    ``frames``: who sends the live frames, which the sampling thread always draws (:mod:`.frames`): ``"thread"``
+    (the sampling thread), ``"cell"`` (the cell's thread, at its next tensor operator or at the cell's end, as Colab
+    needs) or ``"auto"`` (``"cell"`` on Colab, else ``"thread"``); ``mon.frames_from`` says which, ``mon.frames``
+    counts the frames sent. ``start()``, ``stop()`` and ``close()`` may be called from several threads at once (one
+    start wins, the others are told it runs); stop/close from another thread, or dropping the last reference there,
+    leaves what the monitor followed on the thread that started it to be swept off that thread at its next viewlab
+    entry or after the cell (until then it only passes operators on). A monitor started by the same line of a cell
+    run again (a later execution of it) stops the one that run left running; in a loop, a helper function, another
+    thread or a script, monitors started by one line run side by side.
     """
 
     @entry("MemoryMonitor")
@@ -113,7 +130,7 @@ class MemoryMonitor:
     ) -> None:  # fmt: skip
         require_choice(backend, "backend", ("auto", "storages", "cuda", "rss"))
         if not isinstance(frames, str) or frames not in _FRAME_SOURCES:
-            why = "'cell' sends live frames from the cell's own thread, as Colab needs; 'ops' between operators."
+            why = "'cell' sends live frames from the cell's own thread, as Colab needs."
             raise value_error("frames", f"one of {', '.join(map(repr, _FRAME_SOURCES))}", frames, why)
         if isinstance(interval, bool) or not isinstance(interval, (int, float)):
             raise type_error("interval", "seconds as a number", interval)
@@ -140,11 +157,14 @@ class MemoryMonitor:
         self._source: Backend | None = None
         # what is measured, e.g. "tensor storages (cpu)" (also the legend's title), and the name of its line
         self.backend, self._line = label_for(backend, self.device), "allocated"
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the samples and the backend (the sampling thread takes it)
+        self._life = threading.RLock()  # start/stop/close from several threads: one at a time
         self._thread: threading.Thread | None = None
         self._stop_event: threading.Event | None = None
         self._t0 = self._offset = 0.0  # _offset: time already recorded before a restart
         self._view: LiveView | None = None
+        self._frames: FrameScheduler | None = None  # who draws and sends live frames (displayed monitors)
+        self._started_in: tuple[str | None, object] = (None, None)  # the line and IPython execution that started it
         self._cell_open: tuple[str, float, int] | None = None  # label, start, allocated at start
         self._cell_mode, self._cell_number = False, 0  # cell mode: %load_ext viewlab (ops per cell, a line per cell)
 
@@ -178,13 +198,22 @@ class MemoryMonitor:
         >>> mon.running, mon.stop().running
         (True, False)
         """
-        if self._thread is not None:
-            fix = "call mon.stop() first, or write `with MemoryMonitor() as mon:` so each run stops its own."
-            raise problem(RuntimeError, f"this MemoryMonitor is already running (a cell run twice?): {fix}")
-        where = learner_line()  # a cell run again starts a new monitor: the one its last run left running stops
-        if (old := _RUNNING.get(where)) is not None and old is not self and old.running and not self._cell_mode:
-            old.stop(show=False)
-            print(f"[viewlab] stopped the MemoryMonitor this line started before ({old.backend}); one runs at a time.")
+        with self._life:
+            if self._thread is not None:
+                fix = "call mon.stop() first, or write `with MemoryMonitor() as mon:` so each run stops its own."
+                raise problem(RuntimeError, f"this MemoryMonitor is already running (a cell run twice?): {fix}")
+            where, run = learner_line(), _cell_run()
+            for old in [] if run is None or self._cell_mode else list(_RUNNING):
+                if old is not self and old._started_in[0] == where and old._started_in[1] not in (None, run):
+                    old.stop(show=False)  # the same line of a cell, a later execution: the cell was run again
+                    said = f"stopped the MemoryMonitor this line started before ({old.backend})"
+                    print(f"[viewlab] {said}; one runs at a time.")
+            self._start()
+            self._started_in = (where, run)
+            _RUNNING.add(self)
+        return self
+
+    def _start(self) -> None:
         fresh = self._source is None
         try:
             with self._lock:
@@ -201,9 +230,8 @@ class MemoryMonitor:
                 args = (weakref.ref(self), self._stop_event, self.interval)
                 self._thread = threading.Thread(target=_sampler, args=args, name=_THREAD_NAME, daemon=True)
                 self._thread.start()
-            if self.display and self.frames_from in ("cell", "ops") and not self._cell_mode:
-                self._view.enter_hook()  # type: ignore[union-attr]
-            _RUNNING[where] = self
+            if self._frames is not None and not self._cell_mode:
+                self._frames.enter_cell()
         except BaseException:  # a failed start leaves no thread, mode or backend behind
             self._end_thread()
             if self._source is not None and not self._cell_mode:
@@ -212,10 +240,9 @@ class MemoryMonitor:
                 self._source.close()
                 self._source = None
             raise
-        return self
 
     def _end_thread(self) -> None:
-        """Stop the sampling thread (and wait for it, unless it is this one) and leave the frame hook."""
+        """Stop the sampling thread (and wait for it, unless it is this one) and stop sending frames from the cell."""
         if self._stop_event is not None:
             self._stop_event.set()
         if self._thread is not None and self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -224,23 +251,28 @@ class MemoryMonitor:
         self._exit_hook()
 
     def _show_widget(self) -> None:
-        self._view = self._view or LiveView(self)
+        if self._view is None:
+            self._view = LiveView(self)
+            self._frames = FrameScheduler(self._view, self.frames_from, self.interval, self.png, self.errors)
         self._view.show(f"running - {self.backend}")
 
     def _exit_hook(self) -> None:
-        if getattr(self, "_view", None) is not None:
-            self._view.exit_hook()
+        frames = getattr(self, "_frames", None)
+        if frames is not None:
+            frames.exit_cell()
 
     def stop(self, show: bool | None = None) -> MemoryMonitor:
         """Stop, take a last sample, show the final PNG and summary (in a notebook; not with ``show=False``)."""
-        if self._thread is None or self._stop_event is None:
-            return self
-        self._end_thread()
-        with self._lock:
-            self._take_sample()
-            self._offset = self._now()
-            if self._source is not None and not self._cell_mode:
-                self._source.exit_thread()
+        with self._life:
+            if self._thread is None or self._stop_event is None:
+                return self
+            self._end_thread()
+            with self._lock:
+                self._take_sample()
+                self._offset = self._now()
+                if self._source is not None and not self._cell_mode:
+                    self._source.exit_thread()
+        _RUNNING.discard(self)
         final = show if show is not None else self.display
         if self._view is not None:  # the static PNG below replaces the live image
             self._view.show(f"stopped - {self.backend}", live=not final)
@@ -266,11 +298,12 @@ class MemoryMonitor:
 
     def close(self) -> None:
         """Stop, and release the backend (after this, start() begins a fresh measurement)."""
-        self.stop(show=False)
-        with self._lock:
-            if self._source is not None:
-                self._source.close()
-                self._source = None
+        with self._life:
+            self.stop(show=False)
+            with self._lock:
+                if self._source is not None:
+                    self._source.close()
+                    self._source = None
 
     @entry("mon.mark")
     def mark(self, label: str) -> Mark:
@@ -283,8 +316,6 @@ class MemoryMonitor:
         with self._lock:
             sample = self._take_sample()  # so the plot's lines step exactly at the mark
             self.marks.append(mark := Mark(sample.t, label.strip(), sample.allocated))
-        if self._view is not None:
-            self._view.after_mark()
         return mark
 
     __enter__ = start
@@ -302,13 +333,16 @@ class MemoryMonitor:
 
     def __del__(self) -> None:
         # A monitor dropped while running (re-running `mon = MemoryMonitor().start()`) must not leave its modes behind
-        # (every later operator would stay slow); mode stacks are per thread: this works on the one that started it.
-        with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
-            if getattr(self, "_stop_event", None) is not None:
+        # (every later operator would stay slow): on the thread that started it they are removed now, from another
+        # thread they are left for that thread to sweep (viewlab._dispatch.leave).
+        try:
+            if self.__dict__.get("_stop_event") is not None:
                 self._stop_event.set()
             self._exit_hook()
-            if getattr(self, "_source", None) is not None:
+            if self.__dict__.get("_source") is not None:
                 self._source.close()
+        except:  # noqa: E722 - never raise from a finaliser; at interpreter exit even `Exception` may be gone
+            pass
 
     def pre_run_cell(self, info: Any = None) -> None:
         """IPython ``pre_run_cell`` hook: open a cell record (and track ops while the cell runs)."""
@@ -318,8 +352,8 @@ class MemoryMonitor:
         with self._lock:
             if self._cell_mode:
                 self._source.enter_thread()  # the storage backend sees this cell's operators
-                if self.frames_from in ("cell", "ops") and self._view is not None:
-                    self._view.enter_hook()
+                if self._frames is not None:
+                    self._frames.enter_cell()
             self._source.begin_window()
             self._cell_open = (f"#{self._cell_number}", self._now(), self._source.read().allocated)
             self._take_sample()

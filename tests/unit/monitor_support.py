@@ -1,0 +1,26 @@
+"""What the monitor's tests share: its threads, the dispatch modes on this thread, waiting for an event."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from viewlab.monitor import _THREAD_NAME
+
+
+def _monitor_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == _THREAD_NAME]
+
+
+def _modes() -> list:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return _get_current_dispatch_mode_stack()
+
+
+def _wait_for(condition, what: str, seconds: float = 30.0) -> None:
+    """Wait for an event (never for a fixed time): return as soon as ``condition()`` holds, fail after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting after {seconds} s for {what}"
+        time.sleep(0.02)

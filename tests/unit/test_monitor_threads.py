@@ -1,0 +1,187 @@
+"""viewlab.MemoryMonitor's live frames (drawn on its sampling thread, sent from there or from the cell's thread at an
+operator: viewlab.monitor.frames) and its modes when stop, close or the last reference happen on another thread."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+import torch
+
+import viewlab
+from tests.unit.monitor_support import _modes, _wait_for
+from viewlab import MemoryMonitor
+from viewlab.monitor import _THREAD_NAME
+from viewlab.monitor.frames import _HandOff
+
+pytestmark = pytest.mark.colab
+
+
+def _displayed(capsys, **kwargs) -> MemoryMonitor:
+    """A displayed monitor outside a kernel (its widget's text goes to stdout), started on this thread."""
+    mon = MemoryMonitor(device="cpu", display=True, **kwargs).start()
+    capsys.readouterr()
+    return mon
+
+
+def _watch(mon: MemoryMonitor) -> tuple[list[str], list[str]]:
+    """Record which thread draws each frame and which sends it (an observer on the real image widget)."""
+    drawn, sent, draw = [], [], mon._frames.draw
+
+    def drawing() -> bytes:
+        drawn.append(threading.current_thread().name)
+        return draw()
+
+    mon._frames.draw = drawing
+    mon._view.image.observe(lambda change: sent.append(threading.current_thread().name), names="value")
+    return drawn, sent
+
+
+def _alarm() -> tuple:
+    return (
+        (signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)) if hasattr(signal, "SIGALRM") else ()
+    )
+
+
+def test_cell_frames_are_drawn_on_the_sampling_thread_and_sent_by_the_cell_between_two_operators(capsys):
+    before = _alarm()
+    mon = _displayed(capsys, frames="cell")
+    try:
+        assert [type(m) for m in _modes()] == [type(mon._source.tracker), _HandOff]
+        drawn, sent = _watch(mon)
+        keep = torch.zeros(10)
+        deadline = time.monotonic() + 60
+        while len(sent) < 3 and time.monotonic() < deadline:
+            keep.view(-1)  # an operator: where the cell's thread sends a frame that is ready
+            time.sleep(0.01)
+        assert _alarm() == before, "no signal handler and no interval timer are set"
+    finally:
+        mon.stop(show=False)
+    assert len(sent) >= 3 and set(sent) == {"MainThread"}, (sent, mon.errors)
+    assert set(drawn) == {_THREAD_NAME}, drawn
+    assert _modes() == [] and mon.errors == []
+
+
+def test_a_cell_that_runs_no_operator_sends_its_cell_frame_when_it_ends(capsys):
+    mon = _displayed(capsys, frames="cell")
+    try:
+        first = mon.frames
+        _wait_for(lambda: mon._frames.ready is not None, "the sampling thread to draw a frame for the cell")
+        time.sleep(0.3)  # no operator: nothing of viewlab runs on this thread
+        assert mon.frames == first
+    finally:
+        mon.stop(show=False)
+    assert mon.frames == first + 2 and mon.errors == []  # the ready frame at the cell's end, then the stop frame
+    assert _modes() == []
+
+
+def test_thread_frames_arrive_while_the_cell_sleeps_with_only_the_trackers_mode(capsys):
+    mon = _displayed(capsys, frames="thread")
+    try:
+        assert _modes() == [mon._source.tracker], "the frames need no mode of their own: only the tracker's"
+        drawn, sent = _watch(mon)
+        _wait_for(lambda: len(sent) >= 2, "two frames sent while this thread only sleeps", seconds=60)
+    finally:
+        mon.stop(show=False)
+    assert set(drawn) == set(sent[:2]) == {_THREAD_NAME}, (drawn, sent)
+    assert _modes() == [] and mon.errors == []
+
+
+def test_off_the_main_thread_cell_frames_are_handed_to_that_thread(capsys):
+    seen = {}
+
+    def run():
+        mon = _displayed(capsys, frames="cell")
+        seen["modes"] = len(_modes())  # the tracker and the hand-off
+        mon.stop(show=False)
+        seen["after"] = len(_modes())
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    assert seen == {"modes": 2, "after": 0}
+
+
+def _stand_in_cuda_monitor(capsys, frames: str) -> tuple[MemoryMonitor, object]:
+    """A monitor on the CUDA backend whose allocator counters are a CPU stand-in (tests/unit/test_cuda_windows.py)."""
+    from tests.unit.test_cuda_windows import DEV, StandInAllocator
+    from viewlab.memory._cuda import _CudaLedger
+    from viewlab.memory.backends import CudaBackend
+
+    allocator = StandInAllocator()
+    mon = MemoryMonitor(device="cpu", display=True, frames=frames)
+    mon.backend_kind, mon._source = "cuda", CudaBackend(DEV, ledger=_CudaLedger(allocator))
+    return mon, allocator
+
+
+@pytest.mark.parametrize("on_main", [True, False])
+def test_on_cuda_only_cell_frames_follow_operators(capsys, on_main):
+    """The CUDA backend counts no operators; the cell frames' hand-off is then the only mode (one per operator)."""
+    seen = {}
+
+    def run():
+        for frames in ("thread", "cell"):
+            mon, allocator = _stand_in_cuda_monitor(capsys, frames)
+            mon.start()
+            allocator.alloc(4096)
+            torch.ones(3) + 1
+            seen[frames] = (len(_modes()), mon.mark("m").allocated)
+            mon.stop(show=False)
+            seen[frames + " after"] = len(_modes())
+
+    if on_main:
+        run()
+    else:
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+    assert seen == {"thread": (0, 4096), "thread after": 0, "cell": (1, 4096), "cell after": 0}
+
+
+@pytest.mark.parametrize("how", ["stop", "close"])
+def test_stop_from_another_thread_leaves_an_idle_tracker_swept_at_this_threads_next_entry(how):
+    mon = MemoryMonitor(device="cpu", display=False).start()
+    tracker = mon._source.tracker
+    worker = threading.Thread(target=getattr(mon, how))
+    worker.start()
+    worker.join()
+    assert not mon.running and _modes() == [tracker] and tracker.idle, "left here, passing operators on"
+    with viewlab.measure(device="cpu") as m:  # this thread's next viewlab entry sweeps it
+        x = torch.zeros(10)
+        assert len(_modes()) == 1
+    assert _modes() == [] and m.allocated_bytes == 40 and x.numel() == 10
+
+
+def test_dropping_the_last_reference_on_another_thread_leaves_it_for_this_threads_next_entry():
+    box = [MemoryMonitor(device="cpu", display=False).start()]
+    assert len(_modes()) == 1
+    worker = threading.Thread(target=box.clear)  # the monitor's last reference dies there
+    worker.start()
+    worker.join()
+    assert len(_modes()) == 1 and _modes()[0].idle
+    with viewlab.measure(device="cpu"):
+        pass
+    assert _modes() == []
+
+
+def test_a_monitor_started_off_the_main_thread_and_stopped_elsewhere_leaves_at_that_threads_next_start():
+    go, done, seen = threading.Event(), threading.Event(), {}
+
+    def owner():
+        seen["mon"] = MemoryMonitor(device="cpu", display=False).start()
+        go.wait(30)
+        seen["left"] = len(_modes())  # stopped from the main thread: a closed mode that only passes operators on
+        with viewlab.measure(device="cpu") as m:
+            torch.zeros(10)
+        seen["measured"], seen["after"] = m.peak_bytes, len(_modes())
+        done.set()
+
+    worker = threading.Thread(target=owner)
+    worker.start()
+    _wait_for(lambda: "mon" in seen, "the worker's monitor to start")
+    seen["mon"].close()
+    go.set()
+    worker.join()
+    assert seen["left"] == 1 and seen["measured"] == 40 and seen["after"] == 0
