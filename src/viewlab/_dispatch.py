@@ -105,14 +105,20 @@ def leave(mode: Mode, thread: int) -> None:
     if thread == threading.get_ident():
         remove_mode(mode)
         return
-    alive = {t.ident for t in threading.enumerate()}
     with _LEFT_LOCK:
-        for gone in [ident for ident in _LEFT if ident not in alive]:  # ended threads took their stacks along
-            del _LEFT[gone]
+        alive = _forget_ended_threads()
         if thread in alive:
             _LEFT.setdefault(thread, []).append(mode)
     if thread in alive:
         _sweep_after_cell(thread)
+
+
+def _forget_ended_threads() -> set[int | None]:
+    """Drop what was left for threads that have ended (their stacks ended with them); returns the living ones."""
+    alive = {t.ident for t in threading.enumerate()}
+    for gone in [ident for ident in _LEFT if ident not in alive]:
+        del _LEFT[gone]
+    return alive
 
 
 def sweep() -> int:
@@ -120,6 +126,7 @@ def sweep() -> int:
     Called by :func:`enter_mode` and after each IPython cell, never from outside the thread."""
     with _LEFT_LOCK:
         modes = _LEFT.pop(threading.get_ident(), [])
+        _forget_ended_threads()
     return sum(remove_mode(mode) for mode in modes)
 
 

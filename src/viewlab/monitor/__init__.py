@@ -203,13 +203,13 @@ class MemoryMonitor:
                 fix = "call mon.stop() first, or write `with MemoryMonitor() as mon:` so each run stops its own."
                 raise problem(RuntimeError, f"this MemoryMonitor is already running (a cell run twice?): {fix}")
             where, run = learner_line(), _cell_run()
+            self._start()  # first: a start that fails stops nothing else
+            self._started_in = (where, run)
             for old in [] if run is None or self._cell_mode else list(_RUNNING):
                 if old is not self and old._started_in[0] == where and old._started_in[1] not in (None, run):
                     old.stop(show=False)  # the same line of a cell, a later execution: the cell was run again
                     said = f"stopped the MemoryMonitor this line started before ({old.backend})"
                     print(f"[viewlab] {said}; one runs at a time.")
-            self._start()
-            self._started_in = (where, run)
             _RUNNING.add(self)
         return self
 

@@ -7,7 +7,6 @@ True
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any
 
 from .._checks import entry, type_error
@@ -24,9 +23,17 @@ def cell_monitor() -> MemoryMonitor | None:
 
 
 def _unhook(events: Any, mon: MemoryMonitor) -> None:
+    """Unregister both hooks; an error other than "not registered" is raised after trying both."""
+    failed: BaseException | None = None
     for hook in (mon.pre_run_cell, mon.post_run_cell):  # each hook is named after its IPython event
-        with contextlib.suppress(ValueError):  # not registered (IPython raises ValueError)
+        try:
             events.unregister(hook.__name__, hook)
+        except ValueError:  # not registered (IPython raises ValueError)
+            pass
+        except Exception as exc:  # noqa: BLE001 - the other hook is still unregistered, then this is raised
+            failed = failed or exc
+    if failed is not None:
+        raise failed
 
 
 @entry("load_ipython_extension")
@@ -55,12 +62,17 @@ def load_ipython_extension(ip: Any, **kwargs: Any) -> MemoryMonitor:
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    """Stop the cell monitor and show its final plot and per-cell table."""
+    """Stop the cell monitor and show its final plot and per-cell table. The monitor is stopped and closed even when
+    the shell fails to unregister its hooks (that error is raised afterwards; the hooks then do nothing)."""
     global _CELL_MONITOR
     mon, _CELL_MONITOR = _CELL_MONITOR, None
     if mon is None:
         return
-    _unhook(ip.events, mon)
-    mon._cell_open = None  # the unload cell itself is not recorded (close() leaves the mode it entered)
-    mon.stop()
-    mon.close()
+    try:
+        _unhook(getattr(ip, "events", None), mon)
+    finally:
+        mon._cell_open = None  # the unload cell itself is not recorded (close() leaves the mode it entered)
+        try:
+            mon.stop()
+        finally:
+            mon.close()
