@@ -7,8 +7,9 @@ Python can cost) and to **off** (no tracking). Two workloads: ``small`` (16-floa
 overhead dominates) and ``1mib`` (1 MiB tensors: the kernels' own work dominates).
 
 Conditions: ``off``; ``empty mode`` (the floor); ``measure``; ``measure(log_ops)``; ``monitor off-screen``
-(``display=False``: the sampling thread); ``monitor thread`` / ``monitor cell`` (a displayed monitor sending its
-frames from the sampling thread / from the cell's thread); peers: ``torch.profiler`` (``profile_memory=True``) and
+(``display=False``: the sampling thread); ``monitor thread`` / ``monitor cell`` (a displayed monitor whose sampling
+thread draws a frame up to 4 times a second and sends it / hands it to the cell's thread, which sends it between two
+operators through one more dispatch mode); peers: ``torch.profiler`` (``profile_memory=True``) and
 ``MemTracker`` (``torch.distributed._tools.mem_tracker``, where importable). Only the workload inside each context
 is timed, never its start or stop.
 
@@ -152,8 +153,14 @@ def markdown(result: dict) -> str:
         f"`make bench` (benchmarks/overhead.py): {ops['small']:,} small ops (16 floats) and {ops['1mib']:,} ops on "
         f"1 MiB tensors, median of {result['rounds']} interleaved rounds; torch {result['torch']}, "
         f"Python {result['python']}, {result['machine']}. Ratios: to the empty dispatch mode (floor) and to no "
-        "tracking (off), inside the block; *block x off*: the whole block with its start and stop, to off. Timings "
-        "vary by machine and load; the ratios are what to compare.",
+        "tracking (off), inside the block; *block x off*: the whole block with its start and stop, to off. The us/op "
+        "columns are this one run's readings on a shared machine, not claims: timings vary by machine and load, and "
+        "only the ratios, measured side by side in the same run, are what to compare.",
+        "",
+        "The displayed monitors draw every live frame on their own sampling thread (matplotlib Agg, never inside the "
+        "cell's code); that drawing competes with the cell for the GIL, which is what *monitor thread* adds to "
+        "*monitor off-screen*. *monitor cell* adds one pass-through dispatch mode per operator on the cell's thread "
+        "(it sends a frame the sampling thread drew, never draws one).",
         "",
         "| condition | small: us/op | x floor | x off | block x off | 1 MiB: us/op | x floor | x off | block x off |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",

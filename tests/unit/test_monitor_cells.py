@@ -101,3 +101,19 @@ def test_a_second_start_says_what_to_do():
         mon.start()
     mon.stop()
     assert _modes() == []
+
+
+def test_a_monitor_stopped_on_another_thread_during_a_cell_is_swept_after_the_cell(shell):
+    """The thread running cells keeps the stopped monitor's idle tracker until the cell ends (post_run_cell)."""
+    shell.user_ns["MemoryMonitor"] = MemoryMonitor
+    cell = (
+        "import threading\nfrom tests.unit.monitor_support import _modes\n"
+        "mon = MemoryMonitor(device='cpu', display=False).start()\n"
+        "worker = threading.Thread(target=mon.stop); worker.start(); worker.join()\n"
+        "during = [type(m).__name__ for m in _modes()]"
+    )
+    assert shell.run_cell(cell, store_history=True).success
+    assert shell.user_ns["during"] == ["_StorageTracker"] and not shell.user_ns["mon"].running
+    assert _modes() == [], "swept by the post_run_cell hook"
+    assert shell.run_cell("x = 1").success  # the hook unregistered itself: later cells run as before
+    assert _modes() == []

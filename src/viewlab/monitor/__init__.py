@@ -1,8 +1,9 @@
 """A live memory plot for notebooks: ``with viewlab.MemoryMonitor(): ...`` or ``%load_ext viewlab`` (:mod:`.extension`).
 
 A background thread samples a backend of :mod:`viewlab.memory.backends` at most 4 times a second, keeping numbers,
-never a tensor. In a kernel they are drawn live (:mod:`.widget`); on stop the last frame is displayed as a PNG with
-alt text and an HTML summary (:mod:`.plot`), which stay in the saved notebook. In a script: read ``mon.samples``.
+never a tensor. In a kernel the same thread draws live frames into a widget (:mod:`.frames`, :mod:`.widget`); on stop
+the last frame is displayed as a PNG with alt text and an HTML summary (:mod:`.plot`), which stay in the saved
+notebook. In a script: read ``mon.samples``.
 
 >>> with MemoryMonitor(device="cpu", display=False) as mon:
 ...     a = torch.zeros(1000)
