@@ -45,7 +45,10 @@ def _is_input(st: Any, items: Any) -> bool:
     """Whether storage ``st`` is one of the tensors' among ``items`` (one level into lists): storages keep one Python
     object while they live, so ``is`` is identity."""
     for a in items:
-        if storage_of(a) is st if isinstance(a, Tensor) else isinstance(a, (list, tuple)) and _is_input(st, a):
+        if isinstance(a, Tensor):
+            if storage_of(a) is st:
+                return True
+        elif isinstance(a, (list, tuple)) and _is_input(st, a):
             return True
     return False
 
