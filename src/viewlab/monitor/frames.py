@@ -2,7 +2,9 @@
 
 Every live frame is drawn on the monitor's own sampling thread (a matplotlib ``Figure`` on the Agg canvas, never
 pyplot: :mod:`.plot`), right after a sample, at most once per :meth:`FrameScheduler.gap`. Nothing of ours runs
-between two bytecodes of the learner's code: no signal handler, no trace function. Two ways to send a frame:
+between two bytecodes of the learner's code: no signal handler, no trace function. Matplotlib draws one figure at a
+time across threads (``Figure.draw`` holds a class-wide lock), so a plot the learner draws meanwhile waits at most
+for one frame. Two ways to send a frame:
 
 * ``"thread"``: the sampling thread sends it too (``Image.value = png`` from that thread). JupyterLab, Notebook and
   VS Code show it while the cell runs, also while it sleeps or runs pure Python.
