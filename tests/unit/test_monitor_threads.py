@@ -3,6 +3,7 @@ operator: viewlab.monitor.frames) and its modes when stop, close or the last ref
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 import time
@@ -28,13 +29,13 @@ def _displayed(capsys, **kwargs) -> MemoryMonitor:
 
 def _watch(mon: MemoryMonitor) -> tuple[list[str], list[str]]:
     """Record which thread draws each frame and which sends it (an observer on the real image widget)."""
-    drawn, sent, draw = [], [], mon._frames.draw
+    drawn, sent, draw = [], [], mon.png
 
     def drawing() -> bytes:
         drawn.append(threading.current_thread().name)
         return draw()
 
-    mon._frames.draw = drawing
+    mon.png = drawing  # the real drawing, recorded (this thread's monitor, held by the test)
     mon._view.image.observe(lambda change: sent.append(threading.current_thread().name), names="value")
     return drawn, sent
 
@@ -57,6 +58,7 @@ def test_cell_frames_are_drawn_on_the_sampling_thread_and_sent_by_the_cell_betwe
             keep.view(-1)  # an operator: where the cell's thread sends a frame that is ready
             time.sleep(0.01)
         assert _alarm() == before, "no signal handler and no interval timer are set"
+        drawn, sent = list(drawn), list(sent)  # while busy (stop() draws its own last frame here)
     finally:
         mon.stop(show=False)
     assert len(sent) >= 3 and set(sent) == {"MainThread"}, (sent, mon.errors)
@@ -83,10 +85,24 @@ def test_thread_frames_arrive_while_the_cell_sleeps_with_only_the_trackers_mode(
         assert _modes() == [mon._source.tracker], "the frames need no mode of their own: only the tracker's"
         drawn, sent = _watch(mon)
         _wait_for(lambda: len(sent) >= 2, "two frames sent while this thread only sleeps", seconds=60)
+        drawn, sent = list(drawn), list(sent)  # while it slept (stop() draws its own last frame here)
     finally:
         mon.stop(show=False)
-    assert set(drawn) == set(sent[:2]) == {_THREAD_NAME}, (drawn, sent)
+    assert set(drawn) == set(sent) == {_THREAD_NAME}, (drawn, sent)
     assert _modes() == [] and mon.errors == []
+
+
+@pytest.mark.parametrize("frames", ["thread", "cell"])
+def test_a_dropped_displayed_monitor_stops_its_thread_and_leaves_its_modes(capsys, frames):
+    """Neither the widget (ipywidgets keeps every widget) nor the hand-off mode keeps a dropped monitor alive."""
+    mon = _displayed(capsys, frames=frames)
+    thread = mon._thread
+    del mon
+    gc.collect()
+    with viewlab.measure(device="cpu"):  # dropped on the sampling thread, its modes are swept at this entry
+        pass
+    thread.join(timeout=30)
+    assert not thread.is_alive() and _modes() == []
 
 
 def test_off_the_main_thread_cell_frames_are_handed_to_that_thread(capsys):

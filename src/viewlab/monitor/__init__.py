@@ -254,7 +254,7 @@ class MemoryMonitor:
     def _show_widget(self) -> None:
         if self._view is None:
             self._view = LiveView(self)
-            self._frames = FrameScheduler(self._view, self.frames_from, self.interval, self.png, self.errors)
+            self._frames = FrameScheduler(self._view, self.frames_from, self)
         self._view.show(f"running - {self.backend}")
 
     def _exit_hook(self) -> None:

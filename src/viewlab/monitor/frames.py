@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+import weakref
 from typing import TYPE_CHECKING
 
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -31,6 +31,7 @@ from .._dispatch import enter, leave
 from .widget import MIN_INTERVAL
 
 if TYPE_CHECKING:
+    from . import MemoryMonitor
     from .widget import LiveView
 
 
@@ -56,11 +57,10 @@ class FrameScheduler:
 
     SOURCES = ("thread", "cell")
 
-    def __init__(
-        self, view: LiveView, source: str, interval: float, draw: Callable[[], bytes], errors: list[str]
-    ) -> None:
-        self.view, self.source, self.interval = view, source, interval
-        self.draw, self.errors = draw, errors  # draw: the monitor's png(); errors: where a failed frame is told
+    def __init__(self, view: LiveView, source: str, monitor: MemoryMonitor) -> None:
+        self.view, self.source, self.interval = view, source, monitor.interval
+        # held weakly: the hand-off mode on a thread's stack must not keep a dropped monitor (and its thread) alive
+        self._monitor = weakref.ref(monitor)
         self.cost = 0.0  # seconds the last frame took to draw on the sampling thread
         self.ready: bytes | None = None  # "cell": a drawn frame the cell's thread has not sent yet
         self._lock = threading.Lock()
@@ -78,9 +78,13 @@ class FrameScheduler:
             return False
         if self.source == "cell" and (self._hand_off is None or self.ready is not None):
             return False
+        mon = self._monitor()
+        if mon is None:
+            return False
         start = time.perf_counter()
-        png = self.draw()
+        png = mon.png()
         self.cost = time.perf_counter() - start
+        del mon
         if self.source == "thread":
             return self.view.put(png)
         with self._lock:
@@ -96,7 +100,8 @@ class FrameScheduler:
         try:
             return self.view.put(png, wait=False)
         except Exception as exc:  # noqa: BLE001 - a frame must never break the learner's cell
-            self.errors.append(f"{type(exc).__name__}: {exc}")
+            if (mon := self._monitor()) is not None:
+                mon.errors.append(f"{type(exc).__name__}: {exc}")
             return False
 
     def enter_cell(self) -> None:
