@@ -190,10 +190,14 @@ def _tail(folder: str, n: int = 2000) -> str:
         return ""
 
 
-def _death(code: int | None, limits: Limits) -> tuple[str, float | None]:
+def _death(code: int | None, limits: Limits, timed_out: bool) -> tuple[str, float | None]:
     """Why a child died, in words, and the limit that stopped it (if one did)."""
-    if code == -signal.SIGXCPU:
-        return f"stopped: the answer used more than {limits.cpu_seconds:g} s of CPU time", limits.cpu_seconds
+    if timed_out or code == -signal.SIGXCPU:  # one reason for both limits: which comes first varies with load
+        return (
+            f"stopped: the answer ran past its time limit ({limits.cpu_seconds:g} s of CPU time, "
+            f"{limits.wall_seconds:g} s of wall-clock time)",
+            limits.wall_seconds,
+        )
     if code is not None and code < 0:
         name = signal.Signals(-code).name
         return f"the process running the answer was killed by {name} (it crashed)", None
@@ -252,10 +256,7 @@ def _grade_submission(
                 child.stop(wait=0.0 if timed_out else 5.0)
                 code = child.returncode
                 child = None
-                if timed_out:
-                    why, limit = f"stopped: the answer ran past {limits.wall_seconds:g} s of wall-clock time", limits.wall_seconds
-                else:
-                    why, limit = _death(code, limits)
+                why, limit = _death(code, limits, timed_out)
                 verdict, out = Verdict(FAILED, why, why, 0, {"stderr": _tail(answers_dir)}), {}
             details = dict(verdict.details)
             details.update(

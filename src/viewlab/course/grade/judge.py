@@ -181,6 +181,20 @@ def _forbidden(ex: Exercise, watch: dict[str, Any] | None) -> str | None:
     return reason
 
 
+def _foreign(ex: Exercise, watch: dict[str, Any]) -> str | None:
+    """An operator outside aten and prims (a custom op) in an exercise with rules: its work is out of the rules'
+    sight (what it runs inside is not recorded), so it breaks rule ``torch_only``, as numpy doing the work does."""
+    if not ex.rules.labels():
+        return None
+    foreign = [op for op in watch["ops"] if not op.startswith(("aten.", "prims."))]
+    if not foreign:
+        return None
+    return (
+        f"breaks rule `torch_only`: your function ran the custom operator {foreign[0]}, whose insides the rules "
+        "cannot see; instead, do it with torch operations on the tensors themselves"
+    )
+
+
 def _failure(plan: Plan, reason: str, args: tuple[Any, ...], expected: Any, got: Any, error: str | None,
              hinted: bool = True) -> str:  # fmt: skip
     """The text the in-kernel check prints for a failure (the learner's view)."""
@@ -224,7 +238,8 @@ def _one(plan: Plan, i: int, record: dict[str, Any]) -> tuple[str, str, str] | N
         if p.requires_grad and not q.requires_grad and (q.is_floating_point() or q.is_complex()):
             q.requires_grad_(True)
     if reason is None and watch is not None:  # Watch.before_compare
-        reason = _forbidden(ex, watch) or predict_problem(ex.rules, _h(watch["created"]) or _h(watch["made"]))
+        reason = _forbidden(ex, watch) or _foreign(ex, watch)
+        reason = reason or predict_problem(ex.rules, _h(watch["created"]) or _h(watch["made"]))
         if reason is None and "peak" in record:
             reason = bytes_problem(ex.rules, mine, record["peak"], watch["borrowed"])
     if reason is None:
