@@ -37,7 +37,7 @@ from viewlab.course.exercises import exercise_ids, get, solution_source
 from viewlab.course.exercises.engine import FAILED, NOT_SOLVED
 
 from .judge import DEFAULT_INPUTS, Plan, Verdict, judge, plan_for, same_as_solution
-from .submission import BadSubmission, Submission, load
+from .submit import BadSubmission, Submission, load
 
 __all__ = ["Limits", "Row", "grade", "find_submissions"]
 

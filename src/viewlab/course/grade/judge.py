@@ -18,6 +18,7 @@ shape, dtype, strides and offset must be those the answer's process reported.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 from dataclasses import dataclass, field
@@ -90,8 +91,11 @@ class Plan:
         }
 
 
+@functools.lru_cache(maxsize=256)
 def plan_for(ex: Exercise, n_inputs: int = DEFAULT_INPUTS) -> Plan:
-    """The inputs of ``ex`` (examples, then ``n_inputs`` deterministic draws) and the reference's values."""
+    """The inputs of ``ex`` (examples, then ``n_inputs`` deterministic draws) and the reference's values.
+
+    Made once per process and exercise (the draws are deterministic; nothing a grading does changes a plan)."""
     inputs = [tuple(a) if isinstance(a, tuple) else (a,) for a in ex.examples]
 
     def keep(args: Any) -> None:

@@ -4,7 +4,7 @@
 :func:`viewlab.course.progress` shows the statuses, :func:`viewlab.course.submission` writes the sources. The
 source is the cell (or file) the learner's function was defined in, read from ``linecache`` (where IPython keeps
 every cell), with the statements that are not imports, definitions or assignments blanked
-(:func:`.submission.answer_text`).
+(:func:`.submit.answer_text`).
 
 >>> clear()
 >>> def f(x):
@@ -36,7 +36,7 @@ def _cell_of(fn: Callable[..., Any]) -> str | None:
 
 def note(exercise_id: str, fn: Callable[..., Any], status: str) -> None:
     """Remember the status of a check of ``exercise_id`` and the source of the cell ``fn`` comes from."""
-    from .submission import answer_text
+    from .submit import answer_text
 
     _STATUS[exercise_id] = status
     cell = _cell_of(fn)
