@@ -20,7 +20,10 @@ import pytest
 from viewlab.course.exercises import check_exercise
 from viewlab.course.grade.__main__ import main
 
+from viewlab.course.grade import record
+
 from .grade_classroom import EXERCISES, LOOPS, RULE_BREAKING, build
+from .test_grade_submit import make_submission
 
 CHROMIUM = shutil.which("chromium")
 ARGS = ["--cpu-seconds", "1", "--wall-seconds", "3", "--inputs", "10", "--jobs", "2"]
@@ -32,6 +35,12 @@ def graded(tmp_path_factory):
     """The classroom, graded twice by the command line (two fresh sets of processes)."""
     root = tmp_path_factory.mktemp("classroom")
     want = build(root / "submissions")
+    record.clear()  # a submission made by submission() itself, from checked cells
+    make_submission(root / "submissions", "Zoe")
+    record.clear()
+    want.update({("Zoe", e): (False, "no answer submitted") for e in EXERCISES})
+    want[("Zoe", "05-flatten-any")] = (True, "")
+    want[("Zoe", "07-safe-copy")] = (False, "breaks rule `must_copy`")
     assert main([str(root / "submissions"), "--out", str(root / "out1"), *ARGS]) == 0
     assert main([str(root / "submissions"), "--out", str(root / "out2"), *ARGS]) == 0
     return root, want

@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / "report.html").write_text(render(rows), encoding="utf-8")
     for who in sorted({r.learner for r in rows}):
         mine = [r for r in rows if r.learner == who and r.exercise != "*"]
-        print(f"{who}: {sum(r.passed for r in mine)}/{len(mine)} passed")
+        bad = [r.reason for r in rows if r.learner == who and r.exercise == "*"]
+        print(f"{who}: not graded ({bad[0]})" if bad and not mine else f"{who}: {sum(r.passed for r in mine)}/{len(mine)} passed")
     print(f"wrote {out / 'gradebook.csv'}, gradebook.jsonl and report.html")
     return 0
 

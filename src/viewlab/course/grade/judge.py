@@ -323,11 +323,12 @@ def judge(plan: Plan, out: dict[str, Any]) -> Verdict:
 
 
 def _body(node: ast.AST) -> str:
-    """A function's body, names and docstring aside, as ``ast.dump`` writes it."""
+    """A function's parameters and body (its name, annotations and docstring aside), as ``ast.dump`` writes them."""
+    params = [a.arg for a in node.args.args] if isinstance(node, ast.FunctionDef) else []
     body = list(getattr(node, "body", []))
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         body = body[1:]
-    return "\n".join(ast.dump(b) for b in body)
+    return "\n".join([",".join(params), *(ast.dump(b) for b in body)])
 
 
 def same_as_solution(source: str, solution: str, name: str) -> bool:

@@ -25,7 +25,7 @@ _CSS = """
 body { font: 15px/1.45 system-ui, sans-serif; color: #1a1a1a; background: #fff; margin: 1.5rem; max-width: 90rem; }
 h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 table.grid { border-collapse: collapse; font-size: 13px; }
-.grid th, .grid td { border: 1px solid #8a8a8a; padding: 2px 4px; text-align: center; }
+.grid th, .grid td { border: 1px solid #8a8a8a; padding: 2px 4px; text-align: center; white-space: nowrap; }
 .grid th.ex { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: 600; white-space: nowrap; }
 .grid th.who { text-align: left; }
 .pass { background: #d4edda; color: #0b3d16; }
