@@ -164,7 +164,12 @@ def safe_copy(x):
 
 
 def _sub(folder: Path, stem: str, learner: str, answers: dict[str, str]) -> None:
-    data = {"format": 1, "learner": learner, "course_version": "test", "answers": {k: _d(v) for k, v in answers.items()}}
+    data = {
+        "format": 1,
+        "learner": learner,
+        "course_version": "test",
+        "answers": {k: _d(v) for k, v in answers.items()},
+    }
     (folder / f"{stem}.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
 
 
@@ -208,7 +213,10 @@ def build(folder: Path) -> dict[tuple[str, str], tuple[bool, str]]:
         "kim",
         "Kim",
         {
-            "05-flatten-any": (alloc, (False, "DefaultCPUAllocator: can't allocate memory: you tried to allocate 50000000000 bytes")),
+            "05-flatten-any": (
+                alloc,
+                (False, "DefaultCPUAllocator: can't allocate memory: you tried to allocate 50000000000 bytes"),
+            ),
             "07-safe-copy": (solution_source(get("07-safe-copy")), PASS),
         },
     )
@@ -226,12 +234,26 @@ def build(folder: Path) -> dict[tuple[str, str], tuple[bool, str]]:
     learner("nia", "Nia", {"05-flatten-any": (net, (False, "the grader does not allow socket."))})
     proc = "import subprocess\n\ndef safe_copy(x):\n    subprocess.run(['true'])\n    return x.clone()"
     learner("oli", "Oli", {"07-safe-copy": (proc, (False, "the grader does not allow subprocess.Popen"))})
-    bank = "from viewlab.course.exercises import get\n\ndef flatten_any(x):\n    return get('05-flatten-any').reference(x)"
-    learner("pat", "Pat", {"05-flatten-any": (bank, (False, "the grader does not allow importing viewlab.course.exercises.bank"))})
+    bank = (
+        "from viewlab.course.exercises import get\n\ndef flatten_any(x):\n    return get('05-flatten-any').reference(x)"
+    )
+    learner(
+        "pat",
+        "Pat",
+        {"05-flatten-any": (bank, (False, "the grader does not allow importing viewlab.course.exercises.bank"))},
+    )
     stub = "def flatten_any(x):\n    raise NotImplementedError"
     learner("quinn", "Quinn", {"05-flatten-any": (stub, (False, "not solved yet"))})
-    learner("ray", "Ray", {"05-flatten-any": ("def flatten_any(x, y):\n    return x.reshape(-1)", (False, "cannot be called"))})
-    learner("sam", "Sam", {"05-flatten-any": ("def flatten_any(x):\n    raise SystemExit(3)", (False, "raised SystemExit: 3"))})
+    learner(
+        "ray",
+        "Ray",
+        {"05-flatten-any": ("def flatten_any(x, y):\n    return x.reshape(-1)", (False, "cannot be called"))},
+    )
+    learner(
+        "sam",
+        "Sam",
+        {"05-flatten-any": ("def flatten_any(x):\n    raise SystemExit(3)", (False, "raised SystemExit: 3"))},
+    )
     (folder / "malformed.json").write_text("{not json", encoding="utf-8")
     want[("malformed", "*")] = (False, "the file is not JSON")
     (folder / "empty.json").write_text("", encoding="utf-8")

@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from viewlab.course.exercises import check_exercise
-from viewlab.course.grade.__main__ import main
-
 from viewlab.course.grade import record
+from viewlab.course.grade.__main__ import main
 
 from .grade_classroom import EXERCISES, LOOPS, RULE_BREAKING, build
 from .test_grade_submit import make_submission
@@ -113,7 +112,7 @@ def test_rules_judged_as_the_kernel_judges(graded, tmp_path, learner, exercise, 
     """An honest answer that breaks a stated rule gets the in-kernel checker's reason, word for word."""
     root, _ = graded
     row = {(r["learner"], r["exercise"]): r for r in _rows(root / "out1" / "gradebook.csv")}[(learner, exercise)]
-    kernel = check_exercise(exercise, _load(exercise, source, tmp_path), max_examples=5)
+    kernel = check_exercise(exercise, _load(exercise, source, tmp_path), max_examples=30)
     assert row["passed"] == "false" and not kernel.passed
     assert row["reason"] == kernel.reason
 
@@ -140,9 +139,12 @@ def test_report_in_chromium(graded, chromium_args):
         page.route("**/*", route)
         page.goto((root / "out1" / "report.html").as_uri(), wait_until="load")
         bars = page.eval_on_selector_all(
-            "svg#pass-rate g.bar", "gs => gs.map(g => [g.dataset.exercise, +g.dataset.passed, +g.dataset.total, g.textContent])"
+            "svg#pass-rate g.bar",
+            "gs => gs.map(g => [g.dataset.exercise, +g.dataset.passed, +g.dataset.total, g.textContent])",
         )
-        grid = page.eval_on_selector_all("table#grid tbody tr", "trs => trs.map(tr => [...tr.children].map(c => c.textContent))")
+        grid = page.eval_on_selector_all(
+            "table#grid tbody tr", "trs => trs.map(tr => [...tr.children].map(c => c.textContent))"
+        )
         failures = page.eval_on_selector_all("dl.failures dt", "dts => dts.length")
         browser.close()
     assert foreign == [], "the report fetches nothing outside file://"
@@ -166,5 +168,7 @@ def test_report_in_chromium(graded, chromium_args):
                 assert text == "not solved"
             else:
                 assert text.startswith(words[r["passed"]]), (who, ex, text)
-    n_fail = sum(r["passed"] == "false" and r["reason"] not in ("no answer submitted", "not solved yet") for r in graded_rows)
+    n_fail = sum(
+        r["passed"] == "false" and r["reason"] not in ("no answer submitted", "not solved yet") for r in graded_rows
+    )
     assert failures == n_fail

@@ -56,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     for who in sorted({r.learner for r in rows}):
         mine = [r for r in rows if r.learner == who and r.exercise != "*"]
         bad = [r.reason for r in rows if r.learner == who and r.exercise == "*"]
-        print(f"{who}: not graded ({bad[0]})" if bad and not mine else f"{who}: {sum(r.passed for r in mine)}/{len(mine)} passed")
+        print(
+            f"{who}: not graded ({bad[0]})"
+            if bad and not mine
+            else f"{who}: {sum(r.passed for r in mine)}/{len(mine)} passed"
+        )
     print(f"wrote {out / 'gradebook.csv'}, gradebook.jsonl and report.html")
     return 0
 

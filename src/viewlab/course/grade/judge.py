@@ -18,7 +18,6 @@ shape, dtype, strides and offset must be those the answer's process reported.
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
 import textwrap
 from dataclasses import dataclass, field
@@ -29,18 +28,9 @@ import torch
 from viewlab.course.exercises.compare import compare, describe, fresh, tensor_parts
 from viewlab.course.exercises.engine import ATOL, FAILED, NOT_SOLVED, PASSED, RTOL
 from viewlab.course.exercises.registry import Exercise
-from viewlab.course.exercises.rules import (
-    Hit,
-    bytes_problem,
-    forbid_problem,
-    loop_problem,
-    memory_problem,
-    outside_problem,
-    predict_problem,
-    static_loop_problem,
-    view_bytes_problem,
-)
 from viewlab.course.exercises.strategies import run_examples
+
+from . import seam
 
 __all__ = ["Plan", "Verdict", "plan_for", "judge", "same_as_solution", "DEFAULT_INPUTS"]
 
@@ -91,11 +81,20 @@ class Plan:
         }
 
 
-@functools.lru_cache(maxsize=256)
+_PLANS: dict[tuple[str, int, int], Plan] = {}
+
+
 def plan_for(ex: Exercise, n_inputs: int = DEFAULT_INPUTS) -> Plan:
     """The inputs of ``ex`` (examples, then ``n_inputs`` deterministic draws) and the reference's values.
 
     Made once per process and exercise (the draws are deterministic; nothing a grading does changes a plan)."""
+    key = (ex.id, n_inputs, id(ex))
+    if key not in _PLANS:
+        _PLANS[key] = _plan(ex, n_inputs)
+    return _PLANS[key]
+
+
+def _plan(ex: Exercise, n_inputs: int) -> Plan:
     inputs = [tuple(a) if isinstance(a, tuple) else (a,) for a in ex.examples]
 
     def keep(args: Any) -> None:
@@ -126,25 +125,6 @@ class Verdict:
         return self.status == PASSED
 
 
-class _Seen:
-    """The recorder's findings, rebuilt from plain data (what :func:`forbid_problem` reads)."""
-
-    def __init__(self, hits: dict[str, Any]) -> None:
-        self.hits = {k: Hit(**v) for k, v in hits.items() if v}
-
-    def first_hit(self, family: str) -> Hit | None:
-        return self.hits.get(family)
-
-
-def _h(d: dict[str, Any] | None) -> Hit | None:
-    return Hit(**d) if d else None
-
-
-class _Probe:
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.n_ops, self.lifted_elements = record["n_ops"], record["lifted"]
-
-
 def decode(value: Any) -> Any:
     """A value as the answer returned it, from the plain data :func:`.runner.plain_result` made."""
     if value == "__ellipsis__" and isinstance(value, str):
@@ -170,19 +150,6 @@ def _recheck(value: Any, meta: list[dict[str, Any]]) -> str | None:
         if m["requires_grad"] and (t.is_floating_point() or t.is_complex()):
             t.requires_grad_(True)
     return None
-
-
-def _forbidden(ex: Exercise, watch: dict[str, Any] | None) -> str | None:
-    """:meth:`Watch.forbidden`, from the data: a forbidden family, else a loop in the source or seen running."""
-    if watch is None:
-        return None
-    rules = ex.rules
-    reason = forbid_problem(rules, _Seen(watch["hits"]), {k: Hit(**v) for k, v in watch["more"].items() if v})
-    if reason is None and rules.no_python_loops is not None:
-        static = watch.get("static")
-        seen = (static[1], static[0]) if static else (tuple(watch["loop"]) if watch.get("loop") else None)
-        reason = static_loop_problem(*seen) if seen is not None else None
-    return reason
 
 
 def _foreign(ex: Exercise, watch: dict[str, Any]) -> str | None:
@@ -229,7 +196,7 @@ def _one(plan: Plan, i: int, record: dict[str, Any]) -> tuple[str, str, str] | N
         return NOT_SOLVED, "not solved yet", f"{plan.title}: not solved yet (the answer is still a stub)."
     if kind == "raised":
         error = f"{record['error']}: {record['message']}"
-        reason = _forbidden(ex, watch) or f"your function raised {error}"
+        reason = seam.forbidden(ex.rules, watch) or f"your function raised {error}"
         return FAILED, reason, _failure(plan, reason, args, expected, None, error)
     if kind == "bad_result":
         return FAILED, record["why"], _failure(plan, record["why"], args, expected, None, record["why"])
@@ -241,23 +208,16 @@ def _one(plan: Plan, i: int, record: dict[str, Any]) -> tuple[str, str, str] | N
     for p, q in zip(tensor_parts(args), tensor_parts(mine)):
         if p.requires_grad and not q.requires_grad and (q.is_floating_point() or q.is_complex()):
             q.requires_grad_(True)
-    if reason is None and watch is not None:  # Watch.before_compare
-        reason = _forbidden(ex, watch) or _foreign(ex, watch)
-        reason = reason or predict_problem(ex.rules, _h(watch["created"]) or _h(watch["made"]))
-        if reason is None and "peak" in record:
-            reason = bytes_problem(ex.rules, mine, record["peak"], watch["borrowed"])
+    if reason is None and watch is not None:  # Watch.before_compare, and no custom operator doing the work
+        reason = _foreign(ex, watch) or seam.before(ex.rules, watch, mine)
     if reason is None:
         reason = compare(expected, got, "the result", RTOL, ATOL)
     if reason is None:
-        reason = memory_problem(ex.memory, tensor_parts(mine), tensor_parts(got))
+        reason = seam.memory_problem(ex.memory, tensor_parts(mine), tensor_parts(got))
         if reason and "allocated" in record:
             reason = f"{reason.rstrip('.')} (viewlab.measure saw {record['allocated']:,} new bytes)"
     if reason is None and watch is not None:  # Watch.after_compare
-        if ex.memory == "view" and "peak" in record:
-            made = _h(watch["created"]) or _h(watch["made"])
-            reason = view_bytes_problem(record["peak"] + watch["borrowed"], made)
-        if reason is None and ex.rules.labels():
-            reason = outside_problem(_h(watch["numpy"]), _h(watch["exit"]), _h(watch["viewlab"]))
+        reason = seam.after(ex.rules, ex.memory, watch)
     if reason is None:
         for p, q in zip(tensor_parts(args), tensor_parts(mine)):
             if p.shape != q.shape or not torch.equal(p.detach(), q.detach()):
@@ -279,13 +239,27 @@ def _one(plan: Plan, i: int, record: dict[str, Any]) -> tuple[str, str, str] | N
 
 
 def _probe_problem(plan: Plan, probe: list[dict[str, Any]]) -> tuple[str, str, str] | None:
+    """The loop probe, as the checker runs it: a stub, a raise (a failure where the reference answers the
+    input, with the plain-data seam), forbidden work on a probe input, then the operator counts."""
     if plan.ex.rules.no_python_loops is None or len(probe) != 2:
         return None
     if any(p["kind"] == "stub" for p in probe):
         return NOT_SOLVED, "not solved yet", f"{plan.title}: not solved yet (the answer is still a stub)."
-    if any(p["kind"] != "returned" for p in probe):
-        return None  # raising on a size the strategy also draws was reported already (as the kernel does)
-    reason = loop_problem(_Probe(probe[0]), _Probe(probe[1]), *_LOOP_SIZES)
+    for args, run in zip(plan.probe, probe):
+        if run["kind"] == "raised":
+            if not seam.probe_raised_counts():
+                return None  # a raise on a size the strategy also draws was reported already
+            try:
+                expected = plan.ex.reference(*fresh(args))
+            except Exception:  # noqa: BLE001 - an input the exercise itself does not answer
+                return None
+            reason = f"your function raised {run['error']}"
+            return FAILED, reason, _failure(plan, reason, args, expected, None, run["error"])
+        reason = seam.probe_forbidden(plan.ex.rules, run)
+        if reason is not None:
+            got = decode(run["value"])
+            return FAILED, reason, _failure(plan, reason, args, plan.ex.reference(*fresh(args)), got, None)
+    reason = seam.probe_loop(probe[0], probe[1], *_LOOP_SIZES)
     if reason is None:
         return None
     got = decode(probe[1]["value"])

@@ -127,7 +127,9 @@ def render(rows: list[Row], title: str = "Gradebook") -> str:
     for r in graded:
         if _kind(r) != "fail":
             continue
-        out.append(f'<dt id="{_anchor(r.learner, r.exercise)}">{html.escape(r.learner)}: {html.escape(r.exercise)}</dt>')
+        out.append(
+            f'<dt id="{_anchor(r.learner, r.exercise)}">{html.escape(r.learner)}: {html.escape(r.exercise)}</dt>'
+        )
         out.append(f"<dd>{html.escape(r.reason)}")
         message = r.details.get("message")
         if message and message != r.reason:

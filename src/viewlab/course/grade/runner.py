@@ -17,7 +17,7 @@ forbidden families by name, numpy and viewlab calls, data leaving torch, a loop,
 Limits, set here before the answer's code runs: address space (``RLIMIT_AS``), CPU time per answer
 (``RLIMIT_CPU``, raised by the answer's budget before each one), file size and no core files; an audit hook,
 which cannot be removed, refuses sockets, subprocesses, ``os.system``/``exec``/``fork``/``spawn``, ``ctypes``,
-importing or opening the exercise bank or the grader's judging code, and reading another process's ``/proc``.
+threads (the recorders watch the calling thread), importing or opening the exercise bank or the grader's judging code, and reading another process's ``/proc``.
 The wall-clock limit is the grader's: it kills this process when an answer runs too long.
 """
 
@@ -48,6 +48,7 @@ REFUSED = (
     "os.spawn",
     "os.startfile",
     "pty.",
+    "_thread.start_new_thread",
     "ctypes.",
     "_posixsubprocess.",
     "webbrowser.",
@@ -124,7 +125,10 @@ def plain_result(obj: Any, depth: int = 0) -> tuple[Any, str | None]:
             return None, f"your function returned a {obj.layout} tensor; return a plain (strided) torch.Tensor"
         return obj.detach(), None
     if isinstance(obj, torch.Tensor):
-        return None, f"your function returned a {kind.__name__} (a subclass of torch.Tensor); return a plain torch.Tensor"
+        return (
+            None,
+            f"your function returned a {kind.__name__} (a subclass of torch.Tensor); return a plain torch.Tensor",
+        )
     if kind is torch.Size:
         return ("__size__", tuple(int(v) for v in tuple.__iter__(obj))), None
     if kind in (torch.dtype, torch.device):
@@ -135,7 +139,7 @@ def plain_result(obj: Any, depth: int = 0) -> tuple[Any, str | None]:
         return "__ellipsis__", None
     if kind in (tuple, list):
         items = []
-        for item in (tuple.__iter__(obj) if kind is tuple else list.__iter__(obj)):
+        for item in tuple.__iter__(obj) if kind is tuple else list.__iter__(obj):
             value, why = plain_result(item, depth + 1)
             if why is not None:
                 return None, why
@@ -143,12 +147,6 @@ def plain_result(obj: Any, depth: int = 0) -> tuple[Any, str | None]:
         return (tuple(items) if kind is tuple else items), None
     name = getattr(kind, "__name__", "object")
     return None, f"your function returned a {name}; return a torch.Tensor or plain Python values"
-
-
-def _hit(h: Any) -> dict[str, Any] | None:
-    if h is None:
-        return None
-    return {"family": h.family, "op": h.op, "line": h.line, "inside": h.inside}
 
 
 def _tensor_meta(t: Any) -> dict[str, Any]:
@@ -199,8 +197,10 @@ def run_input(fn: Callable[..., Any], args: tuple[Any, ...], rules: Any, memory:
     import torch
 
     from viewlab._checks import outside_entry
-    from viewlab.course.exercises.watch import Watch, _static
+    from viewlab.course.exercises.watch import Watch
     from viewlab.memory import measure
+
+    from . import seam
 
     try:
         inspect.signature(fn).bind(*args)
@@ -214,64 +214,45 @@ def run_input(fn: Callable[..., Any], args: tuple[Any, ...], rules: Any, memory:
     meter: Any = measure(device="cpu") if metered else contextlib.nullcontext(None)
     start = time.process_time()
     record: dict[str, Any] = {"kind": "returned"}
+    got: Any = None
+    m: Any = None
     try:
-        with meter as m, watch.follow_meter(m) if watch else contextlib.nullcontext():
-            with outside_entry():
-                got = fn(*args)
+        with meter as m:
+            follow = getattr(watch, "follow_meter", None)  # the older watch enters the meter in threads too
+            with (follow(m) if follow else watch) if watch is not None else contextlib.nullcontext():
+                with outside_entry():
+                    got = fn(*args)
     except NotImplementedError:
         record = {"kind": "stub"}
-        got = None
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt from an answer are its errors
         record = {"kind": "raised", "error": type(exc).__name__, "message": _first_line(exc)}
-        got = None
     record["cpu"] = time.process_time() - start
+    plain: Any = None
     if record["kind"] == "returned":
-        value, why = plain_result(got)
+        value, why = plain_result(got)  # the type first: nothing of a subclass is called
         if why is not None:
             record.update(kind="bad_result", why=why)
         else:
+            plain = got
             record.update(value=value, meta=[_tensor_meta(t) for t in _tensors(value)])
-            if watch is not None:
-                for t in _tensors(value):
-                    watch.recorder.note_borrowed(t)
-    if watch is not None:
-        rec = watch.recorder
-        static = _static(fn) if rules.no_python_loops is not None else None
-        record["watch"] = {
-            "hits": {k: _hit(v) for k, v in rec.hits.items()},
-            "more": {k: _hit(v) for k, v in watch.more.items()},
-            "created": _hit(rec.created),
-            "made": _hit(watch.made),
-            "numpy": _hit(watch.numpy),
-            "viewlab": _hit(watch.viewlab),
-            "exit": _hit(watch.exits[0]) if watch.exits else None,
-            "loop": list(watch.loop) if watch.loop else None,
-            "static": list(static) if static else None,
-            "borrowed": rec.borrowed_bytes,
-            "n_ops": rec.n_ops,
-            "ops": sorted(set(rec.names)),
-        }
+    if watch is not None and record["kind"] in ("returned", "raised"):
+        measured = m if record["kind"] == "returned" else None
+        record["watch"] = seam.record(watch, fn, plain, measured, rules)
     if m is not None:
         record["peak"], record["allocated"] = int(m.peak_bytes), int(m.allocated_bytes)
     record["inputs_after"] = tuple(a.detach() if type(a) is torch.Tensor else a for a in args)
     return record
 
 
-def run_probe(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, Any]:
-    """Rule ``no_python_loops``: the operators the answer runs on one probe input (the grader compares two)."""
-    from viewlab._checks import outside_entry
-    from viewlab.course.exercises.rules import OpRecorder
+def run_probe(fn: Callable[..., Any], args: tuple[Any, ...], rules: Any) -> dict[str, Any]:
+    """Rule ``no_python_loops``: one probe input, watched (the grader compares the two runs)."""
+    from . import seam
 
-    rec = OpRecorder()
-    try:
-        with rec, outside_entry():
-            got = fn(*args)
-    except NotImplementedError:
-        return {"kind": "stub"}
-    except BaseException:  # noqa: BLE001 - a raise on a probe size was reported by the inputs already
-        return {"kind": "raised"}
-    value, why = plain_result(got)
-    return {"kind": "returned", "n_ops": rec.n_ops, "lifted": rec.lifted_elements, "value": value if why is None else None}
+    run = seam.probe_record(fn, args, rules)
+    if run["kind"] == "returned":
+        value, why = plain_result(run.pop("got"))
+        run["value"] = value if why is None else None
+    return run
 
 
 def define(source: str, name: str, folder: str, exercise: str) -> tuple[Callable[..., Any] | None, str | None]:
@@ -319,7 +300,7 @@ def run_command(cmd: dict[str, Any], folder: str) -> dict[str, Any]:
             if record["kind"] in ("call", "stub", "raised", "bad_result"):
                 break  # the grader judges this input a failure: later inputs cannot come first
         else:
-            out["probe"] = [run_probe(fn, tuple(a)) for a in job.get("probe", [])]
+            out["probe"] = [run_probe(fn, tuple(a), rules) for a in job.get("probe", [])]
     out["cpu"] = time.process_time() - started
     return out
 
@@ -334,17 +315,17 @@ def _warm_up() -> None:
     rules = Rules(forbid=("repeat",), no_python_loops=lambda n: (), max_new_bytes=0)
     run_input(lambda x: x[:, None] - x[None, :], (torch.ones(3),), rules, None)
     run_input(lambda x: x.t(), (torch.ones(2, 3),), Rules(must_view=True), "view")
-    run_probe(lambda x: x + 1, (torch.ones(2),))
+    run_probe(lambda x: x + 1, (torch.ones(2),), rules)
 
 
 def serve(conn: Any, folder: str, memory_bytes: int) -> None:
     """One submission's child (forked from the template): limits, the hook, then one command per line."""
     import torch
 
-    from viewlab.course.exercises import rules as _r
+    from . import seam
 
     stream = conn.makefile("rwb", buffering=0)
-    bank = os.path.realpath(_r._BANK)
+    bank = seam.bank_dir()
     grade_dir = os.path.realpath(os.path.dirname(__file__))
     _set_limits(memory_bytes)
     _arm((bank, grade_dir + "/judge.py"), ("viewlab.course.exercises.bank", "viewlab.course.grade.judge"))
