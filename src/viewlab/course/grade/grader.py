@@ -39,7 +39,7 @@ from viewlab.course.exercises.engine import FAILED, NOT_SOLVED
 from .judge import DEFAULT_INPUTS, Plan, Verdict, judge, plan_for, same_as_solution
 from .submit import BadSubmission, Submission, load
 
-__all__ = ["Limits", "Row", "grade", "find_submissions"]
+__all__ = ["Limits", "Row", "grade", "find_submissions", "START_SECONDS"]
 
 START_SECONDS = 120.0  # for the child to import torch on a busy machine
 

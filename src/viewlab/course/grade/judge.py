@@ -32,7 +32,7 @@ from viewlab.course.exercises.strategies import run_examples
 
 from . import seam
 
-__all__ = ["Plan", "Verdict", "plan_for", "judge", "same_as_solution", "DEFAULT_INPUTS"]
+__all__ = ["Plan", "Verdict", "plan_for", "judge", "same_as_solution", "DEFAULT_INPUTS", "decode"]
 
 DEFAULT_INPUTS = 40  #: draws per exercise, after its explicit examples
 _LOOP_SIZES = (3, 6)

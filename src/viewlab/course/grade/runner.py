@@ -34,7 +34,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["main", "plain_result", "REFUSED"]
+__all__ = ["main", "serve", "plain_result", "run_command", "run_input", "run_probe", "define", "Refused", "REFUSED"]
 
 #: audit events refused once the answer's code may run (prefixes)
 REFUSED = (

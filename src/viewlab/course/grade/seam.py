@@ -34,7 +34,7 @@ memory_problem = _messages.memory_problem
 loop_problem = _messages.loop_problem
 
 __all__ = ["NEW", "Hit", "OpRecorder", "bank_dir", "record", "forbidden", "before", "after", "probe_record"]
-__all__ += ["probe_forbidden", "probe_loop", "memory_problem", "loop_problem"]
+__all__ += ["probe_forbidden", "probe_loop", "probe_raised_counts", "memory_problem", "loop_problem", "Seen"]
 
 
 def bank_dir() -> str:
