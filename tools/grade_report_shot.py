@@ -40,7 +40,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         build(Path(tmp) / "class")
         picked = [a for e in EXERCISES for a in ("--exercise", e)]
-        grade_main([str(Path(tmp) / "class"), "--out", str(Path(tmp) / "out"), "--cpu-seconds", "2", "--wall-seconds", "4", *picked])
+        grade_main(
+            [
+                str(Path(tmp) / "class"),
+                "--out",
+                str(Path(tmp) / "out"),
+                "--cpu-seconds",
+                "2",
+                "--wall-seconds",
+                "4",
+                *picked,
+            ]
+        )
         foreign: list[str] = []
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)

@@ -8,11 +8,8 @@ line numbers stay those of the cell, so a grader's message says "line 3 of this 
 A helper defined in another cell is not included: an answer should be self-contained in its cell.
 
 >>> text = "import torch\\ndef f(x):\\n    return x.t()\\nex.check_exercise('05-x', f)\\n"
->>> print(answer_text(text))
-import torch
-def f(x):
-    return x.t()
-<BLANKLINE>
+>>> answer_text(text).splitlines()
+['import torch', 'def f(x):', '    return x.t()', '']
 """
 
 from __future__ import annotations
