@@ -55,7 +55,7 @@ def main() -> int:
         foreign: list[str] = []
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
-            page = browser.new_page(viewport={"width": 1100, "height": 1250})
+            page = browser.new_page(viewport={"width": 1200, "height": 1250})
 
             def route(r):  # noqa: ANN001, ANN202
                 if r.request.url.startswith("file://"):
