@@ -2,7 +2,7 @@
 
 :func:`grade` reads the submission files (folders of them too), makes each exercise's :class:`~.judge.Plan` once
 (inputs and reference values, in this process only), writes each exercise's inputs to a file, then for every
-submission starts ``python -m viewlab.course.grade.runner`` and sends it one answer at a time. Each answer has a
+submission forks a child from the runner's template (:mod:`.runner`) and sends it one answer at a time. Each answer has a
 CPU-time limit (set in the child), a wall-clock limit (the child is killed past it) and the child a memory limit;
 a child that dies (a crash, a kill, the CPU limit) gives that answer a row with the reason and is started again
 for the answers left. Submissions are graded ``jobs`` at a time (one child each).

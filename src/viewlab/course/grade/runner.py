@@ -1,11 +1,12 @@
 """The child side of grading: run one learner's answers, record what they do, send back plain data.
 
-The grader (:mod:`.grader`) starts ``python -m viewlab.course.grade.runner`` once per submission. This process
-never holds a reference answer or an expected value: it imports torch and the course's recording mechanisms
-(:class:`~viewlab.course.exercises.watch.Watch`, :class:`~viewlab.course.exercises.rules.OpRecorder`,
-``viewlab.measure``), but never the exercise bank, and an audit hook refuses to import or read it. Then it reads
-one command per line on stdin (JSON: the exercise id, the answer's source text, the file of inputs the grader
-generated, where to write the record) and answers ``done`` on stdout once the record is written.
+The grader (:mod:`.grader`) starts ``python -m viewlab.course.grade.runner FD`` once: the template, which
+imports torch and the course's recording mechanisms (:class:`~viewlab.course.exercises.watch.Watch`, its
+operator recorder, ``viewlab.measure``), warms them up, and forks one child per submission (:func:`main`). No
+process here ever holds a reference answer or an expected value: the exercise bank is never imported, and in a
+child an audit hook refuses to import or read it. A child reads one command per line on its socket (JSON: the
+answer's source text, the file of inputs the grader generated, where to write the record) and answers ``done``
+once the record is written (:func:`serve`).
 
 For each input the record holds, as plain data: how the call went (returned, raised, a stub, a call that does not
 fit), the result and the inputs after the call (one ``torch.save``, so a result that shares storage with an input
