@@ -62,6 +62,7 @@ from typing import Any
 import torch
 
 from viewlab._checks import entry, problem, require_str, type_error
+from viewlab.course.grade import record as _record
 
 from .engine import (
     ATOL,
@@ -253,7 +254,7 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     first_hint = (
         f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
     )
-    return build_check(
+    result = build_check(
         learner_fn,
         ex.reference,
         ex.inputs(),
@@ -267,6 +268,8 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
         extra=ex.extra,
         rules=ex.rules,
     ).run()
+    _record.note(ex.id, learner_fn, result.status)  # for progress() and submission()
+    return result
 
 
 def _signature_mismatch(ex: Exercise, learner_fn: Callable[..., Any]) -> str | None:
