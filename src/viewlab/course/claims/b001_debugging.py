@@ -1,6 +1,8 @@
-"""Claims B12-B18 of article 001 (expand_as): its examples, performance advice and debugging tips.
+"""Claims of article 001 (expand_as), section 5 "Combined with other operations" and section 6
+"Debugging and performance analysis": B13-B18.
 
-Each block is one claim: its evidence, its judge and its registry row.
+Each block is one claim: its evidence (runs code, returns facts), its judge (facts -> verdict and why)
+and its registry row (the restatement, and facts under which the judge says something else).
 
 >>> from viewlab.course.claims.model import judge
 >>> judge(B16, B16.evidence())[0]
@@ -17,88 +19,21 @@ import torch
 import torch.nn.functional as F
 
 from viewlab import shares_storage
-from viewlab._format import fmt_us, mib
+from viewlab._format import fmt_us
 
 from .. import article_helpers as ah
-from ._evidence import bytes_of, error_of, paired_timings, small_shape_pairs, which_faster
-from .article_code import ShapeBufferScale, article_guarded_expand_as, article_masked_loss
-from .model import NOT_CHECKABLE, B, Claim, Facts, Verdict, claim_row
-
-# ---- B12 -------------------------------------------------------------------------------------------------------------
-_COMMON = ((16, 256, 32, 32), (32, 256, 64, 64))  # the article's two "common" shapes
-
-
-def _ev_shape_buffers(
-    channels: int = 256, common: tuple[tuple[int, ...], ...] = _COMMON, x_shape: tuple[int, ...] = (4, 256, 16, 16)
-) -> Facts:
-    """``x_shape`` keeps the timed input small; it replaces the first buffer so the buffer branch is the one run."""
-    held, _, model = bytes_of(lambda: ShapeBufferScale(channels, common))
-    saved = sum(t.numel() * t.element_size() for t in model.state_dict().values())
-    x = torch.randn(x_shape)
-    if common:
-        model.buffer_0 = torch.empty(x.shape)  # make the first branch the one taken, at a small size
-    with torch.no_grad():
-        same = torch.equal(model(x), x * model.scale)
-        t_model, t_plain, ratios = paired_timings(lambda: model(x), lambda: x * model.scale)
-    return {
-        "buffer_bytes": held - channels * 4,
-        "state_dict_bytes": saved,
-        "same_output_as_broadcasting": same,
-        "model_median_s": t_model["median_s"],
-        "model_iqr_s": t_model["iqr_s"],
-        "plain_median_s": t_plain["median_s"],
-        "plain_iqr_s": t_plain["iqr_s"],
-        "plain_over_model_by_round": ratios,
-    }
-
-
-def _j_shape_buffers(f: Mapping[str, Any]) -> Verdict:
-    a = {"median_s": f["model_median_s"], "iqr_s": f["model_iqr_s"]}
-    b = {"median_s": f["plain_median_s"], "iqr_s": f["plain_iqr_s"]}
-    faster = which_faster(a, b, margin=1.5, round_ratios=f["plain_over_model_by_round"])
-    times = (
-        f"forward {fmt_us(a['median_s'])} vs plain x * scale {fmt_us(b['median_s'])}, plain / model by round "
-        f"{f['plain_over_model_by_round']}"
-    )
-    cost = f"the buffers hold {mib(f['buffer_bytes'])}, saved in every checkpoint ({mib(f['state_dict_bytes'])})"
-    if f["buffer_bytes"] > 0 and faster != "a":
-        return (
-            "false",
-            f"{cost} and buy no speed ({times}); output equals plain broadcasting: {f['same_output_as_broadcasting']}",
-        )
-    if faster == "a":
-        return "true", f"faster than plain broadcasting: {times}; {cost}"
-    if faster == "unclear":
-        return NOT_CHECKABLE, f"spread exceeds the difference (the rounds disagree): {times}"
-    return "false", f"no faster than plain broadcasting ({times})"
-
-
-B12 = claim_row(
-    "B12",
-    B,
-    "4 Performance advice (example)",
-    "memory",
-    "Its 'efficient expansion' model -- buffers of the common shapes registered in __init__, the parameter "
-    "expand_as'ed onto the matching one -- makes the expansion efficient.",
-    _ev_shape_buffers,
-    _j_shape_buffers,
-    true={
-        "buffer_bytes": 0,
-        "model_median_s": 1e-4,
-        "model_iqr_s": 1e-6,
-        "plain_median_s": 3e-4,
-        "plain_iqr_s": 1e-6,
-        "plain_over_model_by_round": [3.0, 3.0, 2.8],
-    },
-    not_checkable_here={
-        "buffer_bytes": 0,
-        "model_median_s": 1e-4,
-        "model_iqr_s": 9e-5,
-        "plain_median_s": 1.4e-4,
-        "plain_iqr_s": 9e-5,
-        "plain_over_model_by_round": [0.8, 1.6, 1.1],
-    },
+from ._evidence import (
+    bytes_of,
+    error_of,
+    paired_timings,
+    small_shape_pairs,
+    which_faster,
 )
+from .article_code import (
+    article_guarded_expand_as,
+    article_masked_loss,
+)
+from .model import NOT_CHECKABLE, B, Claim, Facts, Verdict, claim_row
 
 
 # ---- B13 -------------------------------------------------------------------------------------------------------------
@@ -385,7 +320,6 @@ B18 = claim_row(
 
 
 CLAIMS: tuple[Claim, ...] = (
-    B12,
     B13,
     B14,
     B15,
