@@ -11,6 +11,8 @@ runs (:class:`OpNames`), and the inputs and shape questions more than one claim 
 (True, False)
 >>> which_faster({"median_s": 1e-6, "iqr_s": 0.0}, {"median_s": 3e-6, "iqr_s": 0.0}, round_ratios=[3.0, 2.9])
 'a'
+>>> nothing_tried("no operation named")[0], same_result(torch.ones(2), torch.ones(2) + 1e-7)
+('not checkable here', True)
 """
 
 from __future__ import annotations
@@ -128,6 +130,27 @@ def judge_claimed_times(facts: Mapping[str, Any], claimed: Mapping[str, float]) 
     if all(within):
         return "true", f"within 2x of the claimed times: {detail}"
     return NOT_CHECKABLE, f"spread exceeds the difference, or the gap is within what other hardware explains: {detail}"
+
+
+def nothing_tried(what: str) -> Verdict:
+    """The verdict for empty or degenerate evidence: nothing was tried, so nothing is known either way
+    (``all([])`` is True, but an empty list is no evidence)."""
+    return NOT_CHECKABLE, f"nothing was measured ({what}): no evidence either way; run the evidence on some inputs"
+
+
+def not_the_same_work(what: str) -> Verdict:
+    """The verdict when two timed paths do not compute the same thing: their costs are not comparable."""
+    return NOT_CHECKABLE, f"the two paths compared do not compute the same result ({what}), so their costs say nothing"
+
+
+#: float32 sums of the same terms in another order differ by a few units in the last place (about 1e-7
+#: relative); two ways of computing one result count as the same within this tolerance, and no wider.
+SAME_RESULT_TOL = {"rtol": 1e-5, "atol": 1e-6}
+
+
+def same_result(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do two ways of computing one result agree (same shape, values within :data:`SAME_RESULT_TOL`)?"""
+    return a.shape == b.shape and bool(torch.allclose(a, b, **SAME_RESULT_TOL))
 
 
 def small_shape_pairs() -> list[tuple[tuple[int, ...], tuple[int, ...]]]:

@@ -27,6 +27,9 @@ from ._evidence import (
     bytes_of,
     error_of,
     judge_claimed_times,
+    not_the_same_work,
+    nothing_tried,
+    same_result,
     timing,
 )
 from .article_code import (
@@ -98,6 +101,7 @@ A10 = claim_row(
 # ---- A11 -------------------------------------------------------------------------------------------------------------
 def _ev_batch_times(*, sample_shape: tuple[int, int, int] = (3, 224, 224), batch_size: int = 256) -> Facts:
     image = torch.randn(sample_shape)
+    same = same_result(image.unsqueeze(0).expand(batch_size, -1, -1, -1), image.repeat(batch_size, 1, 1, 1))
     t_exp = timing(lambda: image.unsqueeze(0).expand(batch_size, -1, -1, -1), min_run_time=0.05)
     t_rep = timing(lambda: image.repeat(batch_size, 1, 1, 1), min_run_time=0.25)
     written = batch_size * image.numel() * image.element_size()
@@ -107,13 +111,29 @@ def _ev_batch_times(*, sample_shape: tuple[int, int, int] = (3, 224, 224), batch
         "repeat_median_s": t_rep["median_s"],
         "repeat_iqr_s": t_rep["iqr_s"],
         "repeat_writes_bytes": written,
+        "repeat_runs": t_rep["runs"],
+        "same_result": same,
     }
 
 
+#: The article's case: a 3x224x224 float32 sample, batch 256 -- the bytes its claimed 152 us of repeat write.
+_A11_BYTES = 256 * 3 * 224 * 224 * 4
+
+
 def _j_batch_times(f: Mapping[str, Any]) -> Verdict:
-    verdict, why = judge_claimed_times(f, {"expand": 28.7e-6, "repeat": 152e-6})
-    need = f["repeat_writes_bytes"] / 152e-6 / 1e9
-    return verdict, f"{why}; repeat writes {mib(f['repeat_writes_bytes'])}, which in 152 us needs {need:,.0f} GB/s"
+    if not f["same_result"]:
+        return not_the_same_work("the expanded batch and the repeated one hold different values")
+    if f["repeat_writes_bytes"] == 0:
+        return nothing_tried("an empty batch: repeat writes nothing")
+    # The claimed repeat time is for the article's bytes; at any other size it is scaled by the bytes written
+    # (the same write speed), and expand's claimed time is per call at any size (it writes no data).
+    speed = _A11_BYTES / 152e-6
+    scaled = f["repeat_writes_bytes"] / speed
+    verdict, why = judge_claimed_times(f, {"expand": 28.7e-6, "repeat": scaled})
+    return verdict, (
+        f"{why}; repeat writes {mib(f['repeat_writes_bytes'])} ({f['repeat_runs']} timed runs), and the claimed "
+        f"152 us for the article's 147 MiB means writing {speed / 1e9:,.0f} GB/s"
+    )
 
 
 A11 = claim_row(
@@ -166,6 +186,8 @@ def _ev_heads_shared(
 
 
 def _j_heads_shared(f: Mapping[str, Any]) -> Verdict:
+    if not f["heads_tried"]:
+        return nothing_tried("no head count tried")
     if f["heads_split"] and f["expanded_a_weight"]:
         return "true", "the heads are split and a projection weight is expanded across them"
     return "false", (
@@ -208,11 +230,15 @@ def _ev_mask_reused(
 
 
 def _j_mask_reused(f: Mapping[str, Any]) -> Verdict:
+    if f["calls"] == 0:
+        return nothing_tried("the layer was never called")
     hides = "" if f["mask_changes_output"] else "; and an all-ones mask hides nothing (output equal without it)"
     if f["masks_built"] >= f["calls"]:
         return "false", (
             f"torch.ones builds a new {f['mask_bytes_each']}-byte mask on each of {f['calls']} calls "
-            f"({f['masks_built']} built); expand saves only a copy masked_fill never needed{hides}"
+            f"({f['masks_built']} built), so the mask is re-created every time; read instead as 'one (1, N, N) mask, "
+            f"not (B, N, N)', the expand does avoid B copies -- but masked_fill broadcasts a (1, N, N) mask by "
+            f"itself, so that expand is redundant{hides}"
         )
     return "true", f"{f['masks_built']} masks built over {f['calls']} calls{hides}"
 
@@ -238,17 +264,22 @@ def _ev_pool_weights(*, batch: int = 4, steps: int = 6, features: int = 8) -> Fa
     _, peak_b, out_b = bytes_of(lambda: (x * w).sum(1))
     return {
         "expand_bytes": held,
-        "equal_to_broadcasting": torch.equal(out_e, out_b),
+        "batch": batch,
+        # same_result, not torch.equal: float32 sums in another order differ in the last place (SAME_RESULT_TOL)
+        "equal_to_broadcasting": same_result(out_e, out_b),
         "peak_expand": peak_e,
         "peak_broadcasting": peak_b,
     }
 
 
 def _j_pool_weights(f: Mapping[str, Any]) -> Verdict:
+    if f["batch"] == 0:
+        return nothing_tried("an empty batch")
     if f["expand_bytes"] == 0:
         redundant = (
             (
-                " -- and redundant: x * weights broadcasts by itself, same result, same peak "
+                " -- and redundant: x * weights broadcasts by itself, the same result (within float32 rounding: "
+                "sums in another order differ in the last place), the same peak "
                 f"({f['peak_expand']:,} B vs {f['peak_broadcasting']:,} B)"
             )
             if f["equal_to_broadcasting"]
@@ -280,6 +311,7 @@ def _ev_per_sample(*, weight_shape: tuple[int, int] = (1, 8), batch: int = 4, st
     stretched = w.expand(len(x), weight_shape[-1])[:, None, :]
     (pool_expanded(x, w)).sum().backward()
     return {
+        "batch": batch,
         "parameter_shape": tuple(w.shape),
         "batch_stride": stretched.stride(0),
         "grad_shape": tuple(w.grad.shape),
@@ -288,6 +320,8 @@ def _ev_per_sample(*, weight_shape: tuple[int, int] = (1, 8), batch: int = 4, st
 
 
 def _j_per_sample(f: Mapping[str, Any]) -> Verdict:
+    if f["batch"] < 2:
+        return nothing_tried(f"a batch of {f['batch']}: there are no different samples to give weights")
     if f["batch_stride"] == 0 and f["parameter_shape"][0] == 1:
         return "false", (
             f"all samples share one {f['parameter_shape']} weight row: the expanded weights have batch "
@@ -313,7 +347,90 @@ A15 = claim_row(
 )
 
 
+# ---- A29 -------------------------------------------------------------------------------------------------------------
+def _ev_scores_expanded(*, heads: int = 4, batch: int = 2, tokens: int = 5, width: int = 16, seed: int = 0) -> Facts:
+    """The rebuilt layer once: which tensors it expands, and whether they are the (all-ones) mask or data."""
+    x, w_in, w_out = attention_inputs(batch, tokens, width, seed)
+    with torch.no_grad(), OpNames() as seen:
+        article_attention(x, w_in, w_out, heads=heads)
+    expanded = [args[0] for args in seen.calls.get("expand", [])]
+    return {
+        "expanded_shapes": [tuple(t.shape) for t in expanded],
+        "expanded_all_ones": [bool((t == 1).all()) for t in expanded],
+        "scores_shape": (batch, tokens, tokens),
+        "ones_made": seen.names.count("ones"),
+    }
+
+
+def _j_scores_expanded(f: Mapping[str, Any]) -> Verdict:
+    data = [sh for sh, ones in zip(f["expanded_shapes"], f["expanded_all_ones"]) if not ones]
+    if data:
+        return "true", f"the layer expands tensors holding data: {data}"
+    return "false", (
+        f"the only tensors expanded are all-ones masks made by torch.ones ({f['expanded_shapes'] or 'none'}; "
+        f"{f['ones_made']} torch.ones call); the {f['scores_shape']} scores come out of a batched product, already "
+        "of full size, and are never expanded -- the comment names the wrong tensor"
+    )
+
+
+A29 = claim_row(
+    "A29",
+    A,
+    "2.2 Attention",
+    "semantics",
+    "In that class, expand() broadcasts the attention scores (the comment on the line that computes them).",
+    _ev_scores_expanded,
+    _j_scores_expanded,
+    true={"expanded_shapes": [(5, 5)], "expanded_all_ones": [False]},
+)
+
+
+# ---- A30 -------------------------------------------------------------------------------------------------------------
+def _ev_combined_saving(*, batch: int = 4, steps: int = 6, features: int = 8, seed: int = 0) -> Facts:
+    """The rebuilt pooling (expand, then broadcasting) against plain broadcasting of the (1, D) weight: peaks."""
+    gen = torch.Generator().manual_seed(seed)
+    w, x = torch.randn(1, features, generator=gen), torch.randn(batch, steps, features, generator=gen)
+    _, peak_e, out_e = bytes_of(lambda: pool_expanded(x, w))
+    _, peak_b, out_b = bytes_of(lambda: (x * w).sum(1))
+    return {
+        "elements": x.numel(),
+        "peak_expand_then_broadcast": peak_e,
+        "peak_broadcasting_alone": peak_b,
+        "same_result": same_result(out_e, out_b),
+    }
+
+
+def _j_combined_saving(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return nothing_tried("an empty input")
+    if not f["same_result"]:
+        return not_the_same_work("the pooled outputs differ")
+    e, b = f["peak_expand_then_broadcast"], f["peak_broadcasting_alone"]
+    if e < b:
+        return "true", f"expand then broadcasting peaks at {e:,} B, broadcasting alone at {b:,} B"
+    return "false", (
+        f"no optimisation at all: with the expand the pooling peaks at {e:,} B, with plain broadcasting at {b:,} B, "
+        "and the results agree -- the (batch, T, D) product is what costs memory, and the expand does not "
+        "avoid it (broadcasting alone never copied the weight either)"
+    )
+
+
+A30 = claim_row(
+    "A30",
+    A,
+    "2.3 Broadcasting combined",
+    "memory",
+    "Combined with PyTorch's broadcasting rules, expand() achieves more complex memory optimisations (the heading "
+    "of its pooling example).",
+    _ev_combined_saving,
+    _j_combined_saving,
+    true={"peak_expand_then_broadcast": 256},
+)
+
+
 CLAIMS: tuple[Claim, ...] = (
+    A29,
+    A30,
     A10,
     A11,
     A12,

@@ -28,6 +28,9 @@ from ._evidence import (
     bytes_of,
     error_of,
     judge_claimed_times,
+    not_the_same_work,
+    nothing_tried,
+    same_result,
     small_shape_pairs,
     storage_call,
     stretches,
@@ -118,6 +121,8 @@ def _ev_two_kinds(*, ops: tuple[str, ...] = tuple(VIEW_OR_COPY_OPS), rows: int =
 
 
 def _j_two_kinds(f: Mapping[str, Any]) -> Verdict:
+    if not f["kinds"]:
+        return nothing_tried("no operation named")
     classes = f"always a view: {', '.join(f['always_view']) or 'none'}; always a copy: {', '.join(f['always_copy']) or 'none'}"
     itself = f"{', '.join(f['always_itself'])} returned the input itself (the same object: no new view, no copy)"
     if f["depends_on_layout"]:
@@ -253,16 +258,19 @@ def _ev_table_times(*, batch: int = 1024, features: int = 512, devices: tuple[st
     """The expand half on every device named (expand is host work: it runs only ``aten.expand``, no kernel,
     so its time does not depend on the device); the repeat half only on a CUDA GPU (it writes memory)."""
     facts: Facts = {"cuda": torch.cuda.is_available(), "device_name": None}
-    facts["repeat_median_s"] = facts["repeat_iqr_s"] = None
-    expand_times = {}
+    facts["repeat_median_s"] = facts["repeat_iqr_s"] = facts["expand_median_s"] = facts["expand_iqr_s"] = None
+    facts["expand_ops"], expand_times = [], {}
+    probe = torch.randn(1, features)  # the two halves do the same work: the same values, one viewed, one written
+    facts["same_result"] = same_result(probe.expand(batch, features), probe.repeat(batch, 1))
     for dev in devices + (("cuda",) if facts["cuda"] else ()):
         row = torch.randn(1, features, device=dev)
         with OpNames() as seen:
             row.expand(batch, features)
         expand_times[dev] = timing(lambda row=row: row.expand(batch, features))
         facts["expand_ops"] = sorted(set(seen.names))
-    slowest = max(expand_times.values(), key=lambda t: t["median_s"])
-    facts["expand_median_s"], facts["expand_iqr_s"] = slowest["median_s"], slowest["iqr_s"]
+    if expand_times:
+        slowest = max(expand_times.values(), key=lambda t: t["median_s"])
+        facts["expand_median_s"], facts["expand_iqr_s"] = slowest["median_s"], slowest["iqr_s"]
     facts["expand_devices"] = sorted(expand_times)
     if facts["cuda"]:
         row = torch.randn(1, features, device="cuda")
@@ -273,6 +281,10 @@ def _ev_table_times(*, batch: int = 1024, features: int = 512, devices: tuple[st
 
 
 def _j_table_times(f: Mapping[str, Any]) -> Verdict:
+    if not f["same_result"]:
+        return not_the_same_work("expand's view and repeat's copy hold different values")
+    if f["expand_median_s"] is None:
+        return nothing_tried("no device named for the expand half")
     expand_v, expand_why = judge_claimed_times(f, {"expand": 0.12e-3})
     if f["expand_ops"] == ["expand"] and f["expand_median_s"] < 0.12e-3 / 5:  # a busy machine widens the spread,
         median = fmt_us(f["expand_median_s"])  # never a metadata-only op's median: one wording on any machine
@@ -326,6 +338,8 @@ def _ev_inplace_reaches(*, ops: tuple[str, ...] = tuple(INPLACE_OPS)) -> Facts:
 
 
 def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:
+    if not (f["raised"] or f["reached_original"] or f["did_not_reach"]):
+        return nothing_tried("no in-place operation named")
     if f["reached_original"] and not f["did_not_reach"]:
         if f["raised"]:
             tried = len(f["raised"]) + len(f["reached_original"])
@@ -379,6 +393,8 @@ def _ev_contiguous_copy(*, pairs: list[tuple[tuple[int, ...], tuple[int, ...]]] 
 
 
 def _j_contiguous_copy(f: Mapping[str, Any]) -> Verdict:
+    if f["stretched"] == 0:
+        return nothing_tried("no pair tried stretches a dimension, and the advice is about those")
     done = f"contiguous() copied in {f['stretched_copied']} of {f['stretched']} expands that stretched a dimension"
     if f["stretched_copied"] < f["stretched"]:
         return "false", f"{done}: a write through the others reached the source"

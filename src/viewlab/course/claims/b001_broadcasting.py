@@ -11,6 +11,7 @@ and its registry row (the restatement, and facts under which the judge says some
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,8 +22,10 @@ from viewlab.memory import measure
 
 from .. import article_helpers as ah
 from ._evidence import (
+    OpNames,
     bytes_of,
     error_of,
+    nothing_tried,
     small_shape_pairs,
 )
 from .model import B, Claim, Facts, Verdict, claim_row
@@ -79,6 +82,8 @@ def _ev_three_rules(pairs: list[tuple[tuple[int, ...], tuple[int, ...]]] | None 
 
 
 def _j_three_rules(f: Mapping[str, Any]) -> Verdict:
+    if f["pairs"] == 0:
+        return nothing_tried("no pair of shapes")
     if f["disagreements"] == 0:
         return (
             "true",
@@ -123,17 +128,34 @@ B03 = claim_row(
 
 
 # ---- B04 -------------------------------------------------------------------------------------------------------------
+#: Broadcasting in operators other than element-wise ones (a dispatch mode sees what each calls from its top level).
+_OTHER_BROADCASTS = {
+    "matmul (2, 1, 3, 4) @ (5, 4, 6)": lambda: torch.ones(2, 1, 3, 4) @ torch.ones(5, 4, 6),
+    "masked_fill of (2, 7) with a (1, 7) mask": lambda: torch.ones(2, 7).masked_fill(
+        torch.zeros(1, 7, dtype=torch.bool), 0.0
+    ),
+}
+
+
 def _ev_weights_times_features(w_shape: tuple[int, ...] = (2, 1), f_shape: tuple[int, ...] = (2, 7)) -> Facts:
     w, feats = torch.randn(w_shape), torch.randn(f_shape)
     err = error_of(lambda: w * feats)
     with measure(log_ops=True) as m:
         out = None if err else w * feats
+    aligned_bytes = 0 if err else bytes_of(lambda: w.expand_as(feats))[0]
+    dispatched = {}
+    for name, fn in _OTHER_BROADCASTS.items():
+        with OpNames() as seen:
+            fn()
+        dispatched[name] = [n for n in seen.names if n not in ("ones", "zeros")]
     return {
         "error": err,
         "shape": None if out is None else tuple(out.shape),
         "rows_scaled": out is not None and torch.equal(out, torch.stack([w[i] * feats[i] for i in range(len(w))])),
         "ops_while_broadcasting": [op.name for op in m.ops],
         "expand_as_gives_the_same": out is not None and torch.equal(w.expand_as(feats) * feats, out),
+        "expand_as_bytes": aligned_bytes,
+        "other_operators_dispatch": dispatched,
     }
 
 
@@ -142,11 +164,21 @@ def _j_weights_times_features(f: Mapping[str, Any]) -> Verdict:
         return "false", f"the product does not scale each row by its weight: {f['error'] or f['shape']}"
     if any("expand" in op for op in f["ops_while_broadcasting"]):
         return "true", f"broadcasting ran through expand: {f['ops_while_broadcasting']}"
-    same = ", though w.expand_as(x) * x gives the same values" if f["expand_as_gives_the_same"] else ""
-    return "false", (
-        f"the broadcast product scales each row by its weight, shape {f['shape']}, but broadcasting runs no expand "
-        f"or expand_as -- the kernel reads the size-1 dim with stride 0 itself (ops: {f['ops_while_broadcasting']})"
-        f"{same}: expand_as is an explicit equivalent, not the mechanism behind broadcasting"
+    if not f["expand_as_gives_the_same"] or f["expand_as_bytes"]:
+        return "false", (
+            f"w.expand_as(x) * x does not give the broadcast product at no cost (same values: "
+            f"{f['expand_as_gives_the_same']}, {f['expand_as_bytes']:,} B)"
+        )
+    with_expand = [name for name, ops in f["other_operators_dispatch"].items() if "expand" in ops]
+    others = "; ".join(f"{name}: {ops}" for name, ops in f["other_operators_dispatch"].items())
+    return "misleading", (
+        f"as a tool it works: w.expand_as(x) * x gives the broadcast product, shape {f['shape']}, at "
+        f"{f['expand_as_bytes']} B -- but broadcasting needs no expand_as: w * x alone runs "
+        f"{f['ops_while_broadcasting']}, the kernel reading the size-1 dim with stride 0 itself, and the article's "
+        "own section 1 calls expand_as an explicit control, not the mechanism (the title's 'hero behind the scenes'). "
+        f"Some operators do expand as part of their own work (a dispatch mode sees: {others}; expand in "
+        f"{with_expand or 'none'}; masked_fill expands its mask inside its kernel, below what a dispatch mode "
+        "sees) -- never through expand_as"
     )
 
 
@@ -156,11 +188,12 @@ B04 = claim_row(
     "introduction, title",
     "semantics",
     "Attention weights of shape (batch_size, 1) multiply features of shape (batch_size, sequence_length) by "
-    "broadcasting, and expand_as() is the mechanism that carries out this broadcasting (the title calls it "
-    "broadcasting's hero behind the scenes).",
+    "broadcasting, and expand_as() is the efficient tool that does this (the title calls it broadcasting's hero "
+    "behind the scenes).",
     _ev_weights_times_features,
     _j_weights_times_features,
     true={"ops_while_broadcasting": ["aten.expand.default", "aten.mul.Tensor"]},
+    false={"expand_as_gives_the_same": False},
 )
 
 
@@ -214,7 +247,81 @@ B06 = claim_row(
 )
 
 
+# ---- B19 -------------------------------------------------------------------------------------------------------------
+def _ev_who_is_stretched(
+    *, pairs: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = (((3, 1), (1, 4)), ((2, 1), (2, 7)))
+) -> Facts:
+    """For each pair of shapes (the article's section-1 example and its introduction's): the broadcast shape,
+    and which inputs broadcasting stretches to it."""
+    cases = []
+    for a, b in pairs:
+        out = tuple(torch.broadcast_shapes(a, b))
+        stretched = [s for s in (a, b) if tuple(s) != out]
+        smaller = min((a, b), key=math.prod)
+        cases.append(
+            {
+                "shapes": (tuple(a), tuple(b)),
+                "result": out,
+                "stretched": [tuple(s) for s in stretched],
+                "only_the_smaller_to_the_larger": stretched == [smaller] and out in (tuple(a), tuple(b)),
+            }
+        )
+    return {"cases": cases}
+
+
+def _j_who_is_stretched(f: Mapping[str, Any]) -> Verdict:
+    cases = f["cases"]
+    if not cases:
+        return nothing_tried("no pair of shapes")
+    holds = [c for c in cases if c["only_the_smaller_to_the_larger"]]
+    fails = [c for c in cases if not c["only_the_smaller_to_the_larger"]]
+    if not fails:
+        return "true", f"in every pair only the smaller tensor is stretched, to the larger one's shape: {cases}"
+    bad = "; ".join(
+        f"{c['shapes'][0]} with {c['shapes'][1]} stretches {c['stretched']} to {c['result']}" for c in fails
+    )
+    if not holds:
+        return "false", f"in no pair is only the smaller stretched to the larger: {bad}"
+    return "misleading", (
+        f"it holds for {holds[0]['shapes'][0]} with {holds[0]['shapes'][1]}, but not in general: {bad} -- "
+        "both inputs, to a shape neither has; broadcasting stretches every input along its size-1 (or missing) "
+        "dimensions, whatever its size"
+    )
+
+
+B19 = claim_row(
+    "B19",
+    B,
+    "1 What broadcasting is",
+    "semantics",
+    "Broadcasting automatically stretches the smaller tensor along certain dimensions to match the larger "
+    "tensor's shape.",
+    _ev_who_is_stretched,
+    _j_who_is_stretched,
+    true={
+        "cases": [
+            {
+                "shapes": ((2, 1), (2, 7)),
+                "result": (2, 7),
+                "stretched": [(2, 1)],
+                "only_the_smaller_to_the_larger": True,
+            }
+        ]
+    },
+    false={
+        "cases": [
+            {
+                "shapes": ((3, 1), (1, 4)),
+                "result": (3, 4),
+                "stretched": [(3, 1), (1, 4)],
+                "only_the_smaller_to_the_larger": False,
+            }
+        ]
+    },
+)
+
 CLAIMS: tuple[Claim, ...] = (
+    B19,
     B01,
     B02,
     B03,

@@ -22,9 +22,13 @@ from viewlab._format import fmt_us, mib
 from viewlab.memory import measure
 
 from ._evidence import (
+    OpNames,
     bytes_of,
     error_of,
+    not_the_same_work,
+    nothing_tried,
     paired_timings,
+    same_result,
     timing,
     which_faster,
 )
@@ -166,25 +170,32 @@ B10 = claim_row(
 
 
 # ---- B11 -------------------------------------------------------------------------------------------------------------
+def _cache_follows(conversion: str | None) -> bool:
+    """Does an expand cached at initialisation still read the parameter after ``module.<conversion>()``?"""
+    layer = nn.Linear(4, 3)
+    cached = layer.bias.expand(2, 3)  # the cache the advice asks for, made at initialisation
+    if conversion is not None:
+        getattr(layer, conversion)()
+    return shares_storage(cached, layer.bias) and cached.dtype == layer.bias.dtype
+
+
 def _ev_cache(
     param_shape: tuple[int, ...] = (1, 64, 1, 1),
     target: tuple[int, ...] = (8, 64, 16, 16),
-    convert: str | None = "double",
+    convert: str | None = None,
+    beside: tuple[str, ...] = ("double", "half"),
 ) -> Facts:
-    """``convert``: what the model goes through after the cache is made (``"double"``, ``"half"`` or None:
-    nothing), as a model does when it is moved or cast after ``__init__``."""
+    """``convert``: what the model goes through after the cache is made -- None (the article's case: it describes
+    no conversion), ``"double"`` or ``"half"``. ``beside``: conversions tried next to it, shown in the reason only."""
     p = torch.randn(param_shape)
     held, _, _ = bytes_of(lambda: p.expand(target))
     t = timing(lambda: p.expand(target), min_run_time=0.02)
-    layer = nn.Linear(4, 3)
-    cached = layer.bias.expand(2, 3)  # the cache the advice asks for, made at initialisation
-    if convert is not None:
-        getattr(layer, convert)()
     return {
         "expand_bytes": held,
         "expand_median_s": t["median_s"],
         "conversion": convert,
-        "cached_follows_parameter": shares_storage(cached, layer.bias) and cached.dtype == layer.bias.dtype,
+        "cached_follows_parameter": _cache_follows(convert),
+        "stale_beside_after": [c for c in beside if not _cache_follows(c)],
     }
 
 
@@ -195,9 +206,19 @@ def _j_cache(f: Mapping[str, Any]) -> Verdict:
             f"a cached expand goes stale: after module.{f['conversion']}() it still reads the old tensor, so the "
             f"layer computes with the wrong weights -- to save what an expand costs ({saved})"
         )
+    beside = f["stale_beside_after"]
+    hazard = (
+        f"; beside the article's case, a hazard the advice creates: after "
+        f"{', '.join(f'module.{c}()' for c in beside)} the cache still reads the old tensor (stale)"
+        if beside
+        else ""
+    )
     if f["expand_bytes"] == 0:
-        return "misleading", f"caching saves at most the expand itself -- {saved} -- so nothing is worth pre-computing"
-    return "true", f"an expand allocates {f['expand_bytes']:,} B, worth caching"
+        return "misleading", (
+            f"the cache works as described, but caching saves at most the expand itself -- {saved} -- so nothing "
+            f"is worth pre-computing{hazard}"
+        )
+    return "true", f"an expand allocates {f['expand_bytes']:,} B, worth caching{hazard}"
 
 
 B11 = claim_row(
@@ -208,8 +229,8 @@ B11 = claim_row(
     "Pre-compute likely expansion shapes at model initialisation, and cache the expand() result of frequent expansions.",
     _ev_cache,
     _j_cache,
-    true={"expand_bytes": 4096, "cached_follows_parameter": True},
-    misleading={"cached_follows_parameter": True},
+    true={"expand_bytes": 4096},
+    false={"cached_follows_parameter": False, "conversion": "double"},
 )
 
 
@@ -228,8 +249,16 @@ def _ev_shape_buffers(
         model.buffer_0 = torch.empty(x.shape)  # make the first branch the one taken, at a small size
     with torch.no_grad():
         same = torch.equal(model(x), x * model.scale)
+        ops = {}
+        for name, fn in (("model", lambda: model(x)), ("plain", lambda: x * model.scale)):
+            with OpNames() as seen:
+                fn()
+            ops[name] = seen.names
         t_model, t_plain, ratios = paired_timings(lambda: model(x), lambda: x * model.scale)
     return {
+        "buffers": len(common),
+        "model_ops": ops["model"],
+        "plain_ops": ops["plain"],
         "buffer_bytes": held - channels * 4,
         "state_dict_bytes": saved,
         "same_output_as_broadcasting": same,
@@ -250,6 +279,17 @@ def _j_shape_buffers(f: Mapping[str, Any]) -> Verdict:
         f"{f['plain_over_model_by_round']}"
     )
     cost = f"the buffers hold {mib(f['buffer_bytes'])}, saved in every checkpoint ({mib(f['state_dict_bytes'])})"
+    # The work is compared before the cost: the same output, then the same kernels (expand is metadata only).
+    if f["buffers"] == 0:
+        return nothing_tried("no common shape registered: the article's model registers two")
+    if not f["same_output_as_broadcasting"]:
+        return not_the_same_work("the model's output differs from plain broadcasting")
+    kernels = [n for n in f["model_ops"] if n != "expand"]
+    if kernels == f["plain_ops"]:
+        return "false", (
+            f"{cost} and buy nothing: the forward runs the kernels plain x * scale runs ({f['model_ops']} vs "
+            f"{f['plain_ops']}; expand writes no data), so there is no work it could save; the times, beside: {times}"
+        )
     if f["buffer_bytes"] > 0 and faster != "a":
         return (
             "false",
@@ -273,6 +313,8 @@ B12 = claim_row(
     _j_shape_buffers,
     true={
         "buffer_bytes": 0,
+        "model_ops": ["mul"],
+        "plain_ops": ["clone", "mul"],
         "model_median_s": 1e-4,
         "model_iqr_s": 1e-6,
         "plain_median_s": 3e-4,
@@ -281,6 +323,8 @@ B12 = claim_row(
     },
     not_checkable_here={
         "buffer_bytes": 0,
+        "model_ops": ["mul"],
+        "plain_ops": ["clone", "mul"],
         "model_median_s": 1e-4,
         "model_iqr_s": 9e-5,
         "plain_median_s": 1.4e-4,
@@ -290,7 +334,76 @@ B12 = claim_row(
 )
 
 
+# ---- B20 -------------------------------------------------------------------------------------------------------------
+class _ExpandUnreduced(torch.autograd.Function):
+    """A custom autograd function that expands its input and hands back the incoming gradient as it comes,
+    in the expanded shape (no handling of the expansion at all)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, size: tuple[int, ...]) -> torch.Tensor:
+        return x.expand(size)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
+class _WrongShapeGradient(torch.autograd.Function):
+    """The same, handing back a gradient of a shape the input cannot be expanded to (a transposed one)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, size: tuple[int, ...]) -> torch.Tensor:
+        return x.expand(size)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad.mT, None
+
+
+def _ev_custom_gradient(*, shape: tuple[int, ...] = (3, 1), size: tuple[int, ...] = (3, 4), seed: int = 0) -> Facts:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen).requires_grad_()
+    w = torch.randn(size, generator=gen)
+    (_ExpandUnreduced.apply(x, size) * w).sum().backward()
+    got = x.grad
+    x.grad = None
+    wrong = error_of(lambda: (_WrongShapeGradient.apply(x, size) * w).sum().backward())
+    return {
+        "elements": w.numel(),
+        "grad_shape": tuple(got.shape),
+        "autograd_summed_it": got.shape == x.shape and same_result(got, w.sum_to_size(shape)),
+        "wrong_shape_error": wrong,
+    }
+
+
+def _j_custom_gradient(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return nothing_tried("an empty expansion")
+    if not f["autograd_summed_it"]:
+        return "true", (
+            f"a custom backward must reduce the gradient itself: handed back unreduced it gave shape {f['grad_shape']}"
+        )
+    return "misleading", (
+        "the advice names nothing to do: a custom backward may hand back the gradient in the expanded shape, and "
+        f"autograd sums it back to the input's shape itself (x.grad {f['grad_shape']}, equal to the summed "
+        f"gradient); a gradient of a shape that cannot be summed back is refused with an error naming both "
+        f"shapes ({f['wrong_shape_error']})"
+    )
+
+
+B20 = claim_row(
+    "B20",
+    B,
+    "4 Performance advice",
+    "advice",
+    "In custom autograd functions, handle the gradients of expanded tensors properly.",
+    _ev_custom_gradient,
+    _j_custom_gradient,
+    true={"autograd_summed_it": False},
+)
+
 CLAIMS: tuple[Claim, ...] = (
+    B20,
     B07,
     B08,
     B09,
