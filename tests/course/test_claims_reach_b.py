@@ -17,6 +17,7 @@ from viewlab.course import article_helpers as ah
 from viewlab.course.claims import b001_broadcasting as bb
 from viewlab.course.claims import b001_debugging as bd
 from viewlab.course.claims import b001_layers as bl
+from viewlab.course.claims._evidence import OpNames
 from viewlab.course.claims.article_code import ShapeBufferScale
 from viewlab.course.claims.model import NOT_CHECKABLE, judge
 
@@ -100,13 +101,31 @@ def test_b04_two_real_runs_fail_for_different_reasons():
     assert mechanism["rows_scaled"] and mechanism["expand_as_gives_the_same"]
     assert mechanism["ops_while_broadcasting"] == ["aten.mul.Tensor"]
     why = judge(bb.B04, mechanism)
-    assert why[0] == "false" and "not the mechanism" in why[1]
+    assert why[0] == "misleading" and "not the mechanism" in why[1] and mechanism["expand_as_bytes"] == 0
+    # broadcasting inside other operators: matmul dispatches aten.expand for its batch dimensions
+    assert "expand" in mechanism["other_operators_dispatch"]["matmul (2, 1, 3, 4) @ (5, 4, 6)"]
     mismatch = bb._ev_weights_times_features(w_shape=(2, 3))
     assert mismatch["error"].startswith("RuntimeError") and not mismatch["rows_scaled"]
     assert judge(bb.B04, mismatch)[0] == "false" and "does not scale" in judge(bb.B04, mismatch)[1]
     assert with_facts(bb.B04, mechanism, ops_while_broadcasting=["aten.expand.default", "aten.mul.Tensor"]) == "true"
-    # without the expand_as equivalence the why drops that clause
-    assert "gives the same" not in judge(bb.B04, {**mechanism, "expand_as_gives_the_same": False})[1]
+    # expand_as that did not give the same values, or cost bytes, would make the "tool" false
+    assert with_facts(bb.B04, mechanism, expand_as_gives_the_same=False) == "false"
+    assert with_facts(bb.B04, mechanism, expand_as_bytes=56) == "false"
+
+
+def test_b04_masked_fill_expands_its_mask_inside_its_kernel():
+    """The course's counter-claim must not over-reach: masked_fill's broadcasting does run aten::expand, inside
+    its kernel. A dispatch mode sees only the operator called from Python; the profiler sees inside it."""
+    from torch.profiler import profile
+
+    values, mask = torch.randn(2, 7), torch.zeros(1, 7, dtype=torch.bool)
+    with OpNames() as seen:
+        values.masked_fill(mask, 0.0)
+    assert seen.names == ["masked_fill"]
+    with profile() as prof:
+        values.masked_fill(mask, 0.0)
+    names = [e.name for e in prof.events()]
+    assert names.index("aten::expand") > names.index("aten::masked_fill")
 
 
 # ---- B05, B06: reason -- expand_as is expand(b.shape): a view, no allocation -------------------------------------------
@@ -170,11 +189,13 @@ def test_b10_judge_reads_the_facts():
 
 # ---- B11: two real runs; the true branch would need an expand that allocates (see B05's property) ---------------------
 def test_b11_verdict_follows_what_the_model_goes_through():
-    stale = bl._ev_cache()
+    kept = bl._ev_cache()  # the article's case: nothing happens to the model after __init__
+    assert kept["cached_follows_parameter"] and verdict(bl.B11, kept) == "misleading"
+    assert kept["stale_beside_after"] == ["double", "half"] and "module.double()" in judge(bl.B11, kept)[1]
+    assert "stale" not in judge(bl.B11, bl._ev_cache(beside=()))[1]
+    stale = bl._ev_cache(convert="double")
     assert stale["expand_bytes"] == 0 and not stale["cached_follows_parameter"]
     assert verdict(bl.B11, stale) == "false"
-    kept = bl._ev_cache(convert=None)
-    assert kept["cached_follows_parameter"] and verdict(bl.B11, kept) == "misleading"
     half = bl._ev_cache(param_shape=(1, 4), target=(3, 4), convert="half")
     assert verdict(bl.B11, half) == "false" and "half()" in judge(bl.B11, half)[1]
     assert with_facts(bl.B11, kept, expand_bytes=4096) == "true"
@@ -198,12 +219,18 @@ def test_b12_buffer_bytes_follow_the_common_shapes():
     assert small["buffer_bytes"] == 2 * 4 * 8 * 8 * 4 and small["same_output_as_broadcasting"]
     none = bl._ev_shape_buffers(channels=4, common=(), x_shape=(2, 4, 3, 3))
     assert none["buffer_bytes"] == 0 and none["same_output_as_broadcasting"]
-    assert verdict(bl.B12, small) == "false"  # bytes that buy no speed (or the model is faster: see below)
+    assert small["model_ops"] == ["expand", "mul"] and small["plain_ops"] == ["mul"]
+    assert verdict(bl.B12, small) == "false"  # the same kernels: the timings are shown, never judged
+    assert verdict(bl.B12, none) == NOT_CHECKABLE  # no buffer: not the article's model at all
+    for rounds in ([3.0, 3.0], [0.3, 0.3], [0.5, 2.0]):  # with the same work, no timing moves the verdict
+        assert with_facts(bl.B12, small, plain_over_model_by_round=rounds) == "false"
+    # only where the work differed would the timing decide
     times = {"model_median_s": 1e-4, "model_iqr_s": 1e-6, "plain_median_s": 1e-4, "plain_iqr_s": 1e-6}
-    assert with_facts(bl.B12, none, **times, plain_over_model_by_round=[1.0, 1.0]) == "false"
-    assert with_facts(bl.B12, none, **times, plain_over_model_by_round=[0.5, 2.0]) == NOT_CHECKABLE
-    assert with_facts(bl.B12, none, **times, plain_over_model_by_round=[3.0, 3.0]) == "true"
-    assert with_facts(bl.B12, small, **times, plain_over_model_by_round=[3.0, 3.0]) == "true"
+    differs = {**times, "plain_ops": ["clone", "mul"]}
+    assert with_facts(bl.B12, small, **differs, plain_over_model_by_round=[1.0, 1.0]) == "false"
+    assert with_facts(bl.B12, small, **differs, buffer_bytes=0, plain_over_model_by_round=[0.5, 2.0]) == NOT_CHECKABLE
+    assert with_facts(bl.B12, small, **differs, plain_over_model_by_round=[3.0, 3.0]) == "true"
+    assert with_facts(bl.B12, small, same_output_as_broadcasting=False) == NOT_CHECKABLE
 
 
 # ---- B13: two real runs ------------------------------------------------------------------------------------------------
@@ -225,7 +252,7 @@ def test_b14_b18_verdicts_follow_the_shapes_tried():
     assert ", every time" not in judge(bd.B14, {**every, "all_wrong_have_more_dims": False})[1]
     assert verdict(bd.B18, bd._ev_guarded()) == "misleading"
     assert verdict(bd.B18, bd._ev_guarded(ndims=(2,))) == "true"
-    assert with_facts(bd.B18, bd._ev_guarded(ndims=(1,)), mismatches_caught_by_assert=0) == "false"
+    assert with_facts(bd.B18, bd._ev_guarded(), mismatches_caught_by_assert=0) == "false"
 
 
 @FEW
@@ -249,11 +276,12 @@ def test_b15_timer_reports_no_memory(pair):
 def test_b15_judge_reads_the_facts():
     real = bd._ev_timer_memory(a_shape=(1, 64), b_shape=(64, 64))
     assert real["memory_fields"] == [] and real["expand_as_bytes"] == 0
-    assert verdict(bd.B15, real) in {"misleading", "false", NOT_CHECKABLE}
+    assert real["same_values"] and verdict(bd.B15, real) == "misleading"
     assert with_facts(bd.B15, real, memory_fields=["peak_memory"]) == "true"
-    assert with_facts(bd.B15, real, copy_over_view_by_round=[80.0, 90.0]) == "misleading"
-    assert with_facts(bd.B15, real, copy_over_view_by_round=[1.0, 1.0]) == "false"
-    assert with_facts(bd.B15, real, copy_over_view_by_round=[0.9, 80.0]) == NOT_CHECKABLE
+    for rounds in ([80.0, 90.0], [1.0, 1.0], [0.9, 80.0], [0.5, 0.4]):  # the times are shown, never judged
+        assert with_facts(bd.B15, real, copy_over_view_by_round=rounds) == "misleading"
+    assert with_facts(bd.B15, real, expand_as_bytes=4096) == "false"
+    assert with_facts(bd.B15, real, same_values=False) == NOT_CHECKABLE
 
 
 # ---- B16: reason -- expand accepts any strided input; contiguity never matters to it ------------------------------------
@@ -308,3 +336,21 @@ def test_notebook_07_asserts_facts_never_verdicts():
     ]
     pinned = [a for a in asserts if re.search(r"""\[["']verdict["']\]\s*==\s*["']""", a)]
     assert asserts and not pinned, pinned
+
+
+# ---- B19: real runs on the article's own pairs ---------------------------------------------------------------------------
+def test_b19_verdict_follows_the_pairs():
+    assert verdict(bb.B19, bb._ev_who_is_stretched()) == "misleading"  # the article's two examples
+    assert verdict(bb.B19, bb._ev_who_is_stretched(pairs=(((2, 1), (2, 7)),))) == "true"
+    assert verdict(bb.B19, bb._ev_who_is_stretched(pairs=(((3, 1), (1, 4)),))) == "false"
+
+
+# ---- B20: reason -- autograd sums a gradient handed back in the expanded shape to the input's shape -------------------
+@FEW
+@given(expandable())
+def test_b20_autograd_reduces_an_expanded_gradient(pair):
+    facts = bl._ev_custom_gradient(shape=pair[0], size=pair[1])
+    if facts["elements"]:
+        assert facts["autograd_summed_it"] and verdict(bl.B20, facts) == "misleading"
+    else:
+        assert verdict(bl.B20, facts) == NOT_CHECKABLE

@@ -197,10 +197,13 @@ def _facts_text(facts: Mapping[str, Any]) -> str:
     return "; ".join(f"{k} = {fmt(v)}" for k, v in facts.items())
 
 
+_SHOW_MIN_WIDTH = 20
+
+
 @entry("show")
 def show(claim_id: str, width: int = 108) -> dict[str, Any]:
-    """Run one claim's evidence, judge it, print the restatement, the facts, the verdict and why;
-    return the row (as in :func:`table`).
+    """Run one claim's evidence, judge it, print the restatement, the facts, the verdict and why, in lines
+    of at most ``width`` characters (at least 20); return the row (as in :func:`table`).
 
     >>> row = show("A22")
     A22 · 000 expand · 4.1 Errors · API
@@ -208,7 +211,9 @@ def show(claim_id: str, width: int = 108) -> dict[str, Any]:
     evidence: error = None; shape = (2, 5)
     verdict:  true -- shape (2, 5)
     """
-    width = require_int(width, "width", minimum=1)  # textwrap's own refusal would not name show()
+    # Each line starts with a 10-character label ("evidence: "): narrower than 20 leaves under 10 characters of
+    # text a line -- one word per line or less (and textwrap's own refusal at <= 10 would not name show()).
+    width = require_int(width, "width", minimum=_SHOW_MIN_WIDTH)
     claim = _known(claim_id)
     (row,) = table(claims=[claim])
     print(f"{claim.id} · {claim.article} · {claim.section} · {claim.kind}")
