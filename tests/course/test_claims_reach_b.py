@@ -101,7 +101,8 @@ def test_b04_two_real_runs_fail_for_different_reasons():
     assert mechanism["rows_scaled"] and mechanism["expand_as_gives_the_same"]
     assert mechanism["ops_while_broadcasting"] == ["aten.mul.Tensor"]
     why = judge(bb.B04, mechanism)
-    assert why[0] == "misleading" and "not the mechanism" in why[1] and mechanism["expand_as_bytes"] == 0
+    assert why[0] == "misleading" and "no hero behind the scenes" in why[1] and mechanism["expand_as_bytes"] == 0
+    assert "matmul here" in why[1] and "masked_fill too" in why[1]
     # broadcasting inside other operators: matmul dispatches aten.expand for its batch dimensions
     assert "expand" in mechanism["other_operators_dispatch"]["matmul (2, 1, 3, 4) @ (5, 4, 6)"]
     mismatch = bb._ev_weights_times_features(w_shape=(2, 3))

@@ -169,16 +169,14 @@ def _j_weights_times_features(f: Mapping[str, Any]) -> Verdict:
             f"w.expand_as(x) * x does not give the broadcast product at no cost (same values: "
             f"{f['expand_as_gives_the_same']}, {f['expand_as_bytes']:,} B)"
         )
-    with_expand = [name for name, ops in f["other_operators_dispatch"].items() if "expand" in ops]
-    others = "; ".join(f"{name}: {ops}" for name, ops in f["other_operators_dispatch"].items())
+    with_expand = [name.split(" ")[0] for name, ops in f["other_operators_dispatch"].items() if "expand" in ops]
     return "misleading", (
         f"as a tool it works: w.expand_as(x) * x gives the broadcast product, shape {f['shape']}, at "
         f"{f['expand_as_bytes']} B -- but broadcasting needs no expand_as: w * x alone runs "
-        f"{f['ops_while_broadcasting']}, the kernel reading the size-1 dim with stride 0 itself, and the article's "
-        "own section 1 calls expand_as an explicit control, not the mechanism (the title's 'hero behind the scenes'). "
-        f"Some operators do expand as part of their own work (a dispatch mode sees: {others}; expand in "
-        f"{with_expand or 'none'}; masked_fill expands its mask inside its kernel, below what a dispatch mode "
-        "sees) -- never through expand_as"
+        f"{f['ops_while_broadcasting']}, the kernel reading the size-1 dim with stride 0 itself, and the "
+        "article's own section 1 calls expand_as an explicit control, no hero behind the scenes. Operators "
+        f"that do expand as part of their own work ({', '.join(with_expand) or 'none'} here, as a dispatch mode "
+        "sees; masked_fill too, inside its kernel, below what a dispatch mode sees) never call expand_as"
     )
 
 
