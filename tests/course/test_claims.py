@@ -93,7 +93,7 @@ def test_registry_is_well_formed():
         cl.table(ids="A01")
     with pytest.raises(TypeError, match=r"table\(\): `claims` must hold Claim objects"):
         cl.table(claims=["A01"])
-    with pytest.raises(ValueError, match=r"show\(\): `width` must be an int >= 1; got int 0"):
+    with pytest.raises(ValueError, match=r"show\(\): `width` must be an int >= 20; got int 0"):
         cl.show("A22", width=0)
     with pytest.raises(TypeError, match=r"format_table\(\): `width` must be an int >= 4"):
         cl.format_table([], width=60.5)

@@ -129,3 +129,15 @@ CLAIM_TARGETS: list[Target] = [
 @pytest.mark.parametrize("target", CLAIM_TARGETS, ids=[t.name for t in CLAIM_TARGETS])
 def test_fuzz_claims(target: Target) -> None:
     fuzz(target)
+
+
+@pytest.mark.parametrize("width", [1, 5, 10, 11, 19])
+def test_show_refuses_a_width_too_narrow_for_its_labels(width: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """E13: show() labels each line with 10 characters ("evidence: "), so a width of 1-19 leaves less than 10
+    characters of text a line (width 1 printed 94 lines of one character). Refused, naming show() and the width."""
+    with pytest.raises(ValueError, match=rf"show\(\): `width` must be an int >= 20; got int {width}"):
+        show("A22", width=width)
+    assert capsys.readouterr().out == ""  # nothing printed before the refusal
+    show("A22", width=20)  # the narrowest accepted: every wrapped line keeps 10 characters of text
+    wrapped = capsys.readouterr().out.splitlines()[1:]  # the first line is the header, never wrapped
+    assert wrapped and all(len(line) <= 20 for line in wrapped if " " in line.strip())

@@ -16,9 +16,13 @@ described in prose and rebuilt in our own code (:mod:`~viewlab.course.claims.art
 articles' code is not carried over.
 
 Where things are: :mod:`~viewlab.course.claims.model` (what a claim is, the verdicts, :func:`judge`);
-one module per stretch of an article, each claim's evidence, judge and row side by side
-(``a000_expand``: A01-A13, ``a014_expand``: A14-A27, ``b001_expand_as``: B01-B11, ``b012_expand_as``:
-B12-B18); ``_evidence`` (the measuring helpers they share).
+one module per section (or pair of sections) of an article, along the article's own headings, each claim's
+evidence, judge and row side by side -- article 000: ``a000_views`` (introduction and 1, views and copies),
+``a000_scenarios`` (2, batches, attention, pooling), ``a000_performance`` (3, memory and autograd),
+``a000_practice`` (4, errors, other APIs, and the closing paragraph); article 001: ``b001_broadcasting``
+(introduction, 1 and 2), ``b001_layers`` (3, a custom layer, and 4, pitfalls and performance advice),
+``b001_debugging`` (5 and 6) -- and ``_evidence`` (the measuring helpers they share). A claim's id is its
+place in the order the registry grew; its ``section`` says where in the article it is.
 
 >>> rows = table(ids=["A02", "B09"])
 >>> [(r["id"], r["verdict"]) for r in rows]
@@ -37,7 +41,16 @@ import torch
 
 from viewlab._checks import entry, problem, require_int, type_error, value_error
 
-from . import a000_expand, a014_expand, article_code, b001_expand_as, b012_expand_as
+from . import (
+    a000_performance,
+    a000_practice,
+    a000_scenarios,
+    a000_views,
+    article_code,
+    b001_broadcasting,
+    b001_debugging,
+    b001_layers,
+)
 from .model import ARTICLES, KINDS, VERDICT_MEANINGS, VERDICTS, Claim, UnknownClaim, judge
 
 __all__ = [
@@ -57,8 +70,9 @@ __all__ = [
     "article_code",
 ]
 
+_MODULES = (a000_views, a000_scenarios, a000_performance, a000_practice, b001_broadcasting, b001_layers, b001_debugging)
 #: Every claim, article 000 first, in id order.
-CLAIMS: tuple[Claim, ...] = a000_expand.CLAIMS + a014_expand.CLAIMS + b001_expand_as.CLAIMS + b012_expand_as.CLAIMS
+CLAIMS: tuple[Claim, ...] = tuple(sorted((c for m in _MODULES for c in m.CLAIMS), key=lambda c: c.id))
 _BY_ID = {c.id: c for c in CLAIMS}  # tests/course/test_claims.py checks that no id is used twice
 
 
@@ -183,10 +197,13 @@ def _facts_text(facts: Mapping[str, Any]) -> str:
     return "; ".join(f"{k} = {fmt(v)}" for k, v in facts.items())
 
 
+_SHOW_MIN_WIDTH = 20
+
+
 @entry("show")
 def show(claim_id: str, width: int = 108) -> dict[str, Any]:
-    """Run one claim's evidence, judge it, print the restatement, the facts, the verdict and why;
-    return the row (as in :func:`table`).
+    """Run one claim's evidence, judge it, print the restatement, the facts, the verdict and why, in lines
+    of at most ``width`` characters (at least 20); return the row (as in :func:`table`).
 
     >>> row = show("A22")
     A22 · 000 expand · 4.1 Errors · API
@@ -194,7 +211,9 @@ def show(claim_id: str, width: int = 108) -> dict[str, Any]:
     evidence: error = None; shape = (2, 5)
     verdict:  true -- shape (2, 5)
     """
-    width = require_int(width, "width", minimum=1)  # textwrap's own refusal would not name show()
+    # Each line starts with a 10-character label ("evidence: "): narrower than 20 leaves under 10 characters of
+    # text a line -- one word per line or less (and textwrap's own refusal at <= 10 would not name show()).
+    width = require_int(width, "width", minimum=_SHOW_MIN_WIDTH)
     claim = _known(claim_id)
     (row,) = table(claims=[claim])
     print(f"{claim.id} · {claim.article} · {claim.section} · {claim.kind}")

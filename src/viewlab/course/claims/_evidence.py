@@ -11,6 +11,8 @@ runs (:class:`OpNames`), and the inputs and shape questions more than one claim 
 (True, False)
 >>> which_faster({"median_s": 1e-6, "iqr_s": 0.0}, {"median_s": 3e-6, "iqr_s": 0.0}, round_ratios=[3.0, 2.9])
 'a'
+>>> nothing_tried("no operation named")[0], same_result(torch.ones(2), torch.ones(2) + 1e-7)
+('not checkable here', True)
 """
 
 from __future__ import annotations
@@ -46,12 +48,21 @@ def bytes_of(fn: Callable[[], Any], device: str = "cpu") -> tuple[int, int, Any]
     return m.allocated_bytes, m.peak_bytes, out
 
 
-def timing(fn: Callable[[], Any], min_run_time: float = 0.05) -> dict[str, float]:
+def timing(fn: Callable[[], Any], min_run_time: float = 0.05, rounds: int = 3) -> dict[str, float]:
     """Median and interquartile range (seconds per call) of one timed block, on one thread, torch alone
-    (``torch.utils.benchmark`` underneath synchronises CUDA, so GPU work is waited for)."""
-    with torch_alone():
-        (row,) = compare({"fn": fn}, rounds=1, min_run_time=min_run_time, num_threads=1).rows
-    return {"median_s": row.median_s, "iqr_s": row.iqr_s, "runs": row.runs}
+    (``torch.utils.benchmark`` underneath synchronises CUDA, so GPU work is waited for), over ``rounds``
+    rounds sharing ``min_run_time``; ``fastest_s`` is the fastest round's median: load only ever adds time,
+    so it is the estimate a busy machine inflates least."""
+    medians, iqrs, runs = [], [], 0
+    for _ in range(rounds):
+        with torch_alone():
+            (row,) = compare({"fn": fn}, rounds=1, min_run_time=min_run_time / rounds, num_threads=1).rows
+        medians.append(row.median_s)
+        iqrs.append(row.iqr_s)
+        runs += row.runs
+    med = float(torch.tensor(medians, dtype=torch.float64).quantile(0.5))
+    iqr = float(torch.tensor(iqrs, dtype=torch.float64).quantile(0.5))
+    return {"median_s": med, "iqr_s": iqr, "runs": runs, "fastest_s": min(medians)}
 
 
 def paired_timings(
@@ -118,6 +129,8 @@ def judge_claimed_times(facts: Mapping[str, Any], claimed: Mapping[str, float]) 
     for name, claim_s in claimed.items():
         med, iqr = facts[f"{name}_median_s"], facts[f"{name}_iqr_s"]
         low, high = max(med - iqr, 1e-12), med + iqr  # the measured time, with its spread
+        if facts.get(f"{name}_fastest_s"):  # the fastest round: load only adds time, so a cost at least this
+            low = max(low, facts[f"{name}_fastest_s"] / 2)  # large, halved for what a quieter machine could do
         within.append(0.5 * claim_s <= med <= 2 * claim_s and iqr <= med)
         if low > 5 * claim_s or high < claim_s / 5:
             off.append(name)
@@ -128,6 +141,27 @@ def judge_claimed_times(facts: Mapping[str, Any], claimed: Mapping[str, float]) 
     if all(within):
         return "true", f"within 2x of the claimed times: {detail}"
     return NOT_CHECKABLE, f"spread exceeds the difference, or the gap is within what other hardware explains: {detail}"
+
+
+def nothing_tried(what: str) -> Verdict:
+    """The verdict for empty or degenerate evidence: nothing was tried, so nothing is known either way
+    (``all([])`` is True, but an empty list is no evidence)."""
+    return NOT_CHECKABLE, f"nothing was measured ({what}): no evidence either way; run the evidence on some inputs"
+
+
+def not_the_same_work(what: str) -> Verdict:
+    """The verdict when two timed paths do not compute the same thing: their costs are not comparable."""
+    return NOT_CHECKABLE, f"the two paths compared do not compute the same result ({what}), so their costs say nothing"
+
+
+#: float32 sums of the same terms in another order differ by a few units in the last place (about 1e-7
+#: relative); two ways of computing one result count as the same within this tolerance, and no wider.
+SAME_RESULT_TOL = {"rtol": 1e-5, "atol": 1e-6}
+
+
+def same_result(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do two ways of computing one result agree (same shape, values within :data:`SAME_RESULT_TOL`)?"""
+    return a.shape == b.shape and bool(torch.allclose(a, b, **SAME_RESULT_TOL))
 
 
 def small_shape_pairs() -> list[tuple[tuple[int, ...], tuple[int, ...]]]:

@@ -50,8 +50,10 @@ def article_attention(x: torch.Tensor, w_in: torch.Tensor, w_out: torch.Tensor, 
 
 def pool_expanded(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """Article 000's weighted pooling, as behaviour: it stretches a learnable (1, D) weight (or one
-    already (batch, D)) to one row per sample, multiplies x (batch, T, D) by it and sums over T."""
-    return torch.einsum("btd,bd->bd", x, w.expand(len(x), w.shape[-1]))
+    already (batch, D)) to one row per sample, gives it a time axis of length 1, multiplies x (batch, T, D)
+    by it -- a (batch, T, D) product -- and sums over T."""
+    per_sample = w.expand(len(x), w.shape[-1])
+    return (x * per_sample[:, None, :]).sum(1)
 
 
 class ShapeBufferScale(nn.Module):

@@ -25,8 +25,9 @@ VERDICT_MEANINGS: dict[str, str] = {
     "true": "the literal statement holds (if it is redundant or pointless, `why` says so)",
     "false": "the literal statement does not hold",
     "misleading": "the literal statement holds, but it teaches a wrong lesson (`why` says which)",
-    "not checkable here": "this machine lacks what the check needs (`why` names it, e.g. a CUDA GPU); "
-    "where it is present, the claim is checked",
+    "not checkable here": "what the check needs cannot be observed here (`why` names it: a CUDA GPU this "
+    "machine lacks -- where one is present, the claim is checked -- facts only the author has, such as their "
+    "own projects, or evidence that measured nothing)",
 }
 VERDICTS: tuple[str, ...] = tuple(VERDICT_MEANINGS)
 KINDS: tuple[str, ...] = ("memory", "speed", "semantics", "API", "advice")

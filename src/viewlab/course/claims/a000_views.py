@@ -1,10 +1,12 @@
-"""Claims A01-A13 of article 000 (expand): introduction, views and copies, batches, attention. Each block is
-one claim: its evidence (runs code, returns facts), its judge (facts -> verdict and why) and its registry row
-(the restatement, and facts under which the judge says something else).
+"""Claims of article 000 (expand), its introduction and section 1, "Views and copies: the logic under expand()":
+A01-A09 and A28.
+
+Each block is one claim: its evidence (runs code, returns facts), its judge (facts -> verdict and why)
+and its registry row (the restatement, and facts under which the judge says something else).
 
 >>> from viewlab.course.claims.model import judge
->>> judge(A02, A02.evidence())[0], judge(A02, {**A02.evidence(), **A02.examples["false"]})[0]
-('true', 'false')
+>>> judge(A02, A02.evidence())[0]
+'true'
 """
 
 from __future__ import annotations
@@ -17,22 +19,23 @@ import torch
 
 from viewlab import shares_storage
 from viewlab._format import fmt_us, mib
-from viewlab.memory import measure
 
 from ._evidence import (
     INPLACE_OPS,
+    STORAGE_CALLS,
     VIEW_OR_COPY_OPS,
     OpNames,
-    attention_inputs,
     bytes_of,
     error_of,
     judge_claimed_times,
+    not_the_same_work,
+    nothing_tried,
+    same_result,
     small_shape_pairs,
     storage_call,
     stretches,
     timing,
 )
-from .article_code import article_attention
 from .model import NOT_CHECKABLE, A, Claim, Facts, Verdict, claim_row
 
 
@@ -118,6 +121,8 @@ def _ev_two_kinds(*, ops: tuple[str, ...] = tuple(VIEW_OR_COPY_OPS), rows: int =
 
 
 def _j_two_kinds(f: Mapping[str, Any]) -> Verdict:
+    if not f["kinds"]:
+        return nothing_tried("no operation named")
     classes = f"always a view: {', '.join(f['always_view']) or 'none'}; always a copy: {', '.join(f['always_copy']) or 'none'}"
     itself = f"{', '.join(f['always_itself'])} returned the input itself (the same object: no new view, no copy)"
     if f["depends_on_layout"]:
@@ -253,16 +258,19 @@ def _ev_table_times(*, batch: int = 1024, features: int = 512, devices: tuple[st
     """The expand half on every device named (expand is host work: it runs only ``aten.expand``, no kernel,
     so its time does not depend on the device); the repeat half only on a CUDA GPU (it writes memory)."""
     facts: Facts = {"cuda": torch.cuda.is_available(), "device_name": None}
-    facts["repeat_median_s"] = facts["repeat_iqr_s"] = None
-    expand_times = {}
+    facts["repeat_median_s"] = facts["repeat_iqr_s"] = facts["expand_median_s"] = facts["expand_iqr_s"] = None
+    facts["expand_ops"], expand_times = [], {}
+    probe = torch.randn(1, features)  # the two halves do the same work: the same values, one viewed, one written
+    facts["same_result"] = same_result(probe.expand(batch, features), probe.repeat(batch, 1))
     for dev in devices + (("cuda",) if facts["cuda"] else ()):
         row = torch.randn(1, features, device=dev)
         with OpNames() as seen:
             row.expand(batch, features)
         expand_times[dev] = timing(lambda row=row: row.expand(batch, features))
         facts["expand_ops"] = sorted(set(seen.names))
-    slowest = max(expand_times.values(), key=lambda t: t["median_s"])
-    facts["expand_median_s"], facts["expand_iqr_s"] = slowest["median_s"], slowest["iqr_s"]
+    if expand_times:
+        slowest = max(expand_times.values(), key=lambda t: t["median_s"])
+        facts["expand_median_s"], facts["expand_iqr_s"] = slowest["median_s"], slowest["iqr_s"]
     facts["expand_devices"] = sorted(expand_times)
     if facts["cuda"]:
         row = torch.randn(1, features, device="cuda")
@@ -273,6 +281,10 @@ def _ev_table_times(*, batch: int = 1024, features: int = 512, devices: tuple[st
 
 
 def _j_table_times(f: Mapping[str, Any]) -> Verdict:
+    if not f["same_result"]:
+        return not_the_same_work("expand's view and repeat's copy hold different values")
+    if f["expand_median_s"] is None:
+        return nothing_tried("no device named for the expand half")
     expand_v, expand_why = judge_claimed_times(f, {"expand": 0.12e-3})
     if f["expand_ops"] == ["expand"] and f["expand_median_s"] < 0.12e-3 / 5:  # a busy machine widens the spread,
         median = fmt_us(f["expand_median_s"])  # never a metadata-only op's median: one wording on any machine
@@ -326,6 +338,8 @@ def _ev_inplace_reaches(*, ops: tuple[str, ...] = tuple(INPLACE_OPS)) -> Facts:
 
 
 def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:
+    if not (f["raised"] or f["reached_original"] or f["did_not_reach"]):
+        return nothing_tried("no in-place operation named")
     if f["reached_original"] and not f["did_not_reach"]:
         if f["raised"]:
             tried = len(f["raised"]) + len(f["reached_original"])
@@ -379,6 +393,8 @@ def _ev_contiguous_copy(*, pairs: list[tuple[tuple[int, ...], tuple[int, ...]]] 
 
 
 def _j_contiguous_copy(f: Mapping[str, Any]) -> Verdict:
+    if f["stretched"] == 0:
+        return nothing_tried("no pair tried stretches a dimension, and the advice is about those")
     done = f"contiguous() copied in {f['stretched_copied']} of {f['stretched']} expands that stretched a dimension"
     if f["stretched_copied"] < f["stretched"]:
         return "false", f"{done}: a write through the others reached the source"
@@ -404,197 +420,56 @@ A09 = claim_row(
 )
 
 
-# ---- A10 -------------------------------------------------------------------------------------------------------------
-def _ev_batch_view(*, sample_shape: tuple[int, int, int] = (3, 8, 8), batch_size: int = 16) -> Facts:
-    sample = torch.randn(sample_shape)
-    held, _, batch = bytes_of(lambda: sample.unsqueeze(0).expand(batch_size, -1, -1, -1))
-    stack_b, _, stacked = bytes_of(lambda: torch.stack([sample] * batch_size))
-    rep_b, _, _ = bytes_of(lambda: sample.repeat(batch_size, 1, 1, 1))
-    equal = torch.equal(batch, stacked)  # before the augmentation below writes through the batch
-    before = sample.clone()
-    augment_error = error_of(lambda: batch[0].add_(1))  # in-place augmentation of one sample of the batch
-    return {
-        "augment_error": augment_error,
-        "augment_changed_source": not torch.equal(sample, before),
-        "augment_changed_every_sample": bool((batch == batch[:1]).all()) and not torch.equal(sample, before),
-        "batch_size": batch_size,
-        "sample_shape": tuple(sample_shape),
-        "shape": tuple(batch.shape),
-        "expand_bytes": held,
-        "shares": shares_storage(batch, sample),
-        "stack_bytes": stack_b,
-        "repeat_bytes": rep_b,
-        "equal": equal,
-    }
-
-
-def _j_batch_view(f: Mapping[str, Any]) -> Verdict:
-    if (
-        f["shape"] == (f["batch_size"], *f["sample_shape"])
-        and f["expand_bytes"] == 0
-        and f["equal"]
-        and min(f["stack_bytes"], f["repeat_bytes"]) > 0
-    ):
-        if f["augment_error"]:
-            aug = f"in-place augmentation of one sample fails ({f['augment_error']})"
-        else:
-            aug = (
-                "but in-place augmentation is a trap: batch[0].add_(1) runs silently and changes "
-                f"every sample: {f['augment_changed_every_sample']}, and the source: {f['augment_changed_source']}"
-            )
-        return "true", (
-            f"a {f['shape']} batch equal to torch.stack's, 0 B (stack {f['stack_bytes']:,} B, repeat "
-            f"{f['repeat_bytes']:,} B); {aug}"
-        )
-    return "false", f"shape {f['shape']}, expand bytes {f['expand_bytes']:,}, equal to stack: {f['equal']}"
-
-
-A10 = claim_row(
-    "A10",
-    A,
-    "2.1 Generating batches",
-    "memory",
-    "sample.unsqueeze(0).expand(batch_size, -1, -1, -1) turns one [C, H, W] sample into a [B, C, H, W] batch, more "
-    "efficiently than torch.stack() or repeat().",
-    _ev_batch_view,
-    _j_batch_view,
-    false={"expand_bytes": 3072},
-    true={"augment_error": "RuntimeError: unsupported operation"},
-)
-
-
-# ---- A11 -------------------------------------------------------------------------------------------------------------
-def _ev_batch_times(*, sample_shape: tuple[int, int, int] = (3, 224, 224), batch_size: int = 256) -> Facts:
-    image = torch.randn(sample_shape)
-    t_exp = timing(lambda: image.unsqueeze(0).expand(batch_size, -1, -1, -1), min_run_time=0.05)
-    t_rep = timing(lambda: image.repeat(batch_size, 1, 1, 1), min_run_time=0.25)
-    written = batch_size * image.numel() * image.element_size()
-    return {
-        "expand_median_s": t_exp["median_s"],
-        "expand_iqr_s": t_exp["iqr_s"],
-        "repeat_median_s": t_rep["median_s"],
-        "repeat_iqr_s": t_rep["iqr_s"],
-        "repeat_writes_bytes": written,
-    }
-
-
-def _j_batch_times(f: Mapping[str, Any]) -> Verdict:
-    verdict, why = judge_claimed_times(f, {"expand": 28.7e-6, "repeat": 152e-6})
-    need = f["repeat_writes_bytes"] / 152e-6 / 1e9
-    return verdict, f"{why}; repeat writes {mib(f['repeat_writes_bytes'])}, which in 152 us needs {need:,.0f} GB/s"
-
-
-A11 = claim_row(
-    "A11",
-    A,
-    "2.1 Generating batches",
-    "speed",
-    "Timed with %timeit for a 3x224x224 sample and batch 256: the expand version takes 28.7 us, repeat(256, 1, 1, 1) 152 us.",
-    _ev_batch_times,
-    _j_batch_times,
-    true={"expand_median_s": 25e-6, "expand_iqr_s": 1e-6, "repeat_median_s": 150e-6, "repeat_iqr_s": 5e-6},
-    not_checkable_here={
-        "expand_median_s": 25e-6,
-        "expand_iqr_s": 20e-6,
-        "repeat_median_s": 1e-3,
-        "repeat_iqr_s": 1e-3,
-    },
-)
-
-
-# ---- A12 -------------------------------------------------------------------------------------------------------------
-def _ev_heads_shared(
-    *, heads: tuple[int, ...] = (1, 4), batch: int = 2, tokens: int = 5, width: int = 16, seed: int = 0
+# ---- A28 -------------------------------------------------------------------------------------------------------------
+def _ev_storage_api(
+    *, method: str = "storage", shape: tuple[int, ...] = (1, 512), size: tuple[int, ...] = (8, 512)
 ) -> Facts:
-    """The rebuilt layer, once per head count: what its matrix products multiply, and what it expands."""
-    x, w_in, w_out = attention_inputs(batch, tokens, width, seed)
-    split, expanded_weight, expands, operand_shapes, outputs = False, False, 0, set(), []
-    for h in heads:
-        with torch.no_grad(), OpNames() as seen:
-            outputs.append(article_attention(x, w_in, w_out, heads=h))
-        # heads are split when a product works on per-head slices: (batch * heads, N, width / heads) or 4-D
-        shapes = {tuple(a.shape) for args in seen.calls.get("bmm", []) for a in args}
-        operand_shapes |= shapes
-        split |= any(len(sh) == 4 or (h > 1 and sh[0] == batch * h and sh[-1] == width // h) for sh in shapes)
-        expanded = [args[0] for args in seen.calls.get("expand", [])]
-        expands = max(expands, len(expanded))
-        expanded_weight |= any(shares_storage(t, w) for t in expanded for w in (w_in, w_out))
-    scale_only = all(
-        torch.allclose(out * math.sqrt(width // h), outputs[0] * math.sqrt(width // heads[0]), atol=1e-4)
-        for h, out in zip(heads, outputs)
-    )
-    return {
-        "heads_tried": tuple(heads),
-        "expands": expands,
-        "expanded_a_weight": expanded_weight,
-        "product_shapes": sorted(operand_shapes),
-        "heads_split": split,
-        "heads_only_scale": scale_only,
-    }
+    """The article's sharing check, ``x.<method>().data_ptr()`` on a tensor and on its expand: does it run,
+    agree, and warn?"""
+    base = torch.randn(shape)
+    call = STORAGE_CALLS[method]
+
+    def probe() -> tuple[str | None, bool]:
+        error = error_of(lambda: call(base))
+        return error, error is None and call(base.expand(*size)) == call(base)
+
+    (error, agree), warning = storage_call(probe)
+    return {"method": f"Tensor.{method}()", "error": error, "agree": agree, "warning": warning}
 
 
-def _j_heads_shared(f: Mapping[str, Any]) -> Verdict:
-    if f["heads_split"] and f["expanded_a_weight"]:
-        return "true", "the heads are split and a projection weight is expanded across them"
-    return "false", (
-        f"for heads {f['heads_tried']}, no weight is ever expanded (the {f['expands']} expand in a forward is of "
-        f"the mask); the heads are never split (the products multiply {f['product_shapes']}: one head of full "
-        f"width; the head count only rescales the output: {f['heads_only_scale']}); "
-        "and without a softmax the scores are not attention weights"
-    )
-
-
-A12 = claim_row(
-    "A12",
-    A,
-    "2.2 Attention",
-    "semantics",
-    "In a Transformer, expand() elegantly shares parameters across attention heads, as its MultiHeadAttention class shows.",
-    _ev_heads_shared,
-    _j_heads_shared,
-    true={"heads_split": True, "expanded_a_weight": True},
-)
-
-
-# ---- A13 -------------------------------------------------------------------------------------------------------------
-def _ev_mask_reused(
-    *, calls: int = 3, heads: int = 4, batch: int = 2, tokens: int = 5, width: int = 16, seed: int = 0
-) -> Facts:
-    x, w_in, w_out = attention_inputs(batch, tokens, width, seed)
-    with torch.no_grad(), measure(log_ops=True) as m:
-        outs = [article_attention(x, w_in, w_out, heads=heads) for _ in range(calls)]
-    made = [op.bytes for op in m.ops if op.name.startswith("aten.ones")]
-    with torch.no_grad():  # the same layer with the mask step left out
-        q, k, v = (x @ w_in.T).chunk(3, dim=-1)
-        plain = torch.bmm(torch.bmm(q, k.transpose(1, 2)) / math.sqrt(width // heads), v) @ w_out.T
-    return {
-        "calls": calls,
-        "masks_built": len(made),
-        "mask_bytes_each": made[0] if made else 0,
-        "mask_changes_output": any(not torch.allclose(out, plain) for out in outs),
-    }
-
-
-def _j_mask_reused(f: Mapping[str, Any]) -> Verdict:
-    hides = "" if f["mask_changes_output"] else "; and an all-ones mask hides nothing (output equal without it)"
-    if f["masks_built"] >= f["calls"]:
-        return "false", (
-            f"torch.ones builds a new {f['mask_bytes_each']}-byte mask on each of {f['calls']} calls "
-            f"({f['masks_built']} built); expand saves only a copy masked_fill never needed{hides}"
+def _j_storage_api(f: Mapping[str, Any]) -> Verdict:
+    if f["error"] or not f["agree"]:
+        return "false", f"{f['method']}.data_ptr() does not answer the question: {f['error'] or 'the pointers differ'}"
+    if f["warning"] and "deprecated" in f["warning"].lower():
+        return "misleading", (
+            f"{f['method']}.data_ptr() still agrees for a view, but the call warns "
+            f'"{f["warning"]}": the article teaches a deprecated API; untyped_storage() is the current one'
         )
-    return "true", f"{f['masks_built']} masks built over {f['calls']} calls{hides}"
+    return "true", f"{f['method']}.data_ptr() agrees for a view, without a warning"
 
 
-A13 = claim_row(
-    "A13",
+A28 = claim_row(
+    "A28",
     A,
-    "2.2 Attention",
-    "memory",
-    "In that class, expanding torch.ones(1, N, N) to the batch avoids creating the mask repeatedly.",
-    _ev_mask_reused,
-    _j_mask_reused,
-    true={"masks_built": 1, "mask_changes_output": True},
+    "1 Views and copies",
+    "API",
+    "The article shows that a view shares memory by comparing the two tensors' .storage().data_ptr().",
+    _ev_storage_api,
+    _j_storage_api,
+    true={"warning": None},
+    false={"agree": False},
 )
 
 
-CLAIMS: tuple[Claim, ...] = (A01, A02, A03, A04, A05, A06, A07, A08, A09, A10, A11, A12, A13)
+CLAIMS: tuple[Claim, ...] = (
+    A01,
+    A02,
+    A03,
+    A04,
+    A05,
+    A06,
+    A07,
+    A08,
+    A09,
+    A28,
+)

@@ -1,0 +1,218 @@
+"""Claims of article 000 (expand), section 3, "Performance compared": 3.1 memory, expand vs repeat,
+3.2 the autograd graph: A16-A19.
+
+Each block is one claim: its evidence (runs code, returns facts), its judge (facts -> verdict and why)
+and its registry row (the restatement, and facts under which the judge says something else).
+
+>>> from viewlab.course.claims.model import judge
+>>> judge(A16, A16.evidence())[0]
+'true'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from viewlab._format import fmt_us, mib
+from viewlab.memory import measure
+
+from ._evidence import (
+    best_device,
+    bytes_of,
+    graph_nodes,
+    not_the_same_work,
+    nothing_tried,
+    paired_timings,
+    same_result,
+    which_faster,
+)
+from .model import NOT_CHECKABLE, A, Claim, Facts, Verdict, claim_row
+
+
+# ---- A16 -------------------------------------------------------------------------------------------------------------
+def _ev_allocated_expand(*, rows: int = 1024, features: int = 1024, dtype: torch.dtype = torch.float32) -> Facts:
+    dev = best_device()
+    row = torch.randn(1, features, device=dev, dtype=dtype)
+    held, _, _ = bytes_of(lambda: row.expand(rows, features), device=dev)
+    return {"device": dev, "expand_bytes": held}
+
+
+def _j_allocated_expand(f: Mapping[str, Any]) -> Verdict:
+    where = "the CUDA allocator" if f["device"] == "cuda" else "tensor storages on the CPU (the same count a GPU gives)"
+    if f["expand_bytes"] == 0:
+        return "true", f"expand allocated 0 B, counted by {where}"
+    return "false", f"expand allocated {f['expand_bytes']:,} B, counted by {where}"
+
+
+A16 = claim_row(
+    "A16",
+    A,
+    "3.1 Memory, expand vs repeat",
+    "memory",
+    "Measured with torch.cuda.memory_allocated(), expanding a (1, 1024) tensor to (1024, 1024) leaves allocated "
+    "memory essentially unchanged.",
+    _ev_allocated_expand,
+    _j_allocated_expand,
+    false={"expand_bytes": 4 * 2**20},
+)
+
+
+# ---- A17 -------------------------------------------------------------------------------------------------------------
+def _ev_allocated_repeat(*, rows: int = 1024, features: int = 1024, dtype: torch.dtype = torch.float32) -> Facts:
+    dev = best_device()
+    row = torch.randn(1, features, device=dev, dtype=dtype)
+    held, _, out = bytes_of(lambda: row.repeat(rows, 1), device=dev)
+    return {"device": dev, "repeat_bytes": held, "shape": tuple(out.shape), "dtype": str(out.dtype)}
+
+
+def _j_allocated_repeat(f: Mapping[str, Any]) -> Verdict:
+    in_mib = f["repeat_bytes"] / 2**20
+    if 7.6 <= in_mib <= 8.4 or 7.6 <= f["repeat_bytes"] / 1e6 <= 8.4:
+        return "true", f"repeat to {f['shape']} {f['dtype']} allocated {mib(f['repeat_bytes'])} on {f['device']}"
+    return (
+        "false",
+        f"repeat to {f['shape']} {f['dtype']} allocated {mib(f['repeat_bytes'])} on {f['device']}, not 8 MB "
+        "(8 MB is what float64 would take)",
+    )
+
+
+A17 = claim_row(
+    "A17",
+    A,
+    "3.1 Memory, expand vs repeat",
+    "memory",
+    "Measured the same way, repeat(1024, 1) of that tensor adds 8 MB.",
+    _ev_allocated_repeat,
+    _j_allocated_repeat,
+    true={"repeat_bytes": 8 * 2**20},
+)
+
+
+# ---- A18 -------------------------------------------------------------------------------------------------------------
+def _ev_graph(*, shape: tuple[int, ...] = (1,), size: tuple[int, ...] = (4,)) -> Facts:
+    x = torch.randn(shape, requires_grad=True)
+    times = [n // m for n, m in zip(size, (1,) * (len(size) - len(shape)) + tuple(shape))]
+    return {"expand_nodes": graph_nodes(x.expand(*size)), "repeat_nodes": graph_nodes(x.repeat(*times))}
+
+
+def _j_graph(f: Mapping[str, Any]) -> Verdict:
+    e, r = f["expand_nodes"], f["repeat_nodes"]
+    if len(r) > len(e):
+        return "true", f"repeat's graph has more nodes: {r} vs {e}"
+    return "false", f"both graphs have one node over the leaf: expand {e}, repeat {r}; neither records copies"
+
+
+A18 = claim_row(
+    "A18",
+    A,
+    "3.2 Autograd graph",
+    "semantics",
+    "Under autograd, x.expand(4) records only the single original tensor, while x.repeat(4) records every copy operation.",
+    _ev_graph,
+    _j_graph,
+    true={"repeat_nodes": ["AccumulateGrad", "CopyBackwards", "RepeatBackward0"]},
+)
+
+
+# ---- A19 -------------------------------------------------------------------------------------------------------------
+def _ev_backward(*, rows: int = 512, features: int = 2048) -> Facts:
+    x = torch.randn(1, features, requires_grad=True)
+    upstream = torch.randn(rows, features)
+    facts: Facts = {}
+    outputs = {"expand": x.expand(rows, features), "repeat": x.repeat(rows, 1)}
+    grads = {}
+    for name, y in outputs.items():
+        with measure(log_ops=True) as m:
+            (grads[name],) = torch.autograd.grad(y, x, upstream, retain_graph=True)
+        facts[f"{name}_backward_ops"] = [op.name.split(".")[1] for op in m.ops]
+        facts[f"{name}_backward_bytes"] = sum(op.bytes for op in m.ops)
+    t_e, t_r, ratios = paired_timings(
+        lambda: torch.autograd.grad(outputs["expand"], x, upstream, retain_graph=True),
+        lambda: torch.autograd.grad(outputs["repeat"], x, upstream, retain_graph=True),
+    )
+    facts["expand_median_s"], facts["expand_iqr_s"] = t_e["median_s"], t_e["iqr_s"]
+    facts["repeat_median_s"], facts["repeat_iqr_s"] = t_r["median_s"], t_r["iqr_s"]
+    facts["repeat_over_expand_by_round"] = ratios
+    facts["rows"] = rows
+    facts["same_gradient"] = same_result(grads["expand"], grads["repeat"])
+    return facts
+
+
+def _j_backward(f: Mapping[str, Any]) -> Verdict:
+    e = {"median_s": f["expand_median_s"], "iqr_s": f["expand_iqr_s"]}
+    r = {"median_s": f["repeat_median_s"], "iqr_s": f["repeat_iqr_s"]}
+    times = (
+        f"backward {fmt_us(e['median_s'])} (IQR {fmt_us(e['iqr_s'])}) vs {fmt_us(r['median_s'])} "
+        f"(IQR {fmt_us(r['iqr_s'])})"
+    )
+    ops = (
+        f"expand's backward runs {f['expand_backward_ops']} ({f['expand_backward_bytes']:,} B), repeat's "
+        f"{f['repeat_backward_ops']} ({f['repeat_backward_bytes']:,} B)"
+    )
+    faster = which_faster(e, r, margin=1.5, round_ratios=f["repeat_over_expand_by_round"])
+    times += f" (repeat / expand by round: {f['repeat_over_expand_by_round']})"
+    same_work = f["expand_backward_bytes"] == f["repeat_backward_bytes"] and [
+        n for n in f["expand_backward_ops"] if n != "view"
+    ] == [n for n in f["repeat_backward_ops"] if n != "view"]
+    # The work is compared before the cost: the same gradient, then the same operators and bytes. Two paths that
+    # do the same work cannot differ in speed except by noise, so then the timings are shown, never judged.
+    if f["rows"] == 0:
+        return nothing_tried("no rows: nothing flows back")
+    if not f["same_gradient"]:
+        return not_the_same_work("the two backward passes give different gradients")
+    if same_work:
+        return "false", f"the same work: {ops} (a view is free); each accumulates into x.grad once; {times}"
+    if faster == "a":
+        return "true", f"expand's backward is faster: {times}; {ops}"
+    if faster == "unclear":
+        return (
+            NOT_CHECKABLE,
+            f"the work differs and the spread exceeds the difference (the rounds disagree): {times}; {ops}",
+        )
+    return "false", f"expand's backward is not faster: {times}; {ops}"
+
+
+A19 = claim_row(
+    "A19",
+    A,
+    "3.2 Autograd graph",
+    "speed",
+    "So expand's backward pass is more efficient: it needs only one gradient accumulation.",
+    _ev_backward,
+    _j_backward,
+    true={
+        "expand_backward_ops": ["sum"],
+        "repeat_backward_ops": ["view", "sum", "copy"],
+        "expand_median_s": 1e-4,
+        "expand_iqr_s": 1e-6,
+        "repeat_median_s": 3e-4,
+        "repeat_iqr_s": 1e-6,
+        "repeat_over_expand_by_round": [3.0, 2.9, 3.1],
+    },
+    false={
+        "expand_median_s": 1e-4,
+        "expand_iqr_s": 1e-6,
+        "repeat_median_s": 1.05e-4,
+        "repeat_iqr_s": 1e-6,
+        "repeat_over_expand_by_round": [1.05, 0.98, 1.02],
+    },
+    not_checkable_here={
+        "expand_median_s": 1e-4,
+        "expand_iqr_s": 8e-5,
+        "repeat_median_s": 1.5e-4,
+        "repeat_iqr_s": 8e-5,
+        "repeat_over_expand_by_round": [0.7, 1.6, 1.0],
+        "expand_backward_bytes": 0,
+    },
+)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    A16,
+    A17,
+    A18,
+    A19,
+)
