@@ -107,7 +107,7 @@ def test_permute_and_transpose_reorder_strides(t, data):
 @pytest.mark.rule(
     "01",
     "One detail: the stride of a dimension of size 1 is never used to reach an element, so `is_contiguous()` "
-    "ignores it.",
+    "ignores it",
 )
 @pytest.mark.rule("01", "*Contiguous* means exactly those strides, dims of size 1 aside; an empty tensor always is.")
 @pytest.mark.nb01
@@ -339,11 +339,6 @@ def advanced_indices(draw, shape: tuple[int, ...]):
 @pytest.mark.rule("01", "A 0-d integer tensor is the exception: `x[torch.tensor(1)]` counts as `x[1]`, a view.")
 @pytest.mark.rule(
     "01",
-    "A 0-d `bool` or `uint8` tensor is no integer: it is read as a mask, so `x[torch.tensor(True)]` is a copy of "
-    "shape `(1, 3, 4)`.",
-)
-@pytest.mark.rule(
-    "01",
     "Basic indexing views (a 0-d integer tensor index too); advanced indexing copies; `x[idx] = v` is in place, but "
     "`x[adv][...] = v` writes into a discarded copy.",
 )
@@ -436,8 +431,7 @@ def test_views_share_one_version_counter(t, data):
 @pytest.mark.rule("01", "An empty tensor passes too:")
 @pytest.mark.rule(
     "01",
-    "Colliding writes are refused only at stride 0; overlapping windows (`unfold`) and some self-assignments go "
-    "through silently: clone the source.",
+    "Colliding writes are refused only at stride 0; overlapping windows (`unfold`) go through silently: clone first.",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -523,9 +517,8 @@ def test_backward_refuses_after_a_write_through_detach(t, op):
 # ----- 6. storage and pointers ---------------------------------------------------------------------------------
 @pytest.mark.rule(
     "01",
-    "Note the two pointers: for a tensor with at least one element, `t.data_ptr()` is where *this view's first "
-    "element* lives (storage start + offset × itemsize), while the storage's `data_ptr()` is the start of the "
-    "whole block; a tensor with no elements reports `data_ptr()` 0, whatever its offset.",
+    "Note the two pointers: `t.data_ptr()` is where *this view's first element* lives, the storage's `data_ptr()` the "
+    'start of the whole block, so comparing tensor pointers calls `x` and `x[1]` "different memory"',
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -582,11 +575,6 @@ def _takeable(case) -> bool:
     '`a.astype(a.dtype.newbyteorder("="), order="C")`, a fresh row-major copy in the machine\'s byte order, makes an '
     "array they take.",
 )
-@pytest.mark.rule(
-    "01",
-    "A read-only array (from `np.broadcast_to`, or a buffer of `bytes`) is shared by `as_tensor` and `from_numpy` "
-    "anyway, with a `UserWarning` (once per process) that writing through the tensor is undefined behaviour.",
-)
 @pytest.mark.nb01
 @RULE_SETTINGS
 @given(numpy_cases(), st.sampled_from(["float32", "float64", "int64", "bool"]))
@@ -622,22 +610,6 @@ def test_numpy_bridges_share_or_copy_as_stated(case, other):
     assert (made["as_tensor(dtype)"].data_ptr() == address) == same_dtype
     if not a.flags.writeable:  # shared all the same; the warning comes once per process (checked below)
         assert all("not writable" in str(w.message) for w in caught)
-
-
-def test_a_read_only_array_warns_once_per_process():
-    import subprocess
-    import sys
-
-    code = (
-        "import warnings, numpy as np, torch\n"
-        "warnings.simplefilter('always')\n"
-        "with warnings.catch_warnings(record=True) as w:\n"
-        "    a = np.broadcast_to(np.arange(3.0), (2, 3))\n"
-        "    torch.as_tensor(a); torch.from_numpy(a)\n"
-        "print(sum('not writable' in str(x.message) for x in w))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "1"
 
 
 @pytest.mark.rule(
