@@ -2,7 +2,8 @@
 
 A rule test carries ``@pytest.mark.rule("04", "<the sentence as it stands in the notebook>")`` and ``@given``
 (hypothesis-generated inputs, edge sizes included). Here: each marked sentence occurs verbatim in that
-notebook's markdown (line breaks and runs of spaces count as one space), each rule test is a property test,
+notebook's markdown (line breaks and runs of spaces count as one space, and a blockquote's ``>`` markers, as in
+an "At the edges" block, are not words), each rule test is a property test,
 and each of notebooks 01-06 binds at least ``MIN_RULES`` sentences.
 """
 
@@ -25,6 +26,7 @@ def _notebook_prose(number: str) -> str:
     (path,) = (ROOT / "notebooks").glob(f"{number}_*.ipynb")
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    text = re.sub(r"(?m)^[ \t]*>[ \t]?(?:-[ \t])?", "", text)  # blockquote markers (and a quoted bullet's dash)
     return re.sub(r"\s+", " ", text)
 
 

@@ -17,6 +17,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.conftest import RULE_SETTINGS
+from tests.course.learner_inputs import learner_cases, learner_tensors
 from viewlab import watch_broadcasts
 from viewlab.errors import BroadcastStretchError
 
@@ -190,31 +191,52 @@ def _in_place_works(big: torch.Tensor, small: torch.Tensor) -> bool:
 
 @pytest.mark.rule(
     "02",
-    "`big += small` writes the result **into `big`'s memory**, so it works exactly when the broadcast shape is "
-    "`big`'s own shape, the result's dtype fits `big` (an integer `big` refuses a float `small`), and `big` has "
-    "one memory element per index (not an `expand`);",
+    "`big += small` writes the result **into `big`'s memory**, so it works when the broadcast shape is `big`'s own "
+    "shape.",
+)
+@pytest.mark.rule("02", "The result's dtype must fit `big`: an integer `big` refuses a float `small`.")
+@pytest.mark.rule(
+    "02",
+    "`big` must have no stride-0 dim (not an `expand`). PyTorch checks only that: a `big` made of overlapping "
+    "`unfold` windows passes, and the shared elements are written twice, silently.",
+)
+@pytest.mark.rule(
+    "02",
+    "A leaf that requires grad, or a view of one, refuses every in-place write: that is autograd's rule (notebook "
+    "05), not broadcasting's.",
 )
 @pytest.mark.rule("02", "In-place ops never grow their target: `big += small` works, `small += big` cannot")
 @pytest.mark.nb02
 @RULE_SETTINGS
 @given(
-    SHAPES,
+    learner_cases(dims=(0, 3), side=(0, 3), dtypes=(torch.float32, torch.int64, torch.bool)),
     SHAPES,
     st.sampled_from([torch.float32, torch.int64, torch.bool]),
-    st.sampled_from([torch.float32, torch.int64, torch.bool]),
-    st.booleans(),
 )
-def test_in_place_works_exactly_when_the_target_holds_the_result(big_shape, small_shape, dt_big, dt_small, expand):
-    big = torch.zeros(big_shape, dtype=dt_big)
-    if expand and big_shape:  # a stride-0 target: one stored row read for every index of dim 0
-        big = torch.zeros((1, *big_shape[1:]), dtype=dt_big).expand(big_shape)
+def test_in_place_works_exactly_when_the_target_holds_the_result(case, small_shape, dt_small):
+    big = case.tensor
+    big_shape = tuple(big.shape)
     small = torch.ones(small_shape, dtype=dt_small)
     result = _torch_shape(big_shape, small_shape)
-    fits = torch.can_cast(torch.result_type(big, small), dt_big)
+    fits = torch.can_cast(torch.result_type(big, small), big.dtype)
     collides = big.numel() > 0 and any(s == 0 and k > 1 for s, k in zip(big.stride(), big.shape))
-    before = big.data_ptr()
-    assert _in_place_works(big, small) == (result == big_shape and fits and not collides)
+    tracked = big.requires_grad  # a leaf that requires grad, or a view of one
+    before, stored = big.data_ptr(), _storage_values(big)
+    works = _in_place_works(big, small)
+    assert works == (result == big_shape and fits and not collides and not tracked), case
     assert big.data_ptr() == before and tuple(big.shape) == big_shape  # never a new or grown target
+    if works and case.kind == "unfold" and big.numel() and small.numel() and small.dtype != torch.bool:
+        # each storage element gains small's value once per index that reads it
+        reads = torch.zeros_like(stored, dtype=torch.float64)
+        index = torch.arange(stored.numel()).as_strided(big.shape, big.stride(), big.storage_offset())
+        reads.index_add_(0, index.reshape(-1), torch.ones(index.numel(), dtype=torch.float64))
+        if big.dtype != torch.bool:
+            assert torch.equal(_storage_values(big).double(), stored.double() + reads)
+
+
+def _storage_values(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t``'s whole storage as a 1-D tensor of its dtype."""
+    return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage()).detach().clone()
 
 
 @pytest.mark.rule("02", "`small` must not be a part of `big` either (`x += x[0]` raises).")
@@ -380,8 +402,8 @@ def _flattens_as_a_view(t: torch.Tensor, batch: tuple[int, ...]) -> bool:
 
 @pytest.mark.rule(
     "02",
-    "It hands all batches to one `bmm`, so it flattens the broadcast batch dimensions into one with `reshape`; "
-    "that is a view only when the strides allow it.",
+    "When both operands have batch dims, it hands all batches to one `bmm`, so it flattens the broadcast batch "
+    "dimensions into one with `reshape`; that is a view only when the strides allow it.",
 )
 @pytest.mark.rule(
     "02",
@@ -408,6 +430,42 @@ def test_matmul_copies_exactly_when_the_batch_cannot_flatten_as_a_view(batch_a, 
         c = a @ b
     copies = m.peak_bytes > c.untyped_storage().nbytes()
     assert copies == (not (_flattens_as_a_view(a, batch) and _flattens_as_a_view(b, batch)))
+
+
+@pytest.mark.rule(
+    "02",
+    "When the right operand is a plain matrix or a vector, as in `x @ W` with `x` of shape `(B, T, D)`, and `x`'s "
+    "batch and row dims lie back to back (`stride[i] == stride[i+1] * size[i+1]` for each of them, as in a freshly "
+    "made `x`), there is no `bmm`: `matmul` views `x` as `(B·T, D)`, runs one `mm` (or `mv`) and views the result "
+    "back.",
+)
+@pytest.mark.rule(
+    "02",
+    "When they do not (a transposed `x`; torch checks the strides even of a size-1 dim here), `matmul` expands `W` "
+    "to the batch instead (stride 0, no copy of `W`) and runs `bmm`, flattening `x`'s batch dims as above.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(
+    learner_tensors(dims=(3, 4), side=(1, 3), dtypes=(torch.float32, torch.float64)), st.integers(0, 3), st.booleans()
+)
+def test_matmul_with_a_plain_matrix_on_the_right_folds_the_batch_into_one_mm(x, out, vector):
+    from viewlab import measure
+
+    d = x.shape[-1]
+    right = torch.ones(d, dtype=x.dtype) if vector else torch.ones(d, out, dtype=x.dtype)
+    with measure(device="cpu", log_ops=True) as m:
+        y = x @ right
+    names = [op.name.split(".")[1] for op in m.ops]
+    chained = all(x.stride(i) == x.stride(i + 1) * x.size(i + 1) for i in range(x.dim() - 2))
+    merges = chained or x.numel() == 0  # nothing to lay out: an empty x always folds
+    if merges:
+        assert "bmm" not in names and ("mv" if vector else "mm") in names, names
+    else:
+        assert "bmm" in names, names
+        x_bytes = x.numel() * x.element_size()
+        assert all(op.bytes == x_bytes for op in m.ops if op.name.split(".")[1] == "clone"), names  # x, never W
+    assert y.shape == (*x.shape[:-1], *(() if vector else (out,)))
 
 
 # ----- 8. NumPy -----------------------------------------------------------------------------------------------------

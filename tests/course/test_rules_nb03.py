@@ -12,6 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.conftest import RULE_SETTINGS
+from tests.course.learner_inputs import TENSOR_KINDS, learner_tensors
 
 pytestmark = pytest.mark.nb03
 
@@ -23,26 +24,23 @@ def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-@st.composite
-def layouts(draw, ndim=None) -> torch.Tensor:
-    """A tensor of any layout: contiguous, transposed, sliced with a step and an offset, or expanded."""
-    shape = draw(st.lists(small, min_size=ndim or 0, max_size=ndim or 3).map(tuple))
-    kind = draw(st.sampled_from(["contiguous", "transposed", "sliced", "expanded"]))
-    n = math.prod(shape)
-    if kind == "transposed" and len(shape) >= 2:
-        return torch.arange(float(n)).reshape(shape[::-1]).permute(*reversed(range(len(shape))))
-    if kind == "sliced" and shape:
-        return torch.arange(float(2 * n + 1))[1::2][:n].reshape(shape)  # offset 1, step 2
-    if kind == "expanded" and shape:
-        small_shape = tuple(1 if draw(st.booleans()) else s for s in shape)
-        return torch.arange(float(math.prod(small_shape))).reshape(small_shape).expand(shape)
-    return torch.arange(float(n)).reshape(shape)
+def layouts(ndim=None):
+    """Tensors as a learner meets them (the shared strategy, tests/course/learner_inputs.py): offsets, views of
+    views, transposes, expands, unfold windows, channels_last, 0-d, empty, size-1 dims, requires_grad, dtypes."""
+    dims = (ndim, ndim) if ndim is not None else (0, 3)
+    kinds = tuple(k for k in TENSOR_KINDS if not (k in ("unfold", "channels_last") and ndim is not None))
+    return learner_tensors(dims=dims, side=(0, 3), kinds=kinds)
 
 
 @pytest.mark.rule(
     "03",
-    "`out._base` (the tensor that owns the memory a view reads, even for a view of a view; `None` for an owner, "
-    "and for `detach()`, which shares the memory yet is no view)",
+    "`out._base` (the tensor that owns the memory a view reads, even for a view of a view; `None` for an owner)",
+)
+@pytest.mark.rule(
+    "03",
+    "`_base` is also `None` for `detach()`, a view in the memory sense (it shares the storage and the version "
+    "counter, notebook 01, section 5 (*What `detach()` shares*)) that autograd does not record as one: trust the "
+    "storage pointer.",
 )
 @RULE_SETTINGS
 @given(
@@ -63,6 +61,10 @@ def test_base_names_the_owner_through_a_chain_of_views_but_not_after_detach(shap
         assert (v._base is owner) or (v is owner)  # a view of a view still names the owner
     d = owner.detach()
     assert d._base is None and _shares(d, owner)  # shares memory, yet no _base: compare data_ptr instead
+    assert not d._is_view() and d.data_ptr() == owner.data_ptr()  # autograd does not record it as a view
+    before = owner._version
+    d.add_(1)
+    assert owner._version == d._version == before + 1  # ... though it shares the version counter
 
 
 @pytest.mark.rule("03", "On a size-1 dim all six agree in value.")
@@ -205,12 +207,13 @@ def test_as_strided_checks_only_the_storage_bounds(stored, offset, size, stride)
 @pytest.mark.rule(
     "03",
     "`memory_format=torch.channels_last` keeps the **shape** and stores it NHWC, the `C` channels of one pixel side "
-    "by side: strides `(H·W·C, 1, W·C, C)` (a size-1 dim may keep another stride).",
+    "by side: strides `(H·W·C, 1, W·C, C)`.",
 )
+@pytest.mark.rule("03", "A size-1 dim may keep another stride: it is never used to reach an element.")
 @RULE_SETTINGS
-@given(n=small, c=small, h=small, w=small)
-def test_channels_last_strides(n, c, h, w):
-    img = torch.randn(n, c, h, w)
+@given(img=layouts(ndim=4))
+def test_channels_last_strides(img):
+    n, c, h, w = img.shape
     nhwc = img.contiguous(memory_format=torch.channels_last)
     assert nhwc.shape == img.shape and torch.equal(nhwc, img)
     for size, got, want in zip(nhwc.shape, nhwc.stride(), (h * w * c, 1, w * c, c)):
@@ -219,13 +222,19 @@ def test_channels_last_strides(n, c, h, w):
 
 @pytest.mark.rule(
     "03",
-    "`is_contiguous()` asks about the default format only, so it says False, unless `C = 1` or `H·W = 1` (or the "
-    "tensor is empty), where both orders coincide.",
+    "`is_contiguous()` asks about the default format only, so it says False; "
+    "`is_contiguous(memory_format=torch.channels_last)` says True.",
+)
+@pytest.mark.rule(
+    "03",
+    "Where `C = 1` or `H·W = 1` (or the tensor is empty), both orders coincide: `is_contiguous()` says True too, and "
+    "converting returns the tensor itself, since it already is in that format.",
 )
 @RULE_SETTINGS
-@given(n=st.integers(1, 3), c=small, h=small, w=small)
-def test_channels_last_is_contiguous_in_the_default_format_only_at_the_edges(n, c, h, w):
-    nhwc = torch.randn(n, c, h, w).contiguous(memory_format=torch.channels_last)
+@given(img=layouts(ndim=4))
+def test_channels_last_is_contiguous_in_the_default_format_only_at_the_edges(img):
+    n, c, h, w = img.shape
+    nhwc = img.contiguous(memory_format=torch.channels_last)
     assert nhwc.is_contiguous(memory_format=torch.channels_last)
     assert nhwc.is_contiguous() == (c == 1 or h * w == 1 or nhwc.numel() == 0)
 
@@ -233,18 +242,16 @@ def test_channels_last_is_contiguous_in_the_default_format_only_at_the_edges(n, 
 @pytest.mark.rule(
     "03", "`channels_last` keeps the shape, changes the strides; converting copies unless already in that format."
 )
-@pytest.mark.rule(
-    "03",
-    "Converting moves every element, so it copies, unless the tensor already is in that format (an NCHW tensor "
-    "with `C = 1` or `H·W = 1` is): then it returns the tensor itself",
-)
+@pytest.mark.rule("03", "Converting moves every element, so it copies.")
 @RULE_SETTINGS
-@given(n=st.integers(1, 3), c=st.integers(1, 3), h=st.integers(1, 3), w=st.integers(1, 3))
-def test_converting_copies_unless_already_in_the_format(n, c, h, w):
-    img = torch.randn(n, c, h, w)
+@given(n=st.integers(1, 3), c=st.integers(1, 3), h=st.integers(1, 3), w=st.integers(1, 3), img=layouts(ndim=4))
+def test_converting_copies_unless_already_in_the_format(n, c, h, w, img):
+    fresh = torch.randn(n, c, h, w)
+    assert fresh.is_contiguous(memory_format=torch.channels_last) == (c == 1 or h * w == 1)
     nhwc = img.contiguous(memory_format=torch.channels_last)
-    assert img.is_contiguous(memory_format=torch.channels_last) == (c == 1 or h * w == 1)
     assert (nhwc is img) == img.is_contiguous(memory_format=torch.channels_last)
+    if nhwc is not img and img.numel():
+        assert nhwc.untyped_storage().data_ptr() != img.untyped_storage().data_ptr()
     assert nhwc.contiguous(memory_format=torch.channels_last) is nhwc
 
 
@@ -364,9 +371,9 @@ def test_scalar_fill_and_zero_skip_the_check(rows, cols, value, zero):
 
 @pytest.mark.rule(
     "03",
-    "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`): they warn, "
-    "and where two indices meet one location one value wins silently (`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves "
-    "`base[0] == 2`).",
+    "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`): they warn "
+    "(the warning is printed in full below), and where two indices meet one location one value wins, with no error "
+    "(`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves `base[0] == 2`).",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 4), write=st.sampled_from(sorted(ADVANCED)))
@@ -385,7 +392,8 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
 @pytest.mark.rule(
     "03",
     "A write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1; scalar "
-    "`fill_`/`zero_` and advanced-index writes skip the check, and no other overlap is detected.",
+    "`fill_`/`zero_` and the advanced-index writes of section 5 (masks, index lists, `index_put_`, `masked_fill_`, "
+    "`index_fill_`) skip the check, and no other overlap is detected.",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 4), cols=st.integers(1, 4), index=st.sampled_from(["e", "e[0]", "e[0, 0]", "e[:, 0]"]))
