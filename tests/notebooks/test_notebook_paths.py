@@ -29,12 +29,6 @@ _BLOB = re.compile(r"(?:github\.com|/github)/[\w.-]+/[\w.-]+/blob/[\w.-]+/([\w./
 _LINK = re.compile(r"\]\(\s*([^)\s#]+)")
 _BARE_NOTEBOOK = re.compile(r"(?<![\w/.-])(\d\d_[\w-]+\.ipynb)")
 
-# Paths in notebooks owned elsewhere that still point to a moved file; each is reported to its owner. Remove an
-# entry once the notebook is fixed (the test then checks that path too).
-KNOWN_BROKEN: dict[tuple[str, str], str] = {
-    ("07_the_two_articles.ipynb", "tests/test_claims.py"): "moved to tests/course/test_claims.py",
-}
-
 
 def named_paths(nb) -> set[str]:
     """The repository paths a notebook names in its sources (outputs are not read: they name the executor's
@@ -60,14 +54,7 @@ def _exists(path: str) -> bool:
 
 
 CASES = [
-    pytest.param(
-        nb_path.name,
-        path,
-        id=f"{nb_path.name[:2]}:{path}",
-        marks=[pytest.mark.xfail(reason=KNOWN_BROKEN[nb_path.name, path], strict=False)]
-        if (nb_path.name, path) in KNOWN_BROKEN
-        else [],
-    )
+    pytest.param(nb_path.name, path, id=f"{nb_path.name[:2]}:{path}")
     for nb_path in NOTEBOOKS
     for path in sorted(named_paths(nbformat.read(nb_path, as_version=4)))
 ]
