@@ -130,7 +130,13 @@ export function viewPane(layout, a, size, values, links) {
       rest = Math.floor(rest / lead[d]);
     }
     if (lead.length) pane.append(el("div", { class: "sub", text: `[${[...leadIdx, ":", ":"].join(", ")}]` }));
-    const grid = el("div", { class: "grid", role: "grid", "aria-label": "elements of the view" });
+    // data-lm-suppress-shortcuts: JupyterLab leaves the arrow keys to the grid (not to its cell selection)
+    const grid = el("div", {
+      class: "grid",
+      role: "grid",
+      "aria-label": "elements of the view",
+      "data-lm-suppress-shortcuts": "true",
+    });
     const labelled = shape.length >= 1;
     grid.style.gridTemplateColumns = labelled ? `auto repeat(${cols}, auto)` : "auto";
     if (labelled) {
@@ -170,18 +176,25 @@ function viewCell(index, at, { stride, offset }, a, size, values, links) {
     words += `, shared with ${plural(reads - 1, "other element")}`;
   }
   cell.setAttribute("aria-label", words);
+  // One element at a time is "current": the one under the pointer, else the one with the focus.
   const show = (on) => {
-    links.storage.get(at)?.classList.toggle("hot", on);
+    for (const c of links.storage.values()) c.classList.remove("hot");
+    const focused = links.shows.get(cell.ownerDocument.activeElement);
     if (on) {
+      links.storage.get(at)?.classList.add("hot");
       links.arith.textContent = `${formulaInLetters(index.length)} = address: ${words}`;
+    } else if (focused && focused !== showThis) {
+      focused();
     } else {
       links.arith.textContent = links.hint;
     }
   };
-  cell.addEventListener("focus", () => show(true));
+  const showThis = () => show(true);
+  links.shows.set(cell, showThis);
+  cell.addEventListener("focus", showThis);
   cell.addEventListener("blur", () => show(false));
-  cell.addEventListener("mouseenter", () => show(true));
-  cell.addEventListener("mouseleave", () => show(document.activeElement === cell));
+  cell.addEventListener("mouseenter", showThis);
+  cell.addEventListener("mouseleave", () => show(false));
   return cell;
 }
 

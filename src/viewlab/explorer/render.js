@@ -148,7 +148,7 @@ export function render({ model, el: root }) {
     const hint = `${formulaInLetters(shape.length)} = address: point at an element of the view to see it with the numbers. ${HINT_KEYS}.`;
     arith.textContent = hint;
     const storage = storagePane(a, size, offset, values);
-    const links = { storage: storage.cellsByIndex, arith, hint, focusAt, moved: (k) => (focusAt = k) };
+    const links = { storage: storage.cellsByIndex, arith, hint, focusAt, moved: (k) => (focusAt = k), shows: new Map() };
     const view = viewPane({ shape, stride, offset }, a, size, values, links);
     linkStorage(storage.cellsByIndex, view.cells);
     panes.replaceChildren(view.pane, storage.pane);
