@@ -125,6 +125,18 @@ def _torch_reads(shape, stride, offset, size) -> list[int]:
     return torch.arange(max(size, needed)).as_strided(shape, stride, offset).flatten().tolist()
 
 
+def _check_legend_arithmetic_and_tab_stop(explorer, layout) -> None:
+    """On a built page: the legend is there, the first element's arithmetic shows on hover, one Tab stop."""
+    shape, stride, offset, size = layout
+    assert len(explorer.locator(".legend li").all_inner_texts()) == 6
+    if 0 in shape:
+        return
+    explorer.locator(".grid .c").first.hover()
+    start = f"[{', '.join('0' * len(shape))}]: {' + '.join([str(offset), *(f'0·{s}' for s in stride)])} = {offset}"
+    assert start in explorer.locator(".arith").inner_text()
+    assert explorer.locator(".grid .c[tabindex='0']").count() == 1
+
+
 def _edit_stride_and_check(page, explorer, shape, new_stride, offset, size, shot: Path) -> None:
     before = explorer.locator(".summary").inner_text()
     stride_input = explorer.locator("input[name=stride]")
@@ -405,6 +417,7 @@ def test_the_books_explorer_page_works_from_file_with_the_network_blocked(browse
     )
     for k, layout in enumerate(layouts):
         assert _drawn(explorers.nth(k)) == _torch_reads(*layout), layout
+        _check_legend_arithmetic_and_tab_stop(explorers.nth(k), layout)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     explorers.nth(0).scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "book-explorer-page.png"))
@@ -444,7 +457,15 @@ def test_each_stored_explorer_output_is_an_explorer_on_its_notebook_page(browser
         assert explorers.count() == len(stored), name  # 0 until the notebooks are executed with the explorer cells
         for k, layout in enumerate(stored):
             explorers.nth(k).locator(".vx").wait_for(timeout=15_000)
-            assert _drawn(explorers.nth(k)) == _torch_reads(*layout.values())
+            where = (layout["shape"], layout["stride"], layout["offset"], layout["size"])
+            assert _drawn(explorers.nth(k)) == _torch_reads(*where)
+            _check_legend_arithmetic_and_tab_stop(explorers.nth(k), where)
+            if "values" in layout:  # the values draw_layout's figure shows above it, each with its @k
+                first = explorers.nth(k).locator(".grid .c").first
+                k0 = _torch_reads(*where)[0]
+                assert first.inner_text().split() == [layout["values"][k0], f"@{k0}"]
+        explorers.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"book-{name.replace('.ipynb', '')}.png"))
         assert not report["foreign"] and not report["errors"], (name, report)
 
 

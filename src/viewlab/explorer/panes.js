@@ -76,7 +76,8 @@ export function storagePane(a, size, offset, values) {
     }
     const i = item.index;
     const reads = a.reads.get(i) || 0;
-    const cell = el("div", { class: "c", "data-index": String(i) }, ...content(i, values));
+    // as draw_layout's strip: the index above, the value inside (the index alone without values)
+    const cell = el("div", { class: "c", "data-index": String(i), text: i < values.length ? values[i] : String(i) });
     paint(cell, i, size);
     const where = i >= size ? "outside the storage" : `storage element ${i}`;
     const count = a.drawn ? `read ${plural(reads, "time")}` : "reads not counted";
