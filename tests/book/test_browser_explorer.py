@@ -358,6 +358,33 @@ def test_a_huge_stride_cuts_the_strip_says_so_and_still_shows_every_cell_read(br
 
 @pytest.mark.browser
 @needs_chromium
+def test_on_a_phone_a_view_wider_than_its_box_says_it_scrolls(browser, tmp_path):
+    page, explorers, report = _file_page(browser, tmp_path, [([2, 12], [12, 1], 0, 24), ([2, 3], [3, 1], 0, 6)])
+    cue = "div.viewlab-explorer >> nth={} >> .cue"
+    page.wait_for_function("() => document.querySelectorAll('.vx .cue').length === 2")
+    assert page.locator(cue.format(0)).is_hidden() and page.locator(cue.format(1)).is_hidden()  # 1280 px
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.locator(cue.format(0)).wait_for(state="visible", timeout=5_000)
+    assert "scroll it sideways" in page.locator(cue.format(0)).inner_text()
+    assert page.locator(cue.format(1)).is_hidden()  # a view that fits says nothing
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 375  # the page itself does not scroll
+    explorers.nth(0).screenshot(path=str(ARTIFACTS / "phone-wide-view.png"))
+    assert not report["foreign"] and not report["errors"], report
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_too_many_elements_to_draw_does_not_call_the_storage_never_read(browser, tmp_path):
+    page, explorers, report = _file_page(browser, tmp_path, [([40, 40], [0, 1], 0, 40)])
+    explorer = explorers.nth(0)
+    assert "1,600 elements: too many to draw (at most 1024)" in explorer.inner_text()
+    assert explorer.locator(".cells .c").count() == 40 and explorer.locator(".cells .c.unread").count() == 0
+    assert "too many view elements to count their reads" in explorer.inner_text()
+    assert not report["foreign"] and not report["errors"], report
+
+
+@pytest.mark.browser
+@needs_chromium
 def test_typed_fields_say_what_is_wrong_and_a_new_shape_can_take_contiguous_strides(browser, tmp_path):
     page, explorers, report = _file_page(browser, tmp_path, [([3, 4], [4, 1], 0, 12), ([], [], 5, 12)])
     explorer, status = explorers.nth(0), explorers.nth(0).locator("[role=status]")

@@ -64,13 +64,12 @@ export function storagePane(a, size, offset, values) {
   const pane = el("div", { class: "pane storage" });
   pane.append(el("h4", { text: `storage (${plural(size, "element")}; offset ${offset})` }));
   const strip = el("div", { class: "cells", role: "list", "aria-label": "storage elements" });
-  const { items, truncated } = a.drawn
-    ? stripItems(a.reads, size, offset)
-    : stripItems(new Map(), Math.min(size, MAX_DRAWN), offset);
+  const { items, truncated } = stripItems(a.reads, size, offset, a.drawn);
   const cellsByIndex = new Map();
   for (const item of items) {
     if (item.gap !== undefined) {
-      const words = `… ${plural(item.gap, "element")} not read (${item.from} to ${item.to}) …`;
+      const what = a.drawn ? "not read" : "not drawn";
+      const words = `… ${plural(item.gap, "element")} ${what} (${item.from} to ${item.to}) …`;
       strip.append(el("div", { class: "gap", role: "listitem", text: words }));
       continue;
     }
@@ -214,4 +213,16 @@ export function linkStorage(cellsByIndex, viewCells) {
     cell.addEventListener("mouseenter", () => light(true));
     cell.addEventListener("mouseleave", () => light(false));
   }
+}
+
+// A view wider than its box scrolls inside it; on a phone nothing else would show that columns are cut.
+export function scrollCue(pane) {
+  const cue = el("div", { class: "sub cue", text: "the view is wider than this box: scroll it sideways to see every column" });
+  cue.hidden = true;
+  pane.append(cue);
+  const check = () => {
+    cue.hidden = pane.scrollWidth <= pane.clientWidth + 1;
+  };
+  if (typeof ResizeObserver === "function") new ResizeObserver(check).observe(pane);
+  requestAnimationFrame(check);
 }

@@ -18,7 +18,7 @@ import {
   unsqueeze,
   viewOrCopy,
 } from "./arithmetic.js";
-import { el, legend, linkStorage, storagePane, viewPane } from "./panes.js";
+import { el, legend, linkStorage, scrollCue, storagePane, viewPane } from "./panes.js";
 import { CSS } from "./style.js";
 import { describe, formulaInLetters } from "./words.js";
 
@@ -152,6 +152,7 @@ export function render({ model, el: root }) {
     const view = viewPane({ shape, stride, offset }, a, size, values, links);
     linkStorage(storage.cellsByIndex, view.cells);
     panes.replaceChildren(view.pane, storage.pane);
+    scrollCue(view.pane);
     if (hadFocus && view.cells.length) view.cells[Math.min(focusAt, view.cells.length - 1)].focus();
     if (!a.inBounds) {
       say(`out of bounds: the view needs ${a.needed} storage elements, the storage has ${size}`, "err");

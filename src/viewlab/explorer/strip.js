@@ -9,8 +9,14 @@ export const RUN = 16;
 export const EDGE = 3;
 
 // [{index} | {gap, from, to}] in storage order, and whether any run was cut. `reads`: storage index ->
-// reads (empty when the view has too many elements to list them).
-export function stripItems(reads, size, offset) {
+// reads. `known` is false when the view has too many elements to list its reads: nothing can be called
+// "not read" then, so the storage is shown as it is (its first MAX_DRAWN elements).
+export function stripItems(reads, size, offset, known = true) {
+  if (!known) {
+    const items = Array.from({ length: Math.min(size, MAX_DRAWN) }, (_, i) => ({ index: i }));
+    if (size > MAX_DRAWN) items.push({ gap: size - MAX_DRAWN, from: MAX_DRAWN, to: size - 1 });
+    return { items, truncated: size > MAX_DRAWN };
+  }
   const read = [...reads.keys()].sort((a, b) => a - b);
   const end = Math.max(size, read.length ? read[read.length - 1] + 1 : 0);
   if (end === 0) return { items: [], truncated: false };
