@@ -308,10 +308,18 @@ def test_the_view_is_one_tab_stop_and_the_arrow_keys_move_inside_it(browser, tmp
         page.keyboard.press(key)
         assert _focused(page)["name"].startswith(f"element {where}"), (key, where, _focused(page))
         assert first.locator(".grid .c[tabindex='0']").count() == 1
-    page.keyboard.press("Tab")  # one Tab leaves the view: the next explorer's first control
+    page.keyboard.press("Tab")  # one Tab leaves the view, for the storage strip: its second Tab stop
     assert _focused(page)["role"] != "gridcell"
+    assert page.evaluate("() => document.activeElement.dataset.index") == "0"
+    assert first.locator(".cells .c[tabindex='0']").count() == 1
+    page.keyboard.press("ArrowRight")  # storage element 1: which elements of the view read it?
+    assert page.evaluate("() => document.activeElement.dataset.index") == "1"
+    assert "read by [0, 0, 1]" in first.locator(".arith").inner_text()
+    assert first.locator(".grid .c.hot").evaluate_all("cs => cs.map(c => c.dataset.index)") == ["0, 0, 1"]
+    page.keyboard.press("Tab")  # and the next Tab leaves the explorer: the next one's first control
     assert explorers.nth(1).locator("input[name=shape]").evaluate("e => e === document.activeElement")
-    page.keyboard.press("Shift+Tab")  # back to where the learner left the view
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")  # back through the strip to where the learner left the view
     assert _focused(page)["name"].startswith("element [1, 0, 0]")
     # a redraw (a new stride) keeps the place and the single Tab stop
     first.locator("input[name=stride]").fill("1, 6, 2")

@@ -78,9 +78,12 @@ def _storage_values(t: torch.Tensor, size: int) -> list[str]:
 def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = None, offset: int = 0) -> Explorer:
     """An explorer of ``t``'s layout (or of ``shape``/``stride``/``offset`` over the storage they need).
 
-    In JupyterLab, VS Code and Colab it draws the storage and the view side by side and lets you edit
-    the layout or apply transpose, permute, slice, expand, unsqueeze, unfold, as_strided, view, reshape
-    and contiguous; ``.tensor()`` gives the layout you reached back as a real view of ``t``.
+    In JupyterLab, VS Code and Colab it draws the storage and the view side by side, with ``t``'s values
+    and ``@k`` in :func:`viewlab.draw_layout`'s palette and a legend of its marks, and lets you edit the
+    layout or apply transpose, permute, slice, expand, unsqueeze, unfold, as_strided, view, reshape and
+    contiguous. Pointing at an element, or moving to it with the arrow keys (the view is one Tab stop),
+    shows its address: ``offset + i·stride[0] + j·stride[1] = k``. ``.tensor()`` gives the layout you
+    reached back as a real view of ``t``. Every number must fit in 2**53 - 1, the browser's exact integers.
 
     >>> import torch, viewlab
     >>> x = torch.arange(12)

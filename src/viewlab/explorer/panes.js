@@ -87,7 +87,7 @@ export function storagePane(a, size, offset, values) {
     if (i === offset) cell.classList.add("off");
     const above = el("span", { class: "idx", text: i < values.length ? String(i) : "" });
     const below = el("span", { class: "n", text: reads > 1 ? `×${reads}` : "" });
-    const wrap = el("div", { class: "sc", role: "listitem", "aria-label": cell.title }, above, cell, below);
+    const wrap = el("div", { class: "sc", role: "listitem" }, above, cell, below);
     cellsByIndex.set(i, cell);
     strip.append(wrap);
   }
@@ -163,6 +163,7 @@ export function viewPane(layout, a, size, values, links) {
 function viewCell(index, at, { stride, offset }, a, size, values, links) {
   const cell = el("div", { class: "c", role: "gridcell", tabindex: "-1" }, ...content(at, values));
   cell.dataset.storage = String(at);
+  cell.dataset.index = index.join(", ");
   paint(cell, at, size);
   const reads = a.reads.get(at);
   const sum = arithmetic(index, stride, offset);
@@ -198,21 +199,37 @@ function viewCell(index, at, { stride, offset }, a, size, values, links) {
   return cell;
 }
 
-// Pointing at a storage element lights every element of the view that reads it (the other direction).
-export function linkStorage(cellsByIndex, viewCells) {
+// The other direction: pointing at a storage element, or moving to it with the keyboard (the strip is
+// the explorer's second Tab stop, with the same keys), lights every element of the view that reads it
+// and names them on the arithmetic line.
+export function linkStorage(cellsByIndex, viewCells, links) {
   const readers = new Map();
   for (const cell of viewCells) {
     const k = Number(cell.dataset.storage);
     readers.set(k, [...(readers.get(k) || []), cell]);
   }
+  const strip = [...cellsByIndex.values()];
   for (const [k, cell] of cellsByIndex) {
+    const who = (readers.get(k) || []).map((v) => `[${v.dataset.index}]`);
+    const words = `${cell.title}${who.length ? `; read by ${who.join(", ")}` : ""}`;
+    cell.setAttribute("aria-label", words);
     const light = (on) => {
-      cell.classList.toggle("hot", on);
-      for (const v of readers.get(k) || []) v.classList.toggle("hot", on);
+      for (const c of strip) c.classList.remove("hot");
+      for (const v of viewCells) v.classList.remove("hot");
+      if (!on) {
+        links.arith.textContent = links.hint;
+        return;
+      }
+      cell.classList.add("hot");
+      for (const v of readers.get(k) || []) v.classList.add("hot");
+      links.arith.textContent = words;
     };
     cell.addEventListener("mouseenter", () => light(true));
-    cell.addEventListener("mouseleave", () => light(false));
+    cell.addEventListener("mouseleave", () => light(cell.ownerDocument.activeElement === cell));
+    cell.addEventListener("focus", () => light(true));
+    cell.addEventListener("blur", () => light(false));
   }
+  if (strip.length) roving(strip, { rows: 1, cols: strip.length, count: 1 }, 0, () => {});
 }
 
 // A view wider than its box scrolls inside it; on a phone nothing else would show that columns are cut.

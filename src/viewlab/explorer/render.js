@@ -150,7 +150,7 @@ export function render({ model, el: root }) {
     const storage = storagePane(a, size, offset, values);
     const links = { storage: storage.cellsByIndex, arith, hint, focusAt, moved: (k) => (focusAt = k), shows: new Map() };
     const view = viewPane({ shape, stride, offset }, a, size, values, links);
-    linkStorage(storage.cellsByIndex, view.cells);
+    linkStorage(storage.cellsByIndex, view.cells, links);
     panes.replaceChildren(view.pane, storage.pane);
     scrollCue(view.pane);
     if (hadFocus && view.cells.length) view.cells[Math.min(focusAt, view.cells.length - 1)].focus();
