@@ -50,7 +50,7 @@ export const parseOffset = (text) => {
   return Number(text);
 };
 
-const HINT_KEYS = "Tab into the view, then the arrow keys (Home/End, PageUp/PageDown) move between elements";
+const HINT_KEYS = "Tab into the view (or on to the storage strip), then the arrow keys move between elements";
 
 export function render({ model, el: root }) {
   const get = () => ({ shape: model.get("shape"), stride: model.get("stride"), offset: model.get("offset") });
