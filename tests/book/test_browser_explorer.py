@@ -237,6 +237,8 @@ def test_the_legend_names_every_mark_drawn_as_the_cells_are(browser, tmp_path):
     for k in range(2):
         items = explorers.nth(k).locator(".legend li").all_inner_texts()
         assert all(any(word in item for item in items) for word in LEGEND), items
+        # one announcement per change: the status line is the only live region (the summary was a second)
+        assert explorers.nth(k).locator("[aria-live], [role=status], [role=alert]").count() == 1
     # the samples are drawn by the same rules as the real marks: same outline, border and bar colours
     style = "(e, p) => getComputedStyle(e)[p]"
     real, sample = explorers.nth(1).locator(".cells .c.over").first, explorers.nth(1).locator(".legend .c.over")
