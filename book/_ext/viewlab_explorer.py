@@ -33,7 +33,7 @@ REPR = re.compile(
     re.DOTALL,
 )
 
-# anywidget's model, as far as explorer.js uses it, over a plain object; change:<key> fires on set.
+# anywidget's model, as far as the explorer bundle uses it, over a plain object; change:<key> fires on set.
 STAND_IN = """
 for (const node of document.querySelectorAll("div.viewlab-explorer")) {
   const data = {};
