@@ -1,14 +1,14 @@
 """The stride explorer in the book, with no kernel: the same ES module as ``viewlab.explore``, inlined.
 
 Browsers refuse module imports from ``file://`` and the book loads nothing from other hosts, so each
-page that has an explorer carries src/viewlab/explorer/explorer.js inline, in one ``<script type="module">``,
-followed by a small stand-in for anywidget's model (``get``/``set``/``on``/``off``/``save_changes``).
+page that has an explorer carries the explorer's modules (src/viewlab/explorer/*.js, joined into one module
+by src/viewlab/explorer/bundle.py) inline, in one ``<script type="module">``, followed by a small stand-in for anywidget's model (``get``/``set``/``on``/``off``/``save_changes``).
 Every ``<div class="viewlab-explorer">`` on the page is rendered with it, its starting layout read from its
 ``data-`` attributes. Explorers come from two places:
 
 1. the ``viewlab-explorer`` directive in the book's own pages (options: shape, stride, offset, size);
 2. a notebook output of ``viewlab.explore(...)``: its stored text is the layout
-   (``Explorer(shape=(3, 4), stride=(4, 1), offset=0, size=12)``), which replaces the widget view
+   (``Explorer(shape=(3, 4), stride=(4, 1), offset=0, size=12, values=['10', ...])``), which replaces the widget view
    (a widget view needs a kernel, and saved widget state would load its code from a CDN).
 """
 
@@ -28,13 +28,16 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 CLASS = "viewlab-explorer"
-REPR = re.compile(r"^Explorer\(shape=(\([\d, ]*\)), stride=(\([\d, ]*\)), offset=(\d+), size=(\d+)\)$")
+REPR = re.compile(
+    r"^Explorer\(shape=(\([\d, ]*\)), stride=(\([\d, ]*\)), offset=(\d+), size=(\d+)(?:, values=(\[.*\]))?\)$",
+    re.DOTALL,
+)
 
-# anywidget's model, as far as explorer.js uses it, over a plain object; change:<key> fires on set.
+# anywidget's model, as far as the explorer bundle uses it, over a plain object; change:<key> fires on set.
 STAND_IN = """
 for (const node of document.querySelectorAll("div.viewlab-explorer")) {
   const data = {};
-  for (const key of ["shape", "stride", "offset", "size"]) data[key] = JSON.parse(node.dataset[key]);
+  for (const key of ["shape", "stride", "offset", "size", "values"]) data[key] = JSON.parse(node.dataset[key] ?? "[]");
   const handlers = new Map();
   const model = {
     get: (key) => data[key],
@@ -49,15 +52,22 @@ for (const node of document.querySelectorAll("div.viewlab-explorer")) {
 
 
 def module_source() -> str:
-    """explorer.js as the package ships it (found without importing viewlab.explorer, so without anywidget)."""
+    """The explorer's bundle as the package ships it to anywidget (its bundle.py loaded by path: no anywidget)."""
     spec = importlib.util.find_spec("viewlab")
     assert spec and spec.origin, "viewlab is not importable: install the course (make book does)"
-    return (Path(spec.origin).parent / "explorer" / "explorer.js").read_text(encoding="utf-8")
+    path = Path(spec.origin).parent / "explorer" / "bundle.py"
+    loader_spec = importlib.util.spec_from_file_location("_viewlab_explorer_bundle", path)
+    assert loader_spec and loader_spec.loader, f"cannot load {path}"
+    module = importlib.util.module_from_spec(loader_spec)
+    loader_spec.loader.exec_module(module)
+    return module.bundle()
 
 
-def explorer_div(shape: list[int], stride: list[int], offset: int, size: int) -> str:
-    """The placeholder the inline module renders into."""
+def explorer_div(shape: list[int], stride: list[int], offset: int, size: int, values: list[str] | None = None) -> str:
+    """The placeholder the inline module renders into (``values``: the storage's values as text, if known)."""
     attrs = {"shape": list(shape), "stride": list(stride), "offset": int(offset), "size": int(size)}
+    if values:
+        attrs["values"] = [str(v) for v in values]
     data = " ".join(f'data-{k}="{html.escape(json.dumps(v))}"' for k, v in attrs.items())
     return f'<div class="{CLASS}" {data}></div>'
 
@@ -68,7 +78,10 @@ def layout_from_repr(text: str) -> dict[str, Any] | None:
     if not match:
         return None
     shape, stride = (list(ast.literal_eval(g)) for g in match.groups()[:2])
-    return {"shape": shape, "stride": stride, "offset": int(match[3]), "size": int(match[4])}
+    layout = {"shape": shape, "stride": stride, "offset": int(match[3]), "size": int(match[4])}
+    if match[5]:
+        layout["values"] = [str(v) for v in ast.literal_eval(match[5])]
+    return layout
 
 
 def _ints(text: str) -> list[int]:

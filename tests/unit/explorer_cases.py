@@ -1,4 +1,4 @@
-"""Cases for the stride explorer's arithmetic (src/viewlab/explorer/explorer.js), each answered by real torch.
+"""Cases for the stride explorer's arithmetic (src/viewlab/explorer/arithmetic.js), each answered by real torch.
 
 Three kinds, drawn from a seeded generator (the same cases on every run):
 

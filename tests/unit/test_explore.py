@@ -1,7 +1,7 @@
 """viewlab.explore: the Python side (inputs, the real tensor's layout, ``.tensor()``) and explorer.js's
 arithmetic against real torch, evaluated in a real browser (Debian's chromium through Playwright).
 
-The module is read from the package (the file anywidget serves) and run in a page that can reach nothing:
+The module is the package's bundle (what anywidget serves) run in a page that can reach nothing:
 every request is aborted and counted. The cases come from tests/unit/explorer_cases.py, answered by torch.
 """
 
@@ -11,7 +11,6 @@ import json
 import shutil
 import subprocess
 import sys
-from importlib import resources
 
 import pytest
 import torch
@@ -23,7 +22,15 @@ from tests.unit import explorer_cases
 from viewlab.explorer import MAX_STORAGE, Explorer
 
 CHROMIUM = shutil.which("chromium")
-JS = resources.files("viewlab.explorer").joinpath("explorer.js")
+
+
+def _js() -> str:
+    """The bundle anywidget serves (imported here, so the Python tests also run against an older package)."""
+    from viewlab.explorer.bundle import bundle
+
+    return bundle()
+
+
 JS_NAMES = (
     "analyse checkLayout inferSize viewOrCopy contiguousStrides numel transpose permute slice expand unsqueeze "
     "unfold contiguous asStrided describe render"
@@ -107,10 +114,14 @@ def test_the_repr_is_the_layout_and_the_storage_is_what_torch_allocates_for_it()
     [
         ({"t": [1, 2]}, TypeError, r"explore\(\): expects a torch.Tensor for `t`, got list"),
         ({"shape": 3}, TypeError, r"explore\(\): `shape` must be a tuple of at most 6 ints; got int 3"),
-        ({"shape": (2, -1)}, ValueError, r"explore\(\): `shape\[1\]` must be an int >= 0; got int -1"),
+        (
+            {"shape": (2, -1)},
+            ValueError,
+            r"explore\(\): `shape\[1\]` must be an int in 0\.\.9007199254740991; got int -1",
+        ),
         ({"shape": (2, 3), "stride": (1,)}, ValueError, r"`stride` must be 2 ints, one per dim of shape \(2, 3\)"),
-        ({"shape": (2,), "stride": (-1,)}, ValueError, r"`stride\[0\]` must be an int >= 0"),
-        ({"shape": (2,), "offset": 1.5}, TypeError, r"`offset` must be an int >= 0; got float 1.5"),
+        ({"shape": (2,), "stride": (-1,)}, ValueError, r"`stride\[0\]` must be an int in 0\.\.9007199254740991"),
+        ({"shape": (2,), "offset": 1.5}, TypeError, r"`offset` must be an int in 0\.\.9007199254740991; got float 1.5"),
         ({"shape": (40, 40)}, ValueError, rf"draws at most {MAX_STORAGE} storage elements; this layout spans 1600"),
         ({"t": torch.zeros(3), "shape": (3,)}, ValueError, r"takes a tensor `t` or a layout .* not both"),
         ({"t": torch.zeros(3), "offset": 1}, ValueError, r"not both"),
@@ -121,6 +132,63 @@ def test_bad_input_is_refused_with_what_to_pass(kwargs, kind, pattern):
     t = kwargs.pop("t", None)
     with pytest.raises(kind, match=pattern):
         viewlab.explore(t, **kwargs)
+
+
+# fuzz.md E16: a layout with no elements used to keep numbers neither torch's int64 nor the page's exact
+# integers (2**53 - 1) can hold, and .tensor() gave torch's overflow error for a size set from Python.
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"shape": (2**63, 0)},
+        {"shape": (2**53, 0)},
+        {"shape": (2, 0), "offset": 10**30},
+        {"shape": (0, 3), "stride": (2**60, 1)},
+    ],
+)
+def test_numbers_a_browser_cannot_hold_are_refused_even_when_the_layout_has_no_elements(kwargs):
+    with pytest.raises(
+        ValueError, match=r"^explore\(\): `\w+(\[\d\])?` must be an int in 0\.\.9007199254740991; got int"
+    ):
+        viewlab.explore(**kwargs)
+
+
+def test_a_layout_whose_last_address_a_browser_cannot_hold_is_refused():
+    with pytest.raises(ValueError, match=r"^explore\(\): this layout reaches storage element 9007199254740992"):
+        viewlab.explore(shape=(3,), stride=(2**52,))
+
+
+@pytest.mark.parametrize(
+    "shape, stride, offset, words",
+    [
+        ([-1, 4], [4, 1], 0, "sizes and the offset must be ints >= 0"),
+        ([2, 2], [1, 1], -1, "sizes and the offset must be ints >= 0"),
+        ([0, 2], [2**60, 1], 0, r"holds a number above 9007199254740991"),
+    ],
+)
+def test_tensor_refuses_a_layout_set_from_python_before_torch_sees_it(shape, stride, offset, words):
+    ex = viewlab.explore(torch.arange(12.0))
+    ex.shape, ex.stride, ex.offset = shape, stride, offset
+    with pytest.raises(ValueError, match=rf"^Explorer\.tensor\(\): .* {words}"):
+        ex.tensor()
+
+
+@pytest.mark.parametrize(
+    "t",
+    [
+        torch.arange(10, 22).view(3, 4)[:, ::2],
+        torch.tensor([0.5, 1.25, -2.0]).expand(2, 3),
+        torch.tensor([True, False, True]),
+        torch.arange(6.0).view(2, 3).t()[1:],
+    ],
+)
+def test_the_explorer_carries_the_storages_values_as_the_static_figure_writes_them(t):
+    from viewlab._format import cell_value
+
+    ex = viewlab.explore(t)
+    storage = torch.as_strided(t, (ex.size,), (1,), 0)
+    assert ex.values == [cell_value(v) for v in storage.tolist()]
+    assert repr(ex).endswith(f", values={ex.values!r})")
+    assert viewlab.explore(shape=(2, 3)).values == [] and "values" not in repr(viewlab.explore(shape=(2, 3)))
 
 
 @pytest.mark.parametrize("shape, stride", [([2, 2], [1]), ([2], [-1])])
@@ -138,8 +206,10 @@ def test_tensor_needs_a_tensor():
 
 def test_the_widget_ships_the_module_and_syncs_the_layout():
     ex = viewlab.explore(torch.zeros(2, 3).t())
-    assert isinstance(ex, Explorer) and JS.is_file()
-    assert "export default" in ex._esm and ex._esm == JS.read_text(encoding="utf-8")
+    from viewlab.explorer.bundle import module_files
+
+    assert isinstance(ex, Explorer) and all(path.is_file() for path in module_files())
+    assert "export default" in ex._esm and ex._esm == _js()
     state = ex.get_state()
     assert (state["shape"], state["stride"], state["offset"], state["size"]) == ([3, 2], [1, 3], 0, 6)
 
@@ -190,7 +260,7 @@ def _page_with_the_module(browser, requests: list[str], source: str | None = Non
     page = browser.new_page()
     page.route("**/*", lambda route: (requests.append(route.request.url), route.abort()))
     exports = ", ".join(JS_NAMES)
-    source = JS.read_text(encoding="utf-8") if source is None else source
+    source = _js() if source is None else source
     html = f'<script type="module">\n{source}\nwindow.vx = {{{exports}}};\n</script>'
     page.set_content(html)
     page.wait_for_function("() => window.vx !== undefined", timeout=30_000)
@@ -213,7 +283,9 @@ def test_the_modules_arithmetic_agrees_with_torch_in_chromium(chromium_args, cap
         finally:
             browser.close()
     with capsys.disabled():
-        print(f"\nexplorer.js vs torch: {report['n']} cases, {report['mismatches']} mismatches; {report['counts']}")
+        print(
+            f"\nthe explorer bundle vs torch: {report['n']} cases, {report['mismatches']} mismatches; {report['counts']}"
+        )
     assert report["n"] == len(cases)
     assert report["mismatches"] == 0, json.dumps(report["first"], indent=1)
     assert not requests, requests
@@ -242,13 +314,13 @@ def test_the_cases_catch_a_slip_in_each_rule(chromium_args):
     from playwright.sync_api import sync_playwright
 
     cases = explorer_cases.all_cases()
-    source = JS.read_text(encoding="utf-8")
+    source = _js()
     caught = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=chromium_args)
         try:
             for slip, (old, new) in SLIPS.items():
-                assert source.count(old) == 1, f"the slip {slip!r} no longer applies to explorer.js"
+                assert source.count(old) == 1, f"the slip {slip!r} no longer applies to the bundle"
                 page = _page_with_the_module(browser, [], source.replace(old, new))
                 caught[slip] = page.evaluate(EVALUATE, cases)["mismatches"]
                 page.close()

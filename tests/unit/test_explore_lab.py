@@ -95,7 +95,9 @@ def test_in_a_kernel_the_explorers_model_syncs_both_ways():
         data = [m["content"]["data"] for m in shown if m["msg_type"] == "display_data"]
         assert "image/png" in data[0] and "application/vnd.jupyter.widget-view+json" in data[1]
         t = torch.arange(12).view(3, 4).t()
-        assert data[1]["text/plain"] == f"Explorer(shape={tuple(t.shape)}, stride={t.stride()}, offset=0, size=12)"
+        values = [str(v) for v in range(12)]  # the storage's values, as draw_layout writes them
+        want = f"Explorer(shape={tuple(t.shape)}, stride={t.stride()}, offset=0, size=12, values={values!r})"
+        assert data[1]["text/plain"] == want
         # and Python's edits reach the front end as updates
         changed = _collect(kc, kc.execute("ex.offset = 1"))
         updates = [m["content"]["data"] for m in changed if m["msg_type"] == "comm_msg"]
@@ -165,10 +167,31 @@ def _run_cell(page, index: int) -> None:
 def _wait_for_drawn(page, want: list[int]) -> None:
     page.wait_for_function(
         "(want) => { const cells = [...document.querySelectorAll('.jp-OutputArea .vx .grid .c')];"
-        " return JSON.stringify(cells.map(c => +c.textContent)) === JSON.stringify(want); }",
+        " return JSON.stringify(cells.map(c => +c.dataset.storage)) === JSON.stringify(want); }",
         arg=want,
         timeout=60_000,
     )
+
+
+def _legend_arithmetic_and_keys_in_lab(page) -> None:
+    """The legend is there, pointing at a cell shows its address arithmetic, and the arrow keys move the
+    focus inside the view (one Tab stop) while JupyterLab's own arrow-key cell selection stays put."""
+    box = page.locator(".jp-OutputArea .vx").first
+    items = box.locator(".legend li").all_inner_texts()
+    for word in ("overlap", "out of bounds", "storage offset", "never read", "point at or focus"):
+        assert any(word in item for item in items), (word, items)
+    box.locator(".grid .c").nth(6).hover()  # x[1, 2]
+    assert "[1, 2]: 0 + 1·4 + 2·1 = 6, value 6" in box.locator(".arith").inner_text()
+    active = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex(c => c.classList.contains('jp-mod-active'))"
+    box.locator(".grid .c").first.click()  # the click makes the explorer's notebook cell the active one
+    before = page.evaluate(active)
+    for key in ("ArrowRight", "ArrowDown", "ArrowDown", "End"):
+        page.keyboard.press(key)
+    focused = page.evaluate("() => document.activeElement.getAttribute('aria-label')")
+    assert focused.startswith("element [2, 3]: 0 + 2·4 + 3·1 = 11"), focused
+    assert page.evaluate(active) == before  # the notebook did not move its cell selection
+    assert box.locator(".grid .c[tabindex='0']").count() == 1
+    box.screenshot(path=str(ARTIFACTS / "lab-keyboard-arithmetic.png"))
 
 
 @pytest.mark.browser
@@ -192,6 +215,7 @@ def test_in_jupyterlab_a_stride_edit_redraws_and_tensor_agrees_with_torch(lab, c
             )
             _run_cell(page, 0)
             _wait_for_drawn(page, x.flatten().tolist())
+            _legend_arithmetic_and_keys_in_lab(page)
             stride = page.locator(".jp-OutputArea .vx input[name=stride]")
             stride.fill("1, 3")
             stride.press("Enter")
@@ -202,8 +226,15 @@ def test_in_jupyterlab_a_stride_edit_redraws_and_tensor_agrees_with_torch(lab, c
             out.wait_for(timeout=60_000)
             got = json.loads(out.inner_text().strip().splitlines()[-1])
             assert got == {**_expected([3, 4], [1, 3], 0), "same_storage": True}
+            # an out-of-bounds edit in the page, then a layout set in Python: the old message must go
+            stride.fill("4, 4")
+            stride.press("Enter")
+            status = page.locator(".jp-OutputArea .vx [role=status]")
+            assert "out of bounds: the view needs 21 storage elements" in status.inner_text()
             _run_cell(page, 2)  # Python sets a layout: the page follows
             _wait_for_drawn(page, x.as_strided((2, 2), (1, 4), 2).flatten().tolist())
+            assert "out of bounds" not in status.inner_text(), status.inner_text()
+            page.locator(".jp-OutputArea .vx").first.screenshot(path=str(ARTIFACTS / "lab-python-edit-no-stale.png"))
             page.screenshot(path=str(ARTIFACTS / "lab-after-python-edit.png"), full_page=True)
         finally:
             browser.close()

@@ -1,12 +1,13 @@
 """The stride explorer: edit a view's shape, stride and offset and see which storage elements it reads.
 
-All of it runs in explorer.js (one ES module, no dependency), through anywidget here and inlined in the book.
+All of it runs in the browser: the ES modules beside this file (arithmetic, the storage strip, style,
+words, keyboard, the picture, the widget), joined by :mod:`.bundle` into one module with no dependency,
+served by anywidget here and inlined in the book.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -14,9 +15,12 @@ import torch
 import traitlets
 
 from .._checks import entry, problem, require_int, require_tensor, type_error, value_error
+from .._format import cell_value
+from .bundle import bundle
 
 __all__ = ["Explorer", "explore", "MAX_STORAGE"]
 MAX_STORAGE = 1024  # storage elements drawn; a bigger one would not fit a page
+MAX_EXACT = 2**53 - 1  # the largest integer a browser holds exactly (torch's int64 holds more)
 
 
 def _end(shape: list[int], stride: list[int], offset: int) -> int:
@@ -27,16 +31,17 @@ def _end(shape: list[int], stride: list[int], offset: int) -> int:
 class Explorer(anywidget.AnyWidget):
     """What :func:`explore` returns: the widget, and :meth:`tensor` for its current view in torch."""
 
-    _esm = Path(__file__).with_name("explorer.js")
+    _esm = bundle()
     shape = traitlets.List(traitlets.Int()).tag(sync=True)
     stride = traitlets.List(traitlets.Int()).tag(sync=True)
-    offset, size = traitlets.Int(0).tag(sync=True), traitlets.Int(0).tag(sync=True)  # size: storage elements
+    offset = traitlets.Int(0).tag(sync=True)
+    size = traitlets.Int(0).tag(sync=True)  # storage elements
+    values = traitlets.List(traitlets.Unicode()).tag(sync=True)  # the storage's values as draw_layout writes them
     _source: torch.Tensor | None = None
 
-    def __repr__(self) -> str:  # the notebook's saved text for the widget: the layout, no address
-        return (
-            f"Explorer(shape={tuple(self.shape)}, stride={tuple(self.stride)}, offset={self.offset}, size={self.size})"
-        )
+    def __repr__(self) -> str:  # the notebook's saved text for the widget: the layout (and values), no address
+        text = f"shape={tuple(self.shape)}, stride={tuple(self.stride)}, offset={self.offset}, size={self.size}"
+        return f"Explorer({text}, values={list(self.values)!r})" if self.values else f"Explorer({text})"
 
     @entry("Explorer.tensor")
     def tensor(self) -> torch.Tensor:
@@ -46,6 +51,10 @@ class Explorer(anywidget.AnyWidget):
         where = f"shape={tuple(self.shape)}, stride={tuple(self.stride)}, offset={self.offset}"
         if len(self.stride) != len(self.shape) or min(self.stride, default=0) < 0:
             raise problem(ValueError, f"{where} is not a layout: give one stride >= 0 per dim.")
+        if min(self.shape, default=0) < 0 or self.offset < 0:
+            raise problem(ValueError, f"{where} is not a layout: sizes and the offset must be ints >= 0.")
+        if max([*self.shape, *self.stride, self.offset], default=0) > MAX_EXACT:
+            raise problem(ValueError, f"{where} holds a number above {MAX_EXACT} (2**53 - 1); edit it to fit.")
         if _end(self.shape, self.stride, self.offset) > self.size:
             raise problem(ValueError, f"{where} reads past the storage's {self.size} elements; edit it to fit.")
         return self._source.as_strided(self.shape, self.stride, self.offset)
@@ -54,16 +63,27 @@ class Explorer(anywidget.AnyWidget):
 def _ints(value: Any, arg: str) -> list[int]:
     if not isinstance(value, (list, tuple, torch.Size)) or len(value) > 6:
         raise type_error(arg, "a tuple of at most 6 ints", value, f"e.g. {arg}=(3, 4).")
-    return [require_int(v, f"{arg}[{i}]") for i, v in enumerate(value)]
+    return [require_int(v, f"{arg}[{i}]", maximum=MAX_EXACT) for i, v in enumerate(value)]
+
+
+def _storage_values(t: torch.Tensor, size: int) -> list[str]:
+    """The storage's elements as draw_layout's cells write them (none for a meta tensor: it has no values)."""
+    if t.device.type == "meta" or t.layout != torch.strided or size == 0:
+        return []
+    flat = torch.as_strided(t.detach(), (size,), (1,), 0).cpu()
+    return [cell_value(v) for v in flat.tolist()]
 
 
 @entry("explore")
 def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = None, offset: int = 0) -> Explorer:
     """An explorer of ``t``'s layout (or of ``shape``/``stride``/``offset`` over the storage they need).
 
-    In JupyterLab, VS Code and Colab it draws the storage and the view side by side and lets you edit
-    the layout or apply transpose, permute, slice, expand, unsqueeze, unfold, as_strided, view, reshape
-    and contiguous; ``.tensor()`` gives the layout you reached back as a real view of ``t``.
+    In JupyterLab, VS Code and Colab it draws the storage and the view side by side, with ``t``'s values
+    and ``@k`` in :func:`viewlab.draw_layout`'s palette and a legend of its marks, and lets you edit the
+    layout or apply transpose, permute, slice, expand, unsqueeze, unfold, as_strided, view, reshape and
+    contiguous. Pointing at an element, or moving to it with the arrow keys (the view is one Tab stop),
+    shows its address: ``offset + i·stride[0] + j·stride[1] = k``. ``.tensor()`` gives the layout you
+    reached back as a real view of ``t``. Every number must fit in 2**53 - 1, the browser's exact integers.
 
     >>> import torch, viewlab
     >>> x = torch.arange(12)
@@ -72,7 +92,7 @@ def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = N
     >>> torch.equal(ex.tensor(), x.view(3, 4)[:, ::2])
     True
     """
-    offset = require_int(offset, "offset")
+    offset = require_int(offset, "offset", maximum=MAX_EXACT)
     if t is not None:
         t = require_tensor(t, "t")
         if shape is not None or stride is not None or offset != 0:
@@ -83,10 +103,15 @@ def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = N
     stride = _ints(contiguous if stride is None else stride, "stride")
     if len(stride) != len(shape):
         raise value_error("stride", f"{len(shape)} ints, one per dim of shape {tuple(shape)}", stride)
-    size = _end(shape, stride, offset) if t is None else t.untyped_storage().nbytes() // t.element_size()
+    end = _end(shape, stride, offset)
+    if end > MAX_EXACT:
+        fix = f"Keep every address at most {MAX_EXACT} (2**53 - 1), the largest integer a browser holds exactly."
+        raise problem(ValueError, f"this layout reaches storage element {end - 1}. {fix}")
+    size = end if t is None else t.untyped_storage().nbytes() // t.element_size()
     if size > MAX_STORAGE:
         fix = "Pass a smaller one, e.g. torch.arange(12).view(3, 4)."
         raise problem(ValueError, f"draws at most {MAX_STORAGE} storage elements; this layout spans {size}. {fix}")
-    widget = Explorer(shape=shape, stride=stride, offset=offset, size=size)
+    values = [] if t is None else _storage_values(t, size)
+    widget = Explorer(shape=shape, stride=stride, offset=offset, size=size, values=values)
     widget._source = t
     return widget
