@@ -423,11 +423,19 @@ def spare_bytes() -> int:
 
 def require_allocation(nbytes: int, what: str, device: torch.device | None = None) -> None:
     """A ValueError when making ``what`` would need more bytes than the device can give: on CUDA its total
-    memory, on the CPU :func:`spare_bytes` (half of what is free now); meta tensors allocate nothing and pass.
+    memory, on the CPU :func:`spare_bytes` (half of what is free now). Meta tensors allocate nothing, but torch
+    still counts their elements and bytes in int64: past ``INT64_MAX`` bytes they are refused too (torch's own
+    error would be an overflow that names no viewlab function).
 
     >>> require_allocation(1024, "the mask")
+    >>> require_allocation(10**24, "a (10**12, 10**12) mask", torch.device("meta"))
+    Traceback (most recent call last):
+    ValueError: viewlab(): a (10**12, 10**12) mask would take 1,000,000,000,000,000,000,000,000 bytes; torch counts elements and bytes in int64 (at most 9,223,372,036,854,775,807), even on the meta device. Use smaller sizes.
     """
     device = torch.device("cpu") if device is None else device
+    if nbytes > INT64_MAX:
+        text = f"{what} would take {nbytes:,} bytes; torch counts elements and bytes in int64 (at most {INT64_MAX:,})"
+        raise problem(ValueError, f"{text}, even on the meta device. Use smaller sizes.")
     if device.type == "meta":
         return
     limit, where = spare_bytes(), "half of the memory this machine has free now"
