@@ -28,7 +28,12 @@ __all__ = ["Layout", "layout", "storage_indices", "shares_storage"]
 
 @dataclass(frozen=True)
 class Layout:
-    """Memory layout of a strided tensor (see :func:`layout`). All byte counts are exact."""
+    """Memory layout of a strided tensor (see :func:`layout`). All byte counts are exact.
+
+    >>> lay = layout(torch.zeros(1, 3).expand(4, 3))  # 12 logical elements, 3 in storage
+    >>> isinstance(lay, Layout), lay.stride, lay.logical_bytes, lay.storage_bytes
+    (True, (0, 1), 48, 12)
+    """
 
     shape: tuple[int, ...]  #: sizes of each dimension
     stride: tuple[int, ...]  #: elements to step in storage for +1 along each dimension (0 = broadcast/expanded)
