@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 
 import torch
 
+from . import _handover
+
 # Dtype families, as names that read well in a message ("must hold floats"), and the cast to each.
 FLOAT, COMPLEX, INT, BOOL = "float", "complex", "int", "bool"
 _KIND_WORDS = {FLOAT: "floating-point numbers", COMPLEX: "complex numbers", INT: "integers", BOOL: "booleans"}
@@ -87,6 +89,8 @@ def entry(name: str) -> Callable[[F], F]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if _CALLER.get() is not None:
                 return fn(*args, **kwargs)
+            if _handover.pending():  # a guard ended on another thread left its undo for this one
+                _handover.sweep()
             token = _CALLER.set(name)
             try:
                 return fn(*args, **kwargs)
@@ -337,10 +341,12 @@ def require_number(
 def require_bool(value: Any, arg: str) -> bool:
     """``value`` if it is a bool (Python or NumPy), else a TypeError: ``1`` or ``"yes"`` is not a flag.
 
-    >>> require_bool(True, "causal")
-    True
+    >>> import numpy as np
+    >>> require_bool(True, "causal"), require_bool(np.bool_(False), "causal")
+    (True, False)
     """
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    kind = type(value)  # NumPy's bool is numpy.bool_ (NumPy 1) or numpy.bool (NumPy 2)
+    if isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool")):
         return bool(value)
     raise type_error(arg, "True or False", value)
 

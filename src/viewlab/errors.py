@@ -32,6 +32,11 @@ class BroadcastError(ValueError):
         super().__init__(message)
         self.conflicts, self.fixes = conflicts, fixes
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickle and copy rebuild an exception from its args alone (here: the message); these three rebuild it
+        # whole, so it crosses processes (multiprocessing, pytest-xdist) and copy.deepcopy.
+        return (type(self), (str(self), self.conflicts, self.fixes), self.__dict__ or None)
+
 
 class CopyError(RuntimeError):
     """Raised inside :func:`viewlab.views_only` by an operator that made new storage (a copy or an allocation).

@@ -16,6 +16,7 @@ Both work as ``with`` blocks and as decorators; their modes are entered only the
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import threading
 import warnings
@@ -27,6 +28,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from . import _handover
 from ._checks import entry, problem, require_bool, type_error, value_error
 from ._dispatch import called_from_viewlab, enter_mode, learner_line, remove_mode, storages_of, tensors_in
 from .errors import BroadcastStretchError, BroadcastWarning, CopyError
@@ -39,9 +41,12 @@ class _CallRecorder(TorchFunctionMode):
     ``finished(call)`` when it has returned."""
 
     current: tuple[Any, tuple, dict] | None = None  # (func, args, kwargs) while a call runs
+    armed = True  # False: the guard's block ended on another thread; every call is passed on unchanged
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         outer, kwargs = self.current, kwargs or {}
+        if not self.armed:
+            return func(*args, **kwargs)
         self.current = outer or (func, args, kwargs)
         try:
             out = func(*args, **kwargs)
@@ -103,6 +108,8 @@ class _ViewsOnlyMode(TorchDispatchMode):
     returned, one of them still alive (returned, or kept as a .grad) is a copy. Temporaries that die inside
     the call (the tensor ``x[0] = 5`` wraps 5 in, an index list made a tensor) are not the learner's copy."""
 
+    armed = True  # see _CallRecorder.armed
+
     def __init__(self, allow: frozenset[str]) -> None:
         super().__init__()
         self.allow, self.recorder = allow, _CallRecorder()  # recorder: which public call made the storage
@@ -118,6 +125,8 @@ class _ViewsOnlyMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
+        if not self.armed:
+            return func(*args, **kwargs)
         # lift_fresh hands over a tensor torch.tensor(...) just built: new storage although it is the input.
         fresh = func is torch.ops.aten.lift_fresh.default
         ins = () if fresh else tensors_in((*args, *kwargs.values()))
@@ -158,17 +167,27 @@ class _Guard:
     """A context manager and decorator that enters a fresh ``make_mode()`` and its ``recorder`` on the calling
     thread. ``name``: the public function that made it. What is active is kept per thread, so one guard used
     on two threads keeps the two apart; as a decorator, each call enters a guard of its own (recursion and
-    concurrent calls too)."""
+    concurrent calls too). Generator and async functions are refused as decorated functions: the guard would end
+    when the call returns its generator or coroutine, before any of the body runs.
+
+    A block that ends on a thread that did not enter it (a generator suspended inside the block, then closed,
+    finished or collected on another thread) disarms its modes at once and leaves their removal to the thread
+    whose stack holds them (:mod:`viewlab._handover`): it runs it at its next entry into viewlab."""
 
     def __init__(self, name: str, make_mode: Callable[[], TorchDispatchMode]) -> None:
-        self.name, self._make, self._local = name, make_mode, threading.local()
+        self.name, self._make = name, make_mode
+        self._lock, self._entered = threading.Lock(), {}  # thread id -> the mode that thread entered
+        self._ended: dict[int, Any] = {}  # thread id -> its mode, whose block another thread ended
 
     def _problem(self, text: str) -> Exception:
         return entry(self.name)(problem)(RuntimeError, text)
 
     def __enter__(self) -> _Guard:
-        if getattr(self._local, "mode", None) is not None:
+        me = threading.get_ident()
+        if me in self._entered:
             raise self._problem("this guard is already active on this thread; leave its `with` block first.")
+        if _handover.pending():
+            _handover.sweep()
         mode = self._make()
         enter_mode(mode.recorder)
         try:
@@ -176,21 +195,46 @@ class _Guard:
         except BaseException:
             remove_mode(mode.recorder)
             raise
-        self._local.mode = mode
+        with self._lock:
+            self._entered[me] = mode
         return self
 
     def __exit__(self, *exc: object) -> None:
-        mode = getattr(self._local, "mode", None)
+        me = threading.get_ident()
+        with self._lock:
+            mode = self._entered.pop(me, None)
+            others = list(self._entered.items())
+            if mode is None and len(others) == 1:  # the block began on that thread and ends on this one
+                owner, mode = others[0]
+                del self._entered[owner]
+                mode.armed = mode.recorder.armed = False
+                self._ended[owner] = mode
+                _handover.leave_for(owner, functools.partial(self._finish, owner, mode))
+                return
+            if mode is None:  # ended by another thread already: this thread's own exit only tidies up
+                mode = self._ended.pop(me, None)
         if mode is None:
             text = "__exit__ without __enter__ on this thread; use the guard as `with guard: ...`"
             raise self._problem(f"{text} (or as a decorator), on the thread that runs the code.")
-        self._local.mode = None
-        remove_mode(mode)  # exactly the modes this thread's enter pushed, wherever they sit now
-        remove_mode(mode.recorder)
+        _remove_both(mode)
+
+    def _finish(self, owner: int, mode: Any) -> None:
+        """On ``owner``, the thread that entered ``mode``: take it off, its block having ended elsewhere."""
+        with self._lock:
+            if self._ended.get(owner) is mode:
+                del self._ended[owner]
+        _remove_both(mode)
 
     def __call__(self, fn: Callable) -> Callable:
         if not callable(fn):  # named after the guard's maker: views_only()(5) names views_only
             text = f"used as a decorator, this needs a function, got {type(fn).__name__}."
+            raise entry(self.name)(problem)(TypeError, text)
+        kind = _suspending_kind(fn)
+        if kind:
+            name = getattr(fn, "__qualname__", repr(fn))
+            text = f"cannot guard {kind} {name} as a decorator: the guard would end as soon as the call returns its"
+            text += f" {'generator' if 'generator' in kind else 'coroutine'}, before any of its body runs. Write"
+            text += f" `with {self.name}():` inside {name}, around code that does not yield or await."
             raise entry(self.name)(problem)(TypeError, text)
 
         @functools.wraps(fn)
@@ -199,6 +243,23 @@ class _Guard:
                 return fn(*args, **kwargs)
 
         return guarded
+
+
+def _suspending_kind(fn: Callable) -> str:
+    """What kind of function suspends its body (empty for a plain one): generators and coroutines run later."""
+    if inspect.isasyncgenfunction(fn):
+        return "the async generator function"
+    if inspect.iscoroutinefunction(fn):
+        return "the async function"
+    if inspect.isgeneratorfunction(fn):
+        return "the generator function"
+    return ""
+
+
+def _remove_both(mode: Any) -> None:
+    """Take a guard's two modes off this thread's stacks, wherever they sit now."""
+    remove_mode(mode)  # exactly the modes this thread's enter pushed
+    remove_mode(mode.recorder)
 
 
 @entry("views_only")
@@ -301,6 +362,8 @@ class _WatchCalls(_CallRecorder):
         return entry[1] if entry is not None and entry[0]() is t else None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        if not self.armed:
+            return func(*args, **(kwargs or {}))
         below = getattr(_BUSY, "call", False)
         if self.current is None:
             self.reported = below  # a watcher entered later has this call: it reports, this one only records
@@ -375,6 +438,8 @@ def _forget(origins: dict, key: int, ref: weakref.ref) -> None:
 
 
 class _BroadcastWatch(TorchDispatchMode):
+    armed = True  # see _CallRecorder.armed
+
     def __init__(self, report: Callable[[str], None], allow_outer: bool) -> None:
         super().__init__()
         self.report, self.allow_outer = report, allow_outer
@@ -382,6 +447,8 @@ class _BroadcastWatch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         out = func(*args, **(kwargs or {}))  # first: an operator torch rejects gives torch's error, no report
+        if not self.armed:
+            return out
         operands = [a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
         if torch.Tag.pointwise in func.tags and len(operands) >= 2 and not self.recorder.reported:
             try:
