@@ -328,9 +328,12 @@ def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, 
     return stretched
 
 
-def _indexed(items: tuple, base: torch.Tensor, explicit: frozenset[int], out: torch.Tensor) -> set[int]:
+def _indexed(
+    items: tuple, base: torch.Tensor, explicit: frozenset[int], out: torch.Tensor, kept: dict[int, int] | None = None
+) -> set[int]:
     """The size-1 dims of ``base[items]`` the learner made: each None, a slice that keeps one element of a
-    longer dim, and those ``base`` had made so. Advanced indexing: none."""
+    longer dim, and those ``base`` had made so. Advanced indexing: none. ``kept``, when given, is filled with
+    {dim of the result: dim of ``base``} for every dim a slice carried over."""
     if any(isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice))) for i in items):
         return set()
     fill = [slice(None)] * (base.dim() - sum(isinstance(i, (int, slice)) for i in items))
@@ -341,6 +344,8 @@ def _indexed(items: tuple, base: torch.Tensor, explicit: frozenset[int], out: to
         if item is None or not isinstance(item, int):  # None: a new dim; a slice: base's dim, maybe narrowed
             if item is None or src in explicit or (base.shape[src] != 1 and out.shape[dst] == 1):
                 made.add(dst)
+            elif kept is not None:
+                kept[dst] = src
             src, dst = src + (item is not None), dst + 1
         else:
             src += 1
@@ -354,10 +359,11 @@ class _WatchCalls(_CallRecorder):
     def __init__(self, watch: _BroadcastWatch) -> None:
         super().__init__()
         self.watch, self.reported = watch, False  # reported: this call was reported (once per call)
-        self.origins: dict[int, tuple[weakref.ref, tuple[frozenset[int], bool, str]]] = {}
+        self.origins: dict[int, tuple[weakref.ref, tuple[frozenset[int], bool, str, frozenset[int]]]] = {}
 
-    def record(self, t: torch.Tensor) -> tuple[frozenset[int], bool, str] | None:
-        """(the dims of size 1 made on purpose, made by a reduction without keepdim, the call) or None: not seen."""
+    def record(self, t: torch.Tensor) -> tuple[frozenset[int], bool, str, frozenset[int]] | None:
+        """(the dims of size 1 made on purpose, made by a reduction without keepdim, the call, the dims of size 1
+        kept from a tensor made before the watch began) or None: not seen."""
         entry = self.origins.get(id(t))
         return entry[1] if entry is not None and entry[0]() is t else None
 
@@ -391,14 +397,19 @@ class _WatchCalls(_CallRecorder):
         base = ins[0] if ins else None
         rec = self.record(base) if base is not None else None
         mine, reduced, origin = rec[0] if rec else frozenset(), False, _public_name(func)
+        early: set[int] = set()  # size-1 dims kept from a tensor made before the watch (allow_outer's)
         if name in _MAKERS:
             made = ones
         elif name in ("__getitem__", "unsqueeze") and base is not None:
             dim = (*args[1:2], kwargs.get("dim", 0))[0]
             index = args[1] if name == "__getitem__" else (slice(None),) * (dim % t.dim()) + (None,)
-            made = _indexed(index if isinstance(index, tuple) else (index,), base, mine, t)
+            kept: dict[int, int] = {}
+            made = _indexed(index if isinstance(index, tuple) else (index,), base, mine, t, kept)
+            # indexing keeps the size-1 dims of a tensor made before the watch (or kept from one) as they came
+            early = {d for d, s in kept.items() if d in ones and (rec is None or s in rec[3])}
         elif base is not None and any(a is True for a in (kwargs.get("keepdim"), *args[2:3])) and base.dim() == t.dim():
             made = {d for d in ones if base.shape[d] != 1 or d in mine}
+            early = {d for d in ones - made if rec is None or d in rec[3]}
         else:
             try:  # elementwise (or same shape): each size-1 dim is made on purpose if an operand's was
                 same = bool(ins) and tuple(t.shape) == tuple(torch.broadcast_shapes(*(i.shape for i in ins)))
@@ -406,6 +417,11 @@ class _WatchCalls(_CallRecorder):
                 same = False
             recs = [(i, self.record(i)) for i in ins] if same else []
             made = {d + t.dim() - i.dim() for i, r in recs if r for d in r[0]} & ones
+            for i, r in recs:  # a size-1 dim an operand made before the watch had (or kept from one) stays so
+                shift = t.dim() - i.dim()
+                kept = r[3] if r else {d for d in range(i.dim()) if i.shape[d] == 1}
+                early |= {d + shift for d in kept}
+            early = (early & ones) - made
             reduced = any(r[1] for i, r in recs if r and i.shape == t.shape)
             reduced = reduced or (name in _REDUCTIONS and base is not None and t.dim() < base.dim())
             origin = next((r[2] for _, r in recs if r), origin)
@@ -413,7 +429,7 @@ class _WatchCalls(_CallRecorder):
             key = id(t)  # the weakref's callback forgets the tensor when it dies
             self.origins[key] = (
                 weakref.ref(t, functools.partial(_forget, self.origins, key)),
-                (frozenset(made), reduced, origin),
+                (frozenset(made), reduced, origin, frozenset(early)),
             )
 
     def _check_loss(self, func: Any, args: tuple, kwargs: dict) -> None:
@@ -472,6 +488,9 @@ class _BroadcastWatch(TorchDispatchMode):
                     reasons.append(f"operand {k} lost a dim in {rec[2]} (a reduction without keepdim=True)")
                 elif before is not None and rec is None and not self.allow_outer:
                     reasons.append(f"dim {own} of operand {k} has size 1 from before the watch began{how}")
+                elif before is not None and rec is not None and own in rec[3]:  # kept from before the block
+                    if not self.allow_outer:
+                        reasons.append(f"dim {own} of operand {k} has size 1 from before the watch began{how}")
                 elif before is not None and rec is not None and own not in rec[0]:
                     reasons.append(f"dim {own} of operand {k} has size 1 from {rec[2]}{how}")
         return list(dict.fromkeys(reasons))
