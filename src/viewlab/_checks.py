@@ -191,13 +191,16 @@ def require_tensor(
     kinds: Iterable[str] | None = None,
     meta: bool = True,
     quantized: bool = False,
+    storage: bool = False,
     shape_hint: str = "",
 ) -> torch.Tensor:
     """A dense (strided) tensor with the stated rank and dtype family, or an error that says what to pass.
 
     ``ndim``: the allowed number(s) of dims, ``min_ndim``: the fewest; ``kinds``: allowed dtype families among
     ``"float"``, ``"complex"``, ``"int"``, ``"bool"`` (None = any); ``meta``, ``quantized``: whether a meta tensor
-    (shape only, no values), a quantized dtype is accepted; ``shape_hint``: the shape in words, e.g. ``"(B, L, D)"``.
+    (shape only, no values), a quantized dtype is accepted; ``storage``: whether the tensor must have a storage of
+    its own to look at (not a wrapper made inside ``torch.func.vmap``/``grad``/``functionalize``); ``shape_hint``:
+    the shape in words, e.g. ``"(B, L, D)"``.
 
     >>> require_tensor(torch.zeros(2, 3), "x", ndim=2).shape
     torch.Size([2, 3])
@@ -223,6 +226,13 @@ def require_tensor(
     if not meta and obj.device.type == "meta":
         fix = "Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data."
         raise value_error(arg, "a tensor that holds values (not on the meta device)", obj, fix)
+    if storage:
+        try:
+            obj.untyped_storage()
+        except (RuntimeError, NotImplementedError) as exc:
+            text = f"`{arg}` has no storage of its own to look at ({str(exc).splitlines()[0]}): it is a wrapper, as"
+            fix = "tensors are inside torch.func.vmap, grad or functionalize. Call it outside the transform."
+            raise problem(ValueError, f"{text} {fix}") from None
     words = f" {shape_hint}" if shape_hint else ""
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim or ())
     if ndim is not None and obj.dim() not in allowed:

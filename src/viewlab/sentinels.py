@@ -72,7 +72,7 @@ class _ViewsOnlyMode(TorchDispatchMode):
         super().__init__()
         self.allow, self.recorder = allow, _CallRecorder()  # recorder: which public call made the storage
         self.recorder.finished = self._check  # type: ignore[method-assign]
-        self.made: list[tuple] = []  # (weakref to the storage, aten op, shape, nbytes, grew)
+        self.made: list[tuple] = []  # (weakref to the storage, aten op, shape, nbytes, grew, data pointer)
 
     def _allowed(self, func: Any) -> bool:
         aten = str(func)  # e.g. "aten.clone.default"
@@ -95,20 +95,36 @@ class _ViewsOnlyMode(TorchDispatchMode):
         for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)):
             for st in storages_of(t) if t.device.type != "meta" else ():
                 # New (or grown: resize_, out=) unless empty or borrowed (NumPy, DLPack: nothing was copied).
-                if before.get(st.data_ptr(), -1) < st.nbytes() and st.nbytes() and st.resizable():
+                # Shared memory is not resizable either, but share_memory_() copies the bytes into it, through a
+                # copy_ into storage that none of the learner's call's tensors had.
+                new = before.get(st.data_ptr(), -1) < st.nbytes() or self._copied_into_other(func, st)
+                if new and st.nbytes() and _allocated_here(st):
                     grew = any(t is i for i in ins)  # resize_ and out= hand back the tensor they were given
-                    self.made.append((weakref.ref(st), func, tuple(t.shape), st.nbytes(), grew))
+                    self.made.append((weakref.ref(st), func, tuple(t.shape), st.nbytes(), grew, st.data_ptr()))
         if self.recorder.current is None:  # not inside a torch function (torch.ops called directly)
             self._check((None, args, kwargs))
         return out
 
+    def _copied_into_other(self, func: Any, st: Any) -> bool:
+        """A copy_ whose destination is storage none of the tensors of the learner's current call has."""
+        call = self.recorder.current
+        if func is not torch.ops.aten.copy_.default or call is None:
+            return False
+        held = {s.data_ptr() for x in tensors_in((*call[1], *call[2].values())) for s in storages_of(x)}
+        return st.data_ptr() not in held
+
     def _check(self, call: tuple[Any, tuple, dict] | None, out: Any = None) -> None:
-        alive, self.made = [m for m in self.made if m[0]() is not None], []
+        # alive: its storage object still exists, or a tensor of the call now uses it (share_memory_ swaps the
+        # storage under the tensor it was given, and the storage object the operator returned is gone)
+        used = set()
+        if call is not None:
+            used = {s.data_ptr() for x in tensors_in((*call[1], *call[2].values())) for s in storages_of(x)}
+        alive, self.made = [m for m in self.made if m[0]() is not None or m[5] in used], []
         if (
             not alive or call is None or called_from_viewlab(__file__)
         ):  # viewlab's own work (a monitor's warm-up) is not yours
             return
-        _, func, shape, nbytes, grew = alive[0]
+        _, func, shape, nbytes, grew, _ = alive[0]
         called = _public_name(call[0]) if call[0] is not None else str(func)
         why = "it grew the storage of a tensor it was given (resize_, or out= smaller than the result)"
         why = why if grew else _why_not_a_view(*call)
@@ -119,6 +135,11 @@ class _ViewsOnlyMode(TorchDispatchMode):
         fix += f" the block; or allow it here: views_only(allow=({called.rsplit('.', 1)[-1]!r},))."
         where = f"At {line}\n" if line else ""
         raise CopyError(f"views_only(): {called} made new storage ({made}). Why: {why}.\n{where}{fix}")
+
+
+def _allocated_here(st: Any) -> bool:
+    """Whether torch allocated this storage (resizable, or CPU shared memory), rather than borrowed it."""
+    return bool(st.resizable() or (st.device.type == "cpu" and st.is_shared()))
 
 
 @entry("views_only")
