@@ -35,18 +35,21 @@ PYTEST_ARGS ?=
 NOTEBOOKS   := $(sort $(wildcard notebooks/*.ipynb))
 # Same hash seed for every run, so set/dict ordering in outputs cannot drift.
 export PYTHONHASHSEED := 0
+# Hypothesis tries the same examples on every run (tests/conftest.py); only make test-random changes this.
+export VIEWLAB_HYPOTHESIS_PROFILE := fixed
 
 # Jupyter refuses to start as root unless told; learners in containers and CI run as root.
 ifeq ($(shell id -u),0)
 ROOT_FLAG := --allow-root
 endif
 
-.PHONY: help lab test test-unit test-notebooks notebooks install clean book test-book test-colab stamp lint bench
+.PHONY: help lab test test-unit test-random test-notebooks notebooks install clean book test-book test-colab stamp lint bench
 help:
 	@echo "make lab            - install the course into .venv and open JupyterLab on notebooks/"
 	@echo "make test           - lint, unit tests and doctests, then strict nbval over every notebook (what CI runs)"
 	@echo "make install        - only install the course into .venv (torch: $(TORCH_SPEC), $(TORCH_BUILD) build)"
 	@echo "make test-unit      - unit tests and the doctests of src/viewlab (python -m pytest), slowest 15 listed"
+	@echo "make test-random    - the unit tests with new hypothesis examples, more of them, seed printed (weekly in CI)"
 	@echo "make test-notebooks - strict nbval over every notebook, under watch_broadcasts (python -m pytest notebooks)"
 	@echo "make lint           - ruff (lint + format check) over src, tests, tools, benchmarks, book/_ext; pyflakes over the notebooks"
 	@echo "make notebooks      - re-execute every notebook in place (seeded), so stored outputs are fresh"
@@ -94,6 +97,17 @@ test: lint test-unit test-notebooks
 PYTEST_JOBS ?= -n auto --dist loadfile
 test-unit: $(VENV)/.installed-test
 	$(BIN)/python -m pytest --durations=15 $(PYTEST_JOBS) $(PYTEST_ARGS)
+
+# Hypothesis runs derandomized everywhere else (tests/conftest.py: the "fixed" profile), so make test tries the
+# same examples on every run. This target looks for new failures: the "random" profile (new examples, more of
+# them), a seed picked here and printed before and after; HYPOTHESIS_SEED=N repeats a run exactly.
+# .github/workflows/random.yml runs it weekly.
+HYPOTHESIS_SEED ?=
+test-random: $(VENV)/.installed-test
+	@seed="$(HYPOTHESIS_SEED)"; [ -n "$$seed" ] || seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
+	echo "hypothesis seed $$seed (make test-random HYPOTHESIS_SEED=$$seed repeats this run)"; \
+	VIEWLAB_HYPOTHESIS_PROFILE=random $(BIN)/python -m pytest --hypothesis-seed=$$seed $(PYTEST_JOBS) $(PYTEST_ARGS) \
+	  || { echo "make test-random failed with hypothesis seed $$seed: make test-random HYPOTHESIS_SEED=$$seed"; exit 1; }
 
 # Strict nbval, configured once in notebooks/pytest.ini (and notebooks/conftest.py).
 test-notebooks: $(VENV)/.installed-test
@@ -164,7 +178,7 @@ $(COLAB_VENV)/.installed: tests/tooling/colab-pins.txt pyproject.toml
 	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-before.txt
 	$(COLAB_BIN)/python -m pip install -e ".[course]"
 	$(COLAB_BIN)/python -m pip freeze --exclude-editable > $(COLAB_VENV)/freeze-after.txt
-	$(COLAB_BIN)/python -m pip install "nbval==0.11.0" "pyyaml>=6" "tomli>=2; python_version < '3.11'"
+	$(COLAB_BIN)/python -m pip install "nbval==0.11.0" "pyyaml>=6"
 	touch $@
 
 # The tests marked colab (widgets, monitor, figures, memory, versions, sentinels, the stack itself); then every

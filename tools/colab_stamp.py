@@ -27,12 +27,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import tomllib
 from pathlib import Path
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser under its old name (pytest itself depends on it there)
-    import tomli as tomllib
 
 import nbformat
 

@@ -8,7 +8,7 @@ accidental broadcasts (:func:`views_only`, :func:`watch_broadcasts`), what IPyth
 stride explorer to edit a layout and watch which storage elements it reads (:func:`explore`).
 More lives in submodules, imported when first used: ``viewlab.attention`` (masks and attention built
 by broadcasting), ``viewlab.bench`` (timings as ratios), ``viewlab.versions`` (behaviours that
-changed between torch releases). The course's own exercises and claims are in ``viewlab.course``,
+changed between torch releases); ``viewlab.viewops.OFFICIAL_VIEW_OPS`` is the docs' list of view ops. The course's own exercises and claims are in ``viewlab.course``,
 which ``import viewlab`` never loads.
 
 Importing viewlab starts nothing: no CUDA initialisation, no threads, no pyplot state.
@@ -30,7 +30,7 @@ from .layout import Layout, layout, shares_storage, storage_indices
 from .memory import Measurement, OpRecord, measure
 from .monitor import MemoryMonitor, load_ipython_extension, unload_ipython_extension  # noqa: F401 - %load_ext viewlab finds them
 from .sentinels import views_only, watch_broadcasts
-from .viewops import OFFICIAL_VIEW_OPS, OP_CASES, observe, view_op_table
+from .viewops import OP_CASES, observe, view_op_table
 
 __all__ = [
     # where a tensor lives
@@ -44,7 +44,6 @@ __all__ = [
     "view_op_table",
     "observe",
     "OP_CASES",
-    "OFFICIAL_VIEW_OPS",
     # memory
     "measure",
     "Measurement",

@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 
 import torch
 
+from . import _handover
+
 # Dtype families, as names that read well in a message ("must hold floats"), and the cast to each.
 FLOAT, COMPLEX, INT, BOOL = "float", "complex", "int", "bool"
 _KIND_WORDS = {FLOAT: "floating-point numbers", COMPLEX: "complex numbers", INT: "integers", BOOL: "booleans"}
@@ -87,6 +89,8 @@ def entry(name: str) -> Callable[[F], F]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if _CALLER.get() is not None:
                 return fn(*args, **kwargs)
+            if _handover.pending():  # a guard ended on another thread left its undo for this one
+                _handover.sweep()
             token = _CALLER.set(name)
             try:
                 return fn(*args, **kwargs)
@@ -187,13 +191,16 @@ def require_tensor(
     kinds: Iterable[str] | None = None,
     meta: bool = True,
     quantized: bool = False,
+    storage: bool = False,
     shape_hint: str = "",
 ) -> torch.Tensor:
     """A dense (strided) tensor with the stated rank and dtype family, or an error that says what to pass.
 
     ``ndim``: the allowed number(s) of dims, ``min_ndim``: the fewest; ``kinds``: allowed dtype families among
     ``"float"``, ``"complex"``, ``"int"``, ``"bool"`` (None = any); ``meta``, ``quantized``: whether a meta tensor
-    (shape only, no values), a quantized dtype is accepted; ``shape_hint``: the shape in words, e.g. ``"(B, L, D)"``.
+    (shape only, no values), a quantized dtype is accepted; ``storage``: whether the tensor must have a storage of
+    its own to look at (not a wrapper made inside ``torch.func.vmap``/``grad``/``functionalize``); ``shape_hint``:
+    the shape in words, e.g. ``"(B, L, D)"``.
 
     >>> require_tensor(torch.zeros(2, 3), "x", ndim=2).shape
     torch.Size([2, 3])
@@ -219,6 +226,13 @@ def require_tensor(
     if not meta and obj.device.type == "meta":
         fix = "Create it on 'cpu' (or 'cuda'); a meta tensor has a shape but no data."
         raise value_error(arg, "a tensor that holds values (not on the meta device)", obj, fix)
+    if storage:
+        try:
+            obj.untyped_storage()
+        except (RuntimeError, NotImplementedError) as exc:
+            text = f"`{arg}` has no storage of its own to look at ({str(exc).splitlines()[0]}): it is a wrapper, as"
+            fix = "tensors are inside torch.func.vmap, grad or functionalize. Call it outside the transform."
+            raise problem(ValueError, f"{text} {fix}") from None
     words = f" {shape_hint}" if shape_hint else ""
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim or ())
     if ndim is not None and obj.dim() not in allowed:
@@ -337,10 +351,12 @@ def require_number(
 def require_bool(value: Any, arg: str) -> bool:
     """``value`` if it is a bool (Python or NumPy), else a TypeError: ``1`` or ``"yes"`` is not a flag.
 
-    >>> require_bool(True, "causal")
-    True
+    >>> import numpy as np
+    >>> require_bool(True, "causal"), require_bool(np.bool_(False), "causal")
+    (True, False)
     """
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    kind = type(value)  # NumPy's bool is numpy.bool_ (NumPy 1) or numpy.bool (NumPy 2)
+    if isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool")):
         return bool(value)
     raise type_error(arg, "True or False", value)
 
@@ -423,11 +439,19 @@ def spare_bytes() -> int:
 
 def require_allocation(nbytes: int, what: str, device: torch.device | None = None) -> None:
     """A ValueError when making ``what`` would need more bytes than the device can give: on CUDA its total
-    memory, on the CPU :func:`spare_bytes` (half of what is free now); meta tensors allocate nothing and pass.
+    memory, on the CPU :func:`spare_bytes` (half of what is free now). Meta tensors allocate nothing, but torch
+    still counts their elements and bytes in int64: past ``INT64_MAX`` bytes they are refused too (torch's own
+    error would be an overflow that names no viewlab function).
 
     >>> require_allocation(1024, "the mask")
+    >>> require_allocation(10**24, "a (10**12, 10**12) mask", torch.device("meta"))
+    Traceback (most recent call last):
+    ValueError: viewlab(): a (10**12, 10**12) mask would take 1,000,000,000,000,000,000,000,000 bytes; torch counts elements and bytes in int64 (at most 9,223,372,036,854,775,807), even on the meta device. Use smaller sizes.
     """
     device = torch.device("cpu") if device is None else device
+    if nbytes > INT64_MAX:
+        text = f"{what} would take {nbytes:,} bytes; torch counts elements and bytes in int64 (at most {INT64_MAX:,})"
+        raise problem(ValueError, f"{text}, even on the meta device. Use smaller sizes.")
     if device.type == "meta":
         return
     limit, where = spare_bytes(), "half of the memory this machine has free now"

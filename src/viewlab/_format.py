@@ -25,7 +25,13 @@ def fmt_bytes(n: float | None) -> str:
     """
     if n is None:
         return "n/a"
-    if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n:
+    if isinstance(n, bool) or type(n).__name__ in ("bool_", "bool") or isinstance(n, (str, bytes, complex)):
+        raise type_error("n", "a number of bytes or None", n)
+    try:  # NumPy and 0-dim tensor numbers too
+        n = float(n) if not isinstance(n, int) else n
+    except (TypeError, ValueError, RuntimeError):
+        raise type_error("n", "a number of bytes or None", n) from None
+    if n != n:
         raise type_error("n", "a number of bytes or None", n)
     sign, n = "-" if n < 0 else "", abs(n)
     for unit in ("B", "KiB", "MiB"):

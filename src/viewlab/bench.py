@@ -13,25 +13,33 @@ nature: print them, but assert only orderings with wide margins.
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.overrides import _get_current_function_mode_stack
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
+from . import _handover
 from ._checks import (
+    INT64_MAX,
     entry,
     problem,
     require_allocation,
     require_int,
+    require_number,
     require_str,
     require_tensor,
     type_error,
     value_error,
 )
+from ._dispatch import enter_mode, remove_mode
 from ._format import fmt_time
 
 __all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "torch_alone"]
@@ -151,13 +159,10 @@ def compare(
     for name, nbytes in bytes_moved.items():
         if not isinstance(name, str) or name not in cases:
             raise problem(ValueError, f"bytes_moved names {name!r}, which is not one of the cases {list(cases)}.")
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
-            raise problem(ValueError, f"bytes_moved[{name!r}] must be an int >= 0 (bytes per call), got {nbytes!r}.")
+        bytes_moved[name] = require_int(nbytes, f"bytes_moved[{name!r}]", maximum=INT64_MAX)  # NumPy ints too
     rounds = require_int(rounds, "rounds", minimum=1)
-    number = isinstance(min_run_time, (int, float)) and not isinstance(min_run_time, bool)
-    if not (number and 0 < min_run_time <= MAX_MIN_RUN_TIME):  # nan fails every comparison, inf never ends
-        text = f"min_run_time must be a number of seconds > 0 and <= {MAX_MIN_RUN_TIME}"
-        raise problem(ValueError, f"{text}, got {min_run_time!r}.")
+    # a number of seconds: Python, NumPy, Fraction, Decimal or a one-element tensor; nan and inf never end
+    min_run_time = require_number(min_run_time, "min_run_time", above=0, maximum=MAX_MIN_RUN_TIME)
     budget = rounds * len(cases) * min_run_time
     if budget > MAX_TOTAL_SECONDS:
         text = f"rounds={rounds} x {len(cases)} cases x min_run_time={min_run_time} s would time for at least"
@@ -199,15 +204,61 @@ def same_bytes_copy(like: torch.Tensor) -> tuple[Callable[[], Any], int]:
     return (lambda: dst.copy_(src)), 2 * nbytes
 
 
-@contextlib.contextmanager
-def torch_alone() -> Iterator[None]:
+class _Alone:
+    """The block of :func:`torch_alone`: the Python modes on this thread's stacks are taken off at entry and put
+    back at exit, each by identity; nothing else is switched off, so modes entered inside work as usual.
+
+    Ended on another thread (a generator suspended inside the block, closed elsewhere), the modes are put back
+    by the thread that entered, at its next entry into viewlab (:mod:`viewlab._handover`): stacks are per
+    thread, and the other thread's are left as they were."""
+
+    def __init__(self) -> None:
+        self._thread: int | None = None
+        self._aside: list[Any] = []
+
+    def __enter__(self) -> None:
+        if self._thread is not None:
+            raise problem(RuntimeError, "this block is already entered; call torch_alone() again for another.")
+        if _handover.pending():
+            _handover.sweep()
+        stacks = (_get_current_function_mode_stack(), _get_current_dispatch_mode_stack())
+        self._aside = [mode for stack in stacks for mode in stack]  # bottom to top, torch-function modes first
+        for mode in reversed(self._aside):
+            remove_mode(mode)
+        self._thread = threading.get_ident()
+
+    def __exit__(self, *exc: object) -> None:
+        thread, aside, self._thread, self._aside = self._thread, self._aside, None, []
+        if thread is None:
+            raise problem(RuntimeError, "__exit__ without __enter__: use it as `with torch_alone(): ...`.")
+        _handover.leave_for(thread, functools.partial(_put_back, aside))
+
+
+def _put_back(aside: list[Any]) -> None:
+    """Push the set-aside modes back beneath any entered inside the block and still on (those stay on top)."""
+    above = [m for stack in (_get_current_function_mode_stack(), _get_current_dispatch_mode_stack()) for m in stack]
+    for mode in reversed(above):
+        remove_mode(mode)
+    for mode in (*aside, *above):
+        enter_mode(mode)
+
+
+@entry("torch_alone")
+def torch_alone() -> contextlib.AbstractContextManager[None]:
     """Time torch's own work: Python modes already on (a watcher, a tracker, a test run's per-cell watch) are set
     aside in the block and put back after; modes entered inside it (the tool being timed) work as usual.
 
-    >>> from viewlab import views_only
+    >>> from viewlab import views_only, watch_broadcasts
+    >>> from torch.utils._python_dispatch import _get_current_dispatch_mode
     >>> with views_only(), torch_alone():
-    ...     torch.utils._python_dispatch._get_current_dispatch_mode() is None
+    ...     _get_current_dispatch_mode() is None
     True
+    >>> seen = []
+    >>> with torch_alone(), watch_broadcasts(action=seen.append):  # entered inside: it sees the calls
+    ...     i = torch.arange(3)
+    ...     causal = i[:, None] >= i[None, :]  # made on purpose: not reported
+    ...     _ = torch.zeros(3, 1) - torch.zeros(3)  # an accident: reported
+    >>> len(seen), seen[0].split(" (")[0]
+    (1, 'watch_broadcasts(): Tensor.sub')
     """
-    with torch.utils._python_dispatch._disable_current_modes(), torch._C.DisableTorchFunction():
-        yield
+    return _Alone()

@@ -32,9 +32,24 @@ class BroadcastError(ValueError):
         super().__init__(message)
         self.conflicts, self.fixes = conflicts, fixes
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickle and copy rebuild an exception from its args alone (here: the message); these three rebuild it
+        # whole, so it crosses processes (multiprocessing, pytest-xdist) and copy.deepcopy.
+        return (type(self), (str(self), self.conflicts, self.fixes), self.__dict__ or None)
+
 
 class CopyError(RuntimeError):
-    """Raised inside :func:`viewlab.views_only` by an operator that made new storage (a copy or an allocation)."""
+    """Raised inside :func:`viewlab.views_only` by an operator that made new storage (a copy or an allocation).
+
+    >>> import torch, viewlab
+    >>> x = torch.arange(6.0)
+    >>> try:
+    ...     with viewlab.views_only():
+    ...         x.view(2, 3).t().contiguous()
+    ... except viewlab.CopyError:
+    ...     print("a copy")
+    a copy
+    """
 
 
 class BroadcastWarning(UserWarning):
@@ -42,4 +57,14 @@ class BroadcastWarning(UserWarning):
 
 
 class BroadcastStretchError(ValueError):
-    """Raised by ``watch_broadcasts(action="raise")`` instead of the :class:`BroadcastWarning`."""
+    """Raised by ``watch_broadcasts(action="raise")`` instead of the :class:`BroadcastWarning`.
+
+    >>> import torch, viewlab
+    >>> col, row = torch.zeros(3, 1), torch.zeros(3)
+    >>> try:
+    ...     with viewlab.watch_broadcasts(action="raise"):
+    ...         col - row  # (3, 1) - (3,) is (3, 3): both stretched
+    ... except viewlab.BroadcastStretchError:
+    ...     print("stretched")
+    stretched
+    """

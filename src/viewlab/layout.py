@@ -28,7 +28,12 @@ __all__ = ["Layout", "layout", "storage_indices", "shares_storage"]
 
 @dataclass(frozen=True)
 class Layout:
-    """Memory layout of a strided tensor (see :func:`layout`). All byte counts are exact."""
+    """Memory layout of a strided tensor (see :func:`layout`). All byte counts are exact.
+
+    >>> lay = layout(torch.zeros(1, 3).expand(4, 3))  # 12 logical elements, 3 in storage
+    >>> isinstance(lay, Layout), lay.stride, lay.logical_bytes, lay.storage_bytes
+    (True, (0, 1), 48, 12)
+    """
 
     shape: tuple[int, ...]  #: sizes of each dimension
     stride: tuple[int, ...]  #: elements to step in storage for +1 along each dimension (0 = broadcast/expanded)
@@ -183,7 +188,7 @@ def layout(t: Any) -> Layout:
     >>> layout(torch.zeros(2, 3).t()).stride, layout(e).logical_bytes, layout(e).span_bytes, layout(e).broadcast_dims
     ((1, 3), 48, 16, (0,))
     """
-    t = require_tensor(t, "t", quantized=True)
+    t = require_tensor(t, "t", quantized=True, storage=True)
     shape, stride, size, numel = tuple(t.shape), tuple(t.stride()), t.element_size(), t.numel()
     # PyTorch strides are never negative, so the first element is the lowest address.
     span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
@@ -202,7 +207,7 @@ def storage_indices(t: Any) -> torch.Tensor:
     >>> storage_indices(torch.zeros(2, 3).t()).tolist(), storage_indices(torch.zeros(3)[1:].expand(2, 2)).tolist()
     ([[0, 3], [1, 4], [2, 5]], [[1, 2], [1, 2]])
     """
-    t = require_tensor(t, "t", quantized=True)
+    t = require_tensor(t, "t", quantized=True, storage=True)
     require_allocation(8 * t.numel(), f"the storage indices of a tensor of shape {tuple(t.shape)}")
     # offset + sum_d i_d * stride_d, one broadcast term per dim: costs numel int64s, never the storage.
     index = torch.full((), t.storage_offset(), dtype=torch.int64)
@@ -221,7 +226,7 @@ def _memory_range(obj: Any, arg: str) -> tuple[str, int, int, object]:
             root = root.base
         lo, hi = np.lib.array_utils.byte_bounds(root) if hasattr(np.lib, "array_utils") else np.byte_bounds(root)
         return "cpu", lo, hi, None
-    t = require_tensor(obj, arg, quantized=True)
+    t = require_tensor(obj, arg, quantized=True, storage=True)
     if t.device.type == "meta":
         text = f"`{arg}` is a meta tensor, which has no memory to share."
         raise problem(ValueError, f"{text} Compare tensors that hold data (create them on 'cpu' or 'cuda').")

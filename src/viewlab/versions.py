@@ -26,9 +26,14 @@ __all__ = ["TORCH_FLOOR", "BEHAVIOURS", "Behaviour", "torch_at_least", "check_to
 TORCH_FLOOR = "2.5"
 
 
+# A release ("2.5", "2.11.0"), then at most a pre-release, dev, post or local part ("rc1", ".dev20260101",
+# "+cu128"). The whole text must be one: "05-can-expand" is not version 5, "cuda:7" is not version 7.
+_VERSION = re.compile(r"(\d+(?:\.\d+)*)(?:(?:a|b|rc|\.dev|\.post)\d*)*(?:\+[0-9A-Za-z.]+)?")
+
+
 def _parts(text: str) -> tuple[int, ...]:
-    match = re.match(r"\d+(?:\.\d+)*", text.strip())  # "2.11.0+cu128" -> (2, 11, 0); "cuda:7" -> ()
-    return tuple(int(p) for p in match.group(0).split(".")) if match else ()
+    match = _VERSION.fullmatch(text.strip())  # "2.11.0+cu128" -> (2, 11, 0); "05-can-expand" -> ()
+    return tuple(int(p) for p in match.group(1).split(".")) if match else ()
 
 
 @entry("torch_at_least")
@@ -37,8 +42,11 @@ def torch_at_least(version: str, installed: str | None = None) -> bool:
 
     >>> torch_at_least("2.5", installed="2.11.0+cu128"), torch_at_least("2.5", installed="2.4.1")
     (True, False)
-    >>> torch_at_least("2.5.0", installed="2.5")
-    True
+    >>> torch_at_least("2.5.0", installed="2.5"), torch_at_least("2.6", installed="2.6.0rc1+cpu")
+    (True, True)
+    >>> torch_at_least("05-can-expand")
+    Traceback (most recent call last):
+    ValueError: torch_at_least(): version='05-can-expand': pass a version such as '2.5' or '2.5.1'.
     """
     if not isinstance(version, str):
         raise type_error("version", "a string such as '2.5'", version)
@@ -77,14 +85,25 @@ def _untyped_storage_is_shared_by_views() -> bool:
 
 
 def _typed_storage_warns_deprecated() -> bool:
-    torch.storage._reset_warn_typed_storage_removal()  # the warning is shown once per process...
+    # torch shows this warning once per process, remembered as a flag on its warning function. The check
+    # clears the flag to see the warning, then puts back what it found: a learner who has seen the warning
+    # is not shown it again, one who has not still sees it at their own first .storage().
+    flag = torch.storage._warn_typed_storage_removal.__dict__
+    before = flag.get("has_warned", _ABSENT)
+    torch.storage._reset_warn_typed_storage_removal()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             torch.zeros(1).storage()
     finally:
-        torch.storage._reset_warn_typed_storage_removal()  # ...so the learner's own first .storage() still shows it
+        if before is _ABSENT:
+            flag.pop("has_warned", None)
+        else:
+            flag["has_warned"] = before
     return any("TypedStorage is deprecated" in str(w.message) for w in caught)
+
+
+_ABSENT = object()
 
 
 def _memory_history_takes_python_stacks() -> bool:

@@ -7,6 +7,9 @@ input: ``reshape``/``flatten`` return a view *or* a copy, ``contiguous``/``to`` 
 
 >>> [(op, x, observed) for op, _, x, _, observed in view_op_table("view or copy").rows[:2]]
 [('reshape', '3x4 float', 'view'), ('reshape', '3x4 transposed (non-contiguous)', 'copy')]
+>>> case = next(c for c in OP_CASES if c.op == "expand")
+>>> case.code, case.documented, observe(case), "expand" in OFFICIAL_VIEW_OPS
+('x.expand(2, 3, 5)', 'view', 'view', True)
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ import io
 import os
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
-import tomllib
 import yaml
 
 from tests.conftest import ROOT

@@ -133,10 +133,12 @@ def oracle_padding(kw: dict, result: Any, data: Any) -> None:
 def oracle_causal(kw: dict, result: Any, data: Any) -> None:
     q = int(kw["q_len"])
     k = q if kw.get("k_len") is None else int(kw["k_len"])
-    expected = torch.ones(q, k, dtype=torch.bool).tril()
-    assert tuple(result.shape) == (q, k)
-    if result.device.type != "meta":
-        assert torch.equal(result.cpu(), expected)
+    assert tuple(result.shape) == (q, k) and result.dtype == torch.bool
+    if result.device.type == "meta":
+        # meta allocates nothing, so a bent size (q_len=10**12) comes back: the reference must not build
+        # that mask for real on the CPU (it once took 24 GB); the shape and dtype are all a meta result has
+        return
+    assert torch.equal(result.cpu(), torch.ones(q, k, dtype=torch.bool).tril())
 
 
 def oracle_combine(kw: dict, result: Any, data: Any) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 
 import pytest
-import tomllib
 
 from tests.conftest import ROOT
 

@@ -9,10 +9,10 @@ import io
 import re
 import subprocess
 import sys
+import tomllib
 
 import nbformat
 import pytest
-import tomllib
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-
 import tomllib
+
 import yaml
 
 from tests.conftest import ROOT
@@ -14,7 +14,7 @@ CONDA_TO_PYPI = {"pytorch": "torch"}
 
 
 def _split(requirement: str) -> tuple[str, str]:
-    """``("name", "bound")``; an environment marker (``; python_version < '3.11'``) is part of the bound."""
+    """``("name", "bound")``; an environment marker (``; sys_platform == 'linux'``) is part of the bound."""
     requirement = requirement.replace('"', "'")
     match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*", requirement)
     assert match, f"cannot parse requirement {requirement!r}"

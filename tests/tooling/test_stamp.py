@@ -10,11 +10,11 @@ import io
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
-import tomllib  # on Python 3.10, conftest.py provides it (tomli)
 import yaml
 
 from tests.conftest import ROOT

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.conftest import ROOT
 WORKFLOWS = ROOT / ".github" / "workflows"
 TEST_WF = yaml.safe_load((WORKFLOWS / "test.yml").read_text(encoding="utf-8"))
 BOOK_WF = yaml.safe_load((WORKFLOWS / "book.yml").read_text(encoding="utf-8"))
+RANDOM_WF = yaml.safe_load((WORKFLOWS / "random.yml").read_text(encoding="utf-8"))
 MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
 
 
@@ -59,7 +61,7 @@ def _uses(job: dict) -> list[str]:
 
 def test_every_workflow_passes_actionlint():
     files = sorted(p.relative_to(ROOT).as_posix() for p in WORKFLOWS.glob("*.yml"))
-    assert {".github/workflows/book.yml", ".github/workflows/test.yml"} <= set(files)
+    assert {".github/workflows/book.yml", ".github/workflows/test.yml", ".github/workflows/random.yml"} <= set(files)
     result = _lint(*files)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -83,7 +85,7 @@ def test_tests_run_on_push_pull_request_and_weekly():
 
 def test_linux_runs_make_test_on_the_floor_and_newest_python_with_debian_chromium():
     job = TEST_WF["jobs"]["linux"]
-    assert job["strategy"]["matrix"]["python"] == ["3.10", "3.13"]
+    assert job["strategy"]["matrix"]["python"] == ["3.11", "3.13"]
     assert "bookworm" in job["container"], "Debian's chromium needs a Debian system"
     runs = _runs(job)
     assert "apt-get install" in runs and "chromium" in runs
@@ -97,7 +99,7 @@ def test_macos_and_windows_run_the_makefiles_two_pytest_commands():
     """The flags live in pyproject.toml and notebooks/pytest.ini, so the commands are the Makefile's own."""
     job = TEST_WF["jobs"]["other-os"]
     assert sorted(job["strategy"]["matrix"]["os"]) == ["macos-latest", "windows-latest"]
-    assert job["strategy"]["matrix"]["python"] == ["3.10", "3.13"]
+    assert job["strategy"]["matrix"]["python"] == ["3.11", "3.13"]
     setup = next(s for s in _steps(job) if s.get("uses", "").startswith("actions/setup-python@"))
     assert setup["with"]["cache"] == "pip"
     runs = _runs(job)
@@ -160,6 +162,49 @@ def test_colab_stack_job_runs_make_test_colab():
     assert re.search(r"^make test-colab\b", runs, re.MULTILINE)
 
 
+# --- Python versions ---------------------------------------------------------------------------------
+
+FLOOR = "3.11"  # requires-python's floor; 3.10 reached its end of life in October 2026
+
+
+def test_the_floor_is_3_11_everywhere_and_3_10_is_named_nowhere():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["requires-python"] == f">={FLOOR}"
+    assert project["tool"]["ruff"]["target-version"] == "py" + FLOOR.replace(".", "")
+    texts = {p: p.read_text(encoding="utf-8") for p in WORKFLOWS.glob("*.yml")}
+    for name in ("README.md", "CONTRIBUTING.md", "environment.yml", "Makefile", "pyproject.toml", "book/how-to-run.md"):
+        texts[ROOT / name] = (ROOT / name).read_text(encoding="utf-8")
+    named = {str(p.relative_to(ROOT)): m for p, text in texts.items() if (m := re.findall(r"3\.10(?!\d)", text))}
+    assert not named, f"Python 3.10 is below the floor ({FLOOR}) but still named in {sorted(named)}"
+    assert not [p for p, text in texts.items() if "tomli" in text], "tomllib is in the standard library from 3.11"
+
+
+# --- random examples workflow -------------------------------------------------------------------------
+
+
+def test_random_examples_run_weekly_through_make_test_random():
+    on = _triggers(RANDOM_WF)
+    assert set(on) <= {"schedule", "workflow_dispatch"}, "on push the fixed examples of make test are enough"
+    (cron,) = [entry["cron"] for entry in on["schedule"]]
+    minute, hour, dom, month, dow = cron.split()
+    assert dom == month == "*" and dow != "*", f"{cron!r} is not a weekly schedule"
+    assert re.search(r"^make test-random$", _runs(RANDOM_WF["jobs"]["random"]), re.MULTILINE)
+
+
+def test_make_test_is_fixed_and_make_test_random_prints_its_seed():
+    shown = subprocess.run(
+        ["make", "-n", "--no-print-directory", "-W", "pyproject.toml", "VENV=/nonexistent-venv", "test-random"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert "VIEWLAB_HYPOTHESIS_PROFILE=random" in shown and "--hypothesis-seed=$seed" in shown, shown
+    assert shown.count("HYPOTHESIS_SEED=$seed") == 2, "the seed is printed before the run and again on failure"
+    assert re.search(r"^export VIEWLAB_HYPOTHESIS_PROFILE := fixed$", MAKEFILE, re.MULTILINE)
+    assert "VIEWLAB_HYPOTHESIS_PROFILE" not in (ROOT / ".ci" / "run").read_text(), ".ci/run keeps make test fixed"
+
+
 # --- book workflow ----------------------------------------------------------------------------------
 
 
@@ -183,7 +228,7 @@ def test_book_is_deployed_to_pages_from_main_only():
     assert BOOK_WF["permissions"] == {"contents": "read"}, "only the deploy job may write"
 
 
-@pytest.mark.parametrize("workflow", [TEST_WF, BOOK_WF], ids=["test.yml", "book.yml"])
+@pytest.mark.parametrize("workflow", [TEST_WF, BOOK_WF, RANDOM_WF], ids=["test.yml", "book.yml", "random.yml"])
 def test_official_actions_are_pinned_to_a_major_version(workflow):
     for job in workflow["jobs"].values():
         for uses in _uses(job):

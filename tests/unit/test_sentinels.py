@@ -224,10 +224,14 @@ def test_exit_without_enter_and_enter_twice_are_clear_errors(name):
     with guard:
         with pytest.raises(RuntimeError, match=rf"^{name}\(\): this guard is already active on this thread"):
             guard.__enter__()
-        other = _in_thread(lambda: guard.__exit__(None, None, None))  # another thread cannot end this one's
-        assert isinstance(other, RuntimeError) and "without __enter__ on this thread" in str(other), other
         assert isinstance(_call(CAUGHT[name][1]), CAUGHT[name][0])
+        # Another thread ends the block (a generator suspended inside it, closed there): the guard is
+        # disarmed at once, and this thread's own exit afterwards only tidies up (tests/fuzz: E4).
+        assert _in_thread(lambda: guard.__exit__(None, None, None)) is None
+        assert not isinstance(_call(CAUGHT[name][1]), Exception)
     assert _stacks() == ([], [])
+    with pytest.raises(RuntimeError, match=rf"^{name}\(\): __exit__ without __enter__ on this thread"):
+        guard.__exit__(None, None, None)  # a third exit has nothing left to end
 
 
 def test_exits_out_of_order_remove_exactly_their_own_modes():

@@ -3,8 +3,9 @@ every version-dependent behaviour the course relies on holds on the torch instal
 
 from __future__ import annotations
 
-import pytest
 import tomllib
+
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
