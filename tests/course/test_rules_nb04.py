@@ -14,6 +14,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
 
 from tests.conftest import RULE_SETTINGS
+from tests.course.learner_inputs import TENSOR_KINDS, attention_cases, learner_tensors
 from viewlab.attention import causal_mask, merge_heads, padding_mask, scaled_dot_product_attention
 
 pytestmark = pytest.mark.nb04
@@ -25,10 +26,10 @@ def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-def _qkv(b: int, h: int, lq: int, lk: int, e: int = 4, seed: int = 0) -> tuple[torch.Tensor, ...]:
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(b, h, lq, e, generator=g, dtype=torch.float64)
-    return q, torch.randn(b, h, lk, e, generator=g, dtype=torch.float64), torch.randn(b, h, lk, e, generator=g).double()
+def _unpack(case) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int, int, int]:  # noqa: ANN001
+    """q, k, v as the shared strategy made them (split_heads, transpose(1, 2), fused, contiguous), and B, H, Lq, Lk."""
+    sizes = case.sizes
+    return case.q, case.k, case.v, sizes["B"], sizes["H"], sizes["Lq"], sizes["Lk"]
 
 
 def _sdpa(q, k, v, mask):  # noqa: ANN001, ANN202 -- None where SDPA refuses the mask
@@ -49,10 +50,10 @@ def lengths_for(draw, b: int, lk: int, low: int = 1) -> torch.Tensor:
     "and head.",
 )
 @RULE_SETTINGS
-@given(b=st.integers(0, 3), h=dims, lq=dims, lk=dims, e=dims, one_b=st.booleans(), one_h=st.booleans())
-def test_matmul_broadcasts_over_the_leading_dims(b, h, lq, lk, e, one_b, one_h):
-    q = torch.randn(b, h, lq, e)
-    k = torch.randn(1 if one_b else b, 1 if one_h else h, e, lk)
+@given(case=attention_cases(), one_b=st.booleans(), one_h=st.booleans())
+def test_matmul_broadcasts_over_the_leading_dims(case, one_b, one_h):
+    q, k, _, b, h, lq, lk = _unpack(case)
+    k = k.transpose(-2, -1)[: 1 if one_b else b, : 1 if one_h else h]  # (B or 1, H or 1, Dh, Lk): a view
     out = q @ k
     assert out.shape == (b, h, lq, lk)
     for i in range(b):
@@ -61,19 +62,13 @@ def test_matmul_broadcasts_over_the_leading_dims(b, h, lq, lk, e, one_b, one_h):
 
 
 @st.composite
-def inputs(draw) -> torch.Tensor:
-    """(B, L, D) in any layout: contiguous, transposed in memory, sliced with a step, or expanded over B."""
-    b, length, h, dh = draw(st.integers(0, 3)), draw(st.integers(0, 3)), draw(dims), draw(dims)
-    d = h * dh
-    kind = draw(st.sampled_from(["contiguous", "transposed", "sliced", "expanded"]))
-    if kind == "transposed":
-        x = torch.randn(d, length, b).permute(2, 1, 0)
-    elif kind == "sliced":
-        x = torch.randn(b, length, 2 * d + 1)[:, :, 1::2]
-    elif kind == "expanded":
-        x = torch.randn(1, length, d).expand(b, length, d)
-    else:
-        x = torch.randn(b, length, d)
+def inputs(draw) -> tuple[torch.Tensor, int]:
+    """(B, L, D) tensors as learners meet them (every kind of the shared strategy that has rank 3, unfold windows
+    of a 2-D tensor included), and a head count H dividing D."""
+    rank3 = tuple(k for k in TENSOR_KINDS if k not in ("unfold", "zero_d", "channels_last"))
+    x = draw(st.one_of(learner_tensors(dims=(3, 3), kinds=rank3), learner_tensors(dims=(2, 2), kinds=("unfold",))))
+    d = x.shape[-1]
+    h = draw(st.sampled_from([n for n in range(1, d + 1) if d % n == 0] if d else [1, 2, 3]))
     return x, h
 
 
@@ -119,12 +114,11 @@ def head_outputs(draw) -> torch.Tensor:
 @pytest.mark.rule("04", "`reshape` views when the strides allow and copies otherwise.")
 @pytest.mark.rule(
     "04",
-    "Test: `out.transpose(1, 2).is_contiguous()` (enough, not needed); the exact condition, asserted below, is "
-    "`stride(2) == Dh · stride(3)` in the transposed tensor, or `H = 1`, or `Dh = 1` (a size-1 dim merges "
-    "whatever its stride), or an empty tensor.",
+    "So a contiguous `out.transpose(1, 2)` is enough for a view, not needed. The exact condition is "
+    "`stride(2) == Dh · stride(3)` in the transposed tensor, or `H = 1`, or `Dh = 1`, or an empty tensor",
 )
 @RULE_SETTINGS
-@given(out=head_outputs())
+@given(out=st.one_of(head_outputs(), attention_cases().map(lambda case: case.q)))
 def test_merging_heads_is_a_view_exactly_when(out):
     b, h, length, dh = out.shape
     t = out.transpose(1, 2)
@@ -144,9 +138,13 @@ def test_merging_heads_is_a_view_exactly_when(out):
 
 @pytest.mark.rule(
     "04",
-    "If the output is a contiguous `(B, H, L, Dh)` tensor, then after the transpose one head's features and the "
-    "next head's are `L·Dh` elements apart, not `Dh`, so the merge **copies** (unless `L`, `H` or `Dh` is 1, or the "
-    "tensor is empty).",
+    "If the output is a contiguous `(B, H, L, Dh)` tensor, the merge **copies**: after the transpose one head's "
+    "features and the next head's are `L·Dh` elements apart, not `Dh`.",
+)
+@pytest.mark.rule(
+    "04",
+    "A size-1 dim merges whatever its stride: with `L`, `H` or `Dh` equal to 1, even a contiguous output merges as a "
+    "view, and so does an empty tensor",
 )
 @pytest.mark.rule(
     "04",
@@ -165,12 +163,13 @@ def test_merging_a_contiguous_output_copies_unless_a_dim_is_one(b, h, length, dh
 
 
 @st.composite
-def mask_shapes(draw) -> tuple[tuple[int, ...], tuple[int, int, int, int]]:
-    b, h, lq, lk = draw(dims), draw(dims), draw(dims), draw(dims)
+def mask_shapes(draw) -> tuple[tuple[int, ...], object]:
+    case = draw(attention_cases())
+    _, _, _, b, h, lq, lk = _unpack(case)
     ndim = draw(st.integers(0, 5))
     pool = [1, b, h, lq, lk, 2]
     shape = tuple(draw(st.sampled_from(pool)) for _ in range(ndim))
-    return shape, (b, h, lq, lk)
+    return shape, case
 
 
 @pytest.mark.rule(
@@ -180,22 +179,32 @@ def mask_shapes(draw) -> tuple[tuple[int, ...], tuple[int, int, int, int]]:
 @pytest.mark.rule(
     "04",
     "`torch.broadcast_shapes(mask.shape, scores.shape)` says whether it does, without touching any data: it must "
-    "return the scores' shape itself (broadcasting *with* the scores to a bigger shape is not enough), and SDPA "
-    "also wants at least 2 dims in the mask.",
+    "return the scores' shape itself (broadcasting *with* the scores to a bigger shape is not enough).",
+)
+@pytest.mark.rule(
+    "04",
+    "SDPA's default CPU kernel also wants at least 2 dims in the mask: a 1-D mask raises an `IndexError` there, not "
+    "the `RuntimeError` of a shape mismatch, while the `MATH` kernel accepts it.",
 )
 @RULE_SETTINGS
 @given(case=mask_shapes(), floats=st.booleans())
 def test_sdpa_takes_a_mask_exactly_when_it_broadcasts_to_the_scores(case, floats):
-    shape, scores = case
-    q, k, v = _qkv(*scores)
+    shape, qkv = case
+    q, k, v, *sizes = _unpack(qkv)
+    scores = tuple(sizes)
     mask = torch.ones(shape, dtype=torch.bool)
-    mask = torch.zeros(shape, dtype=torch.float64) if floats else mask
+    mask = torch.zeros(shape, dtype=q.dtype) if floats else mask
     try:
         to_scores = tuple(torch.broadcast_shapes(shape, scores)) == scores
     except RuntimeError:
         to_scores = False
     accepted = _sdpa(q, k, v, mask) is not None
     assert accepted == (to_scores and len(shape) >= 2)
+    if len(shape) == 1:
+        with pytest.raises(IndexError):
+            F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        with sdpa_kernel(SDPBackend.MATH):
+            assert (_sdpa(q, k, v, mask) is not None) == to_scores
 
 
 @pytest.mark.rule(
@@ -203,17 +212,47 @@ def test_sdpa_takes_a_mask_exactly_when_it_broadcasts_to_the_scores(case, floats
     "Convention (the same as SDPA): a **boolean mask is `True` where a query may attend to a key**.",
 )
 @RULE_SETTINGS
-@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
-def test_a_boolean_mask_is_true_where_a_query_may_attend(b, h, lq, lk, data):
-    q, k, v = _qkv(b, h, lq, lk)
+@given(case=attention_cases(), data=st.data())
+def test_a_boolean_mask_is_true_where_a_query_may_attend(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
     keep = torch.tensor(data.draw(st.lists(st.booleans(), min_size=b * lq * lk, max_size=b * lq * lk)))
     keep = keep.reshape(b, 1, lq, lk)
     keep[..., 0] = True  # every query keeps a key
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
     by_hand = scores.masked_fill(~keep, float("-inf")).softmax(-1) @ v
-    float_mask = torch.zeros(keep.shape, dtype=torch.float64).masked_fill(~keep, float("-inf"))
+    float_mask = torch.zeros(keep.shape, dtype=q.dtype).masked_fill(~keep, float("-inf"))
     torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=keep), by_hand)
     torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=float_mask), by_hand)
+
+
+@pytest.mark.rule(
+    "04",
+    "it turns a boolean `False` into `-inf`, but it adds a float mask to the scores as it is.",
+)
+@pytest.mark.rule(
+    "04",
+    "So a 0/1 float keep mask, what `keep.float()` gives, is silently wrong: a kept key gets `+1`, a padded key "
+    "`+0`, so a padded key's weight shrinks only by a factor `e ≈ 2.7` against a kept key's, instead of to 0.",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), data=st.data())
+def test_a_float_mask_is_added_so_a_zero_one_mask_is_wrong(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
+    lengths = data.draw(lengths_for(b, lk))
+    keep = padding_mask(lengths, lk)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    as_float = F.scaled_dot_product_attention(q, k, v, attn_mask=keep.to(q.dtype))
+    torch.testing.assert_close(as_float, (scores + keep.to(q.dtype)).softmax(-1) @ v)  # added as it is
+    by_bool = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    torch.testing.assert_close(by_bool, scores.masked_fill(~keep, float("-inf")).softmax(-1) @ v)  # False: -inf
+    log_weights = (scores + keep.to(q.dtype)).log_softmax(-1)  # in logs: no underflow to 0
+    assert torch.isfinite(log_weights).all()  # every padded key keeps a weight
+    for i in range(b):
+        n = int(lengths[i])
+        if n < lk:  # against a kept key (key 0 always is), a padded one's weight shrinks by e exactly
+            torch.testing.assert_close(
+                log_weights[i, ..., n] - log_weights[i, ..., 0], scores[i, ..., n] - scores[i, ..., 0] - 1
+            )
 
 
 @pytest.mark.rule(
@@ -222,16 +261,16 @@ def test_a_boolean_mask_is_true_where_a_query_may_attend(b, h, lq, lk, data):
     "it needs; the two 1s broadcast over heads and over **queries** (no query may look at a padded key).",
 )
 @RULE_SETTINGS
-@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
-def test_a_padding_mask_hides_padded_keys_from_every_query_and_head(b, h, lq, lk, data):
+@given(case=attention_cases(), data=st.data())
+def test_a_padding_mask_hides_padded_keys_from_every_query_and_head(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
     lengths = data.draw(lengths_for(b, lk))
-    q, k, v = _qkv(b, h, lq, lk)
     mask = padding_mask(lengths, lk)
     assert mask.shape == (b, 1, 1, lk)
     _, weights = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
     for i in range(b):
         assert weights[i, :, :, int(lengths[i]) :].abs().sum() == 0
-    torch.testing.assert_close(weights.sum(-1), torch.ones(b, h, lq, dtype=torch.float64))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(b, h, lq, dtype=q.dtype))
 
 
 @pytest.mark.rule(
@@ -263,10 +302,10 @@ def test_weight_rows_sum_to_one_while_a_key_is_kept(lq, lk, data):
     "`torch.nn.attention.bias.causal_lower_right`); the top-left mask lets a single new query see key 0 only.",
 )
 @RULE_SETTINGS
-@given(b=dims, h=dims, lq=st.integers(1, 4), extra=st.integers(0, 3))
-def test_causal_alignment_top_left_and_lower_right(b, h, lq, extra):
-    lk = lq + extra  # a decoding step: Lq <= Lk
-    q, k, v = _qkv(b, h, lq, lk)
+@given(case=attention_cases())
+def test_causal_alignment_top_left_and_lower_right(case):
+    q, k, v, b, h, lq, lk = _unpack(case)
+    assume(lq <= lk)  # a decoding step: the queries are the last Lq of Lk positions
     top_left = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None]
     assert torch.equal(causal_mask(lq, lk), top_left)
     torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True), _sdpa(q, k, v, top_left))
@@ -288,10 +327,10 @@ def test_causal_alignment_top_left_and_lower_right(b, h, lq, extra):
     "unless `Lk = 1`, where both orientations are one mask — the cell checks both.)",
 )
 @RULE_SETTINGS
-@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
-def test_a_mask_in_the_wrong_orientation(b, h, lq, lk, data):
+@given(case=attention_cases(), data=st.data())
+def test_a_mask_in_the_wrong_orientation(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
     lengths = data.draw(lengths_for(b, lk))
-    q, k, v = _qkv(b, h, lq, lk)
     right = padding_mask(lengths, lk)
     wrong = right.transpose(-2, -1)
     got = _sdpa(q, k, v, wrong)
@@ -315,10 +354,10 @@ def test_a_mask_in_the_wrong_orientation(b, h, lq, lk, data):
 )
 @pytest.mark.rule("04", "any other `B` **raises**, even `B == Lk` when `Lq != Lk` (the real error first).")
 @RULE_SETTINGS
-@given(b=st.integers(1, 4), h=dims, lq=st.integers(1, 4), lk=st.integers(1, 4), data=st.data())
-def test_a_raw_batch_by_key_mask(b, h, lq, lk, data):
+@given(case=attention_cases(), data=st.data())
+def test_a_raw_batch_by_key_mask(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
     lengths = data.draw(lengths_for(b, lk, low=0))
-    q, k, v = _qkv(b, h, lq, lk)
     right = padding_mask(lengths, lk)
     raw = _sdpa(q, k, v, right[:, 0, 0])
     if b == 1:
@@ -337,11 +376,11 @@ def test_a_raw_batch_by_key_mask(b, h, lq, lk, data):
     "and `Lk` is `Lq` or 1, and then, for `Lk > 1`, masks queries — wrong for `B == 1` too.",
 )
 @RULE_SETTINGS
-@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
-def test_a_mask_unsqueezed_at_the_wrong_end(b, h, lq, lk, data):
+@given(case=attention_cases(), data=st.data())
+def test_a_mask_unsqueezed_at_the_wrong_end(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
     lengths = data.draw(lengths_for(b, lk))
     assume(lk == 1 or bool((lengths < lk).any()))  # some sequence is padded
-    q, k, v = _qkv(b, h, lq, lk)
     right = padding_mask(lengths, lk)
     got = _sdpa(q, k, v, right[:, 0, 0, :, None])
     assert (got is not None) == (b in (1, h) and lk in (lq, 1))
@@ -353,13 +392,13 @@ def test_a_mask_unsqueezed_at_the_wrong_end(b, h, lq, lk, data):
     "04", "A query with no visible key: `0/0 = NaN` from a plain softmax; SDPA and `viewlab.attention` return 0."
 )
 @RULE_SETTINGS
-@given(b=dims, h=dims, lq=dims, lk=dims, floats=st.booleans(), math_only=st.booleans(), data=st.data())
-def test_a_query_with_no_visible_key(b, h, lq, lk, floats, math_only, data):
+@given(case=attention_cases(), floats=st.booleans(), math_only=st.booleans(), data=st.data())
+def test_a_query_with_no_visible_key(case, floats, math_only, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
     keep = torch.tensor(data.draw(st.lists(st.booleans(), min_size=b * lq * lk, max_size=b * lq * lk)))
     keep = keep.reshape(b, 1, lq, lk)
     dead = ~keep.any(-1)  # (B, 1, Lq)
-    q, k, v = _qkv(b, h, lq, lk)
-    mask = torch.zeros(keep.shape, dtype=torch.float64).masked_fill(~keep, float("-inf")) if floats else keep
+    mask = torch.zeros(keep.shape, dtype=q.dtype).masked_fill(~keep, float("-inf")) if floats else keep
     plain = (q @ k.transpose(-2, -1) / 2).masked_fill(~keep, float("-inf")).softmax(-1) @ v
     if math_only:
         with sdpa_kernel(SDPBackend.MATH):
@@ -373,17 +412,17 @@ def test_a_query_with_no_visible_key(b, h, lq, lk, floats, math_only, data):
 
 @pytest.mark.rule("04", "A materialised mask costs `H·Lq` times more for the same result.")
 @RULE_SETTINGS
-@given(b=dims, h=dims, lq=dims, lk=dims, data=st.data())
-def test_a_materialised_mask_costs_h_lq_times_more(b, h, lq, lk, data):
+@given(case=attention_cases(), data=st.data())
+def test_a_materialised_mask_costs_h_lq_times_more(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
     lengths = data.draw(lengths_for(b, lk))
-    q, k, v = _qkv(b, h, lq, lk)
     small = padding_mask(lengths, lk)
     big = small.expand(b, h, lq, lk).contiguous()
     assert big.nbytes == h * lq * small.nbytes
     assert torch.equal(_sdpa(q, k, v, small), _sdpa(q, k, v, big))
 
 
-@pytest.mark.rule("04", "`expand_as(x)` and plain broadcasting are identical in value and memory.")
+@pytest.mark.rule("04", "`x * y.expand_as(x)` and `x * y` are identical in value and memory")
 @RULE_SETTINGS
 @given(b=st.integers(0, 3), c=dims, hh=st.integers(0, 3), w=dims)
 def test_expand_as_and_broadcasting_are_identical(b, c, hh, w):
@@ -398,16 +437,10 @@ def test_expand_as_and_broadcasting_are_identical(b, c, hh, w):
 
 @pytest.mark.rule("04", "On CPU the flash kernel **does** take a mask; only `MATH` and flash run.")
 @RULE_SETTINGS
-@given(
-    b=dims,
-    h=dims,
-    lq=dims,
-    lk=dims,
-    dtype=st.sampled_from([torch.float32, torch.float64]),
-    kind=st.sampled_from(["none", "bool", "float", "causal"]),
-)
-def test_on_cpu_flash_takes_masks(b, h, lq, lk, dtype, kind):
-    q, k, v = (t.to(dtype) for t in _qkv(b, h, lq, lk))
+@given(case=attention_cases(), kind=st.sampled_from(["none", "bool", "float", "causal"]))
+def test_on_cpu_flash_takes_masks(case, kind):
+    q, k, v, b, h, lq, lk = _unpack(case)
+    dtype = q.dtype
     keep = padding_mask(torch.full((b,), lk), lk)
     kwargs = {
         "none": {},
