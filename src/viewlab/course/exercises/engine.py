@@ -47,7 +47,8 @@ from viewlab._checks import (
 
 from . import picture
 from .compare import compare, describe, fresh, tensor_parts
-from .rules import OpRecorder, Rules, loop_problem, memory_problem
+from .messages import forbid_problem, loop_problem, memory_problem
+from .rules import Rules
 from .strategies import as_arg_tuples, is_strategy, run_examples
 from .watch import Watch, call_problem
 
@@ -279,7 +280,7 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
     meter = _meter(c.memory, mine, rules)
     watch = Watch(rules, c.memory, mine) if Watch.wanted(rules, c.memory) else None
     try:
-        with meter as m, watch.follow_meter(m) if watch else contextlib.nullcontext():
+        with meter as m, watch if watch else contextlib.nullcontext():
             got = _call(c.learner_fn, mine)
     except NotImplementedError as exc:
         raise _NotSolved() from exc
@@ -315,14 +316,29 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
                 )
                 break
     if reason is None:
-        for rule in c.extra:
-            reason = rule(mine, got)
-            if reason:
-                label = getattr(rule, "rule", None)
-                reason = f"breaks rule `{label}`: {reason}" if label else reason
-                break
+        reason = _extra_problem(c.extra, mine, got)
     if reason is not None:
         raise _Failure(reason, text, expected, got, None, pristine)
+
+
+def _extra_problem(extra: tuple[_Rule, ...], args: tuple[Any, ...], got: Any) -> str | None:
+    """The first ``extra`` rule broken (its text, after ``breaks rule `<label>```), or None.
+
+    A rule returns None (or "") when kept and a str when broken; anything else is the exercise's mistake.
+    """
+    for rule in extra:
+        reason = rule(args, got)
+        if reason is not None and not isinstance(reason, str):
+            label = getattr(rule, "rule", None) or getattr(rule, "__name__", repr(rule))
+            raise problem(
+                TypeError,
+                f"the extra rule {label!r} returned {describe_value(reason)}; a rule returns None when it is kept "
+                "and a str saying what is wrong when it is broken, e.g. lambda args, out: None if ok else 'why'.",
+            )
+        if reason:
+            label = getattr(rule, "rule", None)
+            return f"breaks rule `{label}`: {reason}" if label else reason
+    return None
 
 
 def _loop_behind(c: Check, f: _Failure) -> _Failure:
@@ -341,20 +357,37 @@ def _loop_probe(c: Check) -> None:
     assert sized is not None
     runs = []
     for n in _LOOP_SIZES:
-        rec = OpRecorder()
         args = sized(n)
+        mine = fresh(args)  # copied before the watch starts: the copy is the checker's, not the learner's
+        watch = Watch(c.rules, None, mine)
         try:
-            with rec:
-                got = _call(c.learner_fn, fresh(args))
+            with watch:
+                got = _call(c.learner_fn, mine)
         except NotImplementedError as exc:
             raise _NotSolved() from exc
-        except Exception:  # noqa: BLE001 - raising on a size the strategy also draws was reported already
+        except Exception as exc:  # noqa: BLE001 - a valid input the reference answers: the learner's failure
+            _probe_raised(c, args, exc)
             return
-        runs.append((rec, args, got))
+        seen = watch.seen(c.learner_fn, got)
+        reason = forbid_problem(c.rules, seen)  # forbidden work is forbidden on the probe's inputs too
+        if reason is not None:
+            raise _Failure(reason, [describe(a) for a in args], _call(c.reference_fn, fresh(args)), got, None, args)
+        runs.append((seen, args, got))
     reason = loop_problem(runs[0][0], runs[1][0], *_LOOP_SIZES)
     if reason is not None:
         args, got = runs[1][1], runs[1][2]
         raise _Failure(reason, [describe(a) for a in args], _call(c.reference_fn, fresh(args)), got, None, args)
+
+
+def _probe_raised(c: Check, args: tuple[Any, ...], exc: Exception) -> None:
+    """The learner's function raised on a probe input: a failure when the reference answers it."""
+    try:
+        expected = _call(c.reference_fn, fresh(args))
+    except Exception:  # noqa: BLE001 - an input the exercise itself does not answer: not the learner's fault
+        return
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    error = f"{type(exc).__name__}: {msg}"
+    raise _Failure(f"your function raised {error}", [describe(a) for a in args], expected, None, error, args)
 
 
 # ----- validation, then the public entry -------------------------------------------------------------------
