@@ -45,16 +45,15 @@ from viewlab._checks import (
     type_error,
 )
 
-from . import picture
 from .compare import compare, describe, fresh, tensor_parts
 from .messages import forbid_problem, loop_problem, memory_problem
+from .result import FAILED, NOT_SOLVED, PASSED, CheckResult
 from .rules import Rules
 from .strategies import as_arg_tuples, is_strategy, run_examples
 from .watch import Watch, call_problem
 
-if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
+if TYPE_CHECKING:  # hypothesis is imported only when a check runs
     from hypothesis.strategies import SearchStrategy
-    from matplotlib.figure import Figure
 
 __all__ = [
     "Check",
@@ -68,14 +67,15 @@ __all__ = [
     "FAILED",
     "NOT_SOLVED",
     "MAX_EXAMPLES",
+    "MIN_EXERCISE_EXAMPLES",
     "MEMORY",
     "RTOL",
     "ATOL",
 ]
 
-PASSED, FAILED, NOT_SOLVED = "passed", "failed", "not solved yet"
 MEMORY = (None, "view", "copy")  # what an exercise may demand of the result's memory
 MAX_EXAMPLES = 10_000
+MIN_EXERCISE_EXAMPLES = 30  # check_exercise tries at least this many generated inputs
 RTOL, ATOL = 1e-5, 1e-6  # default tolerances for floating-point results
 _LOOP_SIZES = (3, 6)
 _Rule = Callable[[tuple[Any, ...], Any], "str | None"]
@@ -125,58 +125,6 @@ class _Failure(Exception):
     error: str | None = None
     args_value: tuple[Any, ...] = ()
     hinted: bool = True  # False where the hint (about the solution) would not help: a call that does not fit
-
-
-# ----- the result ------------------------------------------------------------------------------------------
-@dataclass
-class CheckResult:
-    """What :func:`check` found. ``passed`` is the bool; ``str(result)`` is the report.
-
-    In Jupyter, a failing result also shows a picture: the input, the expected and the learner's
-    result side by side (cells that differ are outlined and marked with ``!``).
-    """
-
-    status: str
-    title: str
-    message: str
-    examples: int = 0
-    failing_input: tuple[Any, ...] = ()
-    expected: Any = None
-    got: Any = None
-    hint_text: str | None = None
-    reason: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.status == PASSED
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def __str__(self) -> str:
-        return self.message
-
-    __repr__ = __str__
-
-    def figure(self) -> Figure | None:
-        """Expected vs got (and the first input tensor) as a matplotlib Figure, or None if not drawable."""
-        if self.status != FAILED:
-            return None
-        return picture.failure_figure(self.failing_input, self.expected, self.got)
-
-    def alt_text(self) -> str:
-        """A sentence describing :meth:`figure` for screen readers."""
-        return picture.failure_alt_text(self.failing_input, self.expected, self.got)
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        print(self.message)
-        fig = self.figure()
-        if fig is not None:
-            from viewlab import show_figure
-
-            display(show_figure(fig, alt=self.alt_text()))
 
 
 # ----- one check -------------------------------------------------------------------------------------------
@@ -358,6 +306,13 @@ def _loop_probe(c: Check) -> None:
     runs = []
     for n in _LOOP_SIZES:
         args = sized(n)
+        if not isinstance(args, tuple):
+            raise type_error(
+                "no_python_loops",
+                f"a function n -> the argument tuple of size n (it returned this for n={n})",
+                args,
+                "Wrap one argument in a tuple, e.g. no_python_loops=lambda n: (torch.arange(n),).",
+            )
         mine = fresh(args)  # copied before the watch starts: the copy is the checker's, not the learner's
         watch = Watch(c.rules, None, mine)
         try:
@@ -402,10 +357,20 @@ def require_learner_fn(learner_fn: Any) -> None:
         )
 
 
-def require_max_examples(max_examples: Any) -> int:
-    """``max_examples`` if it is an int in 1..:data:`MAX_EXAMPLES`, else a ValueError."""
+def require_max_examples(max_examples: Any, minimum: int = 1) -> int:
+    """``max_examples`` if it is an int in ``minimum``..:data:`MAX_EXAMPLES`, else a ValueError.
+
+    :func:`viewlab.course.exercises.check_exercise` asks for at least :data:`MIN_EXERCISE_EXAMPLES`: fewer
+    inputs would weaken a course exercise's check below what its edge cases need.
+    """
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or not 1 <= max_examples <= MAX_EXAMPLES:
         raise problem(ValueError, f"max_examples must be a positive int <= {MAX_EXAMPLES:,}, got {max_examples!r}.")
+    if max_examples < minimum:
+        raise problem(
+            ValueError,
+            f"max_examples={max_examples!r} would try fewer inputs than the exercise needs (at least {minimum}, "
+            f"so that its edge cases are drawn); pass max_examples >= {minimum}, or leave it out (60).",
+        )
     return max_examples
 
 
@@ -524,8 +489,9 @@ def check(
             names the rule in the message, see :func:`~.rules.named_rule`).
         rules: the exercise's stated rules (:class:`~.rules.Rules`): forbidden operators,
             no Python loops, bytes limits, predict without running; ``must_view`` / ``must_copy`` are
-            ``memory="view"`` / ``"copy"``. While the function runs it is watched (:mod:`.watch`): by name
-            and by behaviour, numpy and viewlab's own helpers included, in the threads it starts too.
+            ``memory="view"`` / ``"copy"``. While the function runs it is watched (:mod:`.watch`): by
+            behaviour in the calling thread (torch's modes) and by name in its source (numpy and viewlab's
+            own helpers included); threads it starts are not followed.
 
     Also checked: value, shape, dtype and device of every tensor in the result, and that the
     learner's function did not modify its input in place and fits the call (else the parameters expected are

@@ -22,6 +22,7 @@ A mode sees the thread that entered it: work in a thread the function starts is 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -273,6 +274,27 @@ class Seen:
     viewlab: Hit | None = None
     loop: tuple[str, str | None] | None = None
     peak_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready data (dicts, lists, str, int, None): what another process sends back.
+
+        >>> Seen.from_dict(Seen(n_ops=2, exit=Hit("torch_only", "Tensor.tolist")).to_dict()).exit.op
+        'Tensor.tolist'
+        """
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Seen:
+        """The record :meth:`to_dict` gave (tuples may come back as lists, as JSON has them)."""
+        out = cls(**data)
+        out.ops = {k: Hit(**h) for k, h in (data.get("ops") or {}).items()}
+        out.named = {k: Hit(**h) for k, h in (data.get("named") or {}).items()}
+        for name in ("created", "made", "numpy", "exit", "viewlab"):
+            found = data.get(name)
+            setattr(out, name, None if found is None else Hit(**found))
+        loop = data.get("loop")
+        out.loop = None if loop is None else (loop[0], loop[1])
+        return out
 
     def first(self, family: str) -> Hit | None:
         """The first hit of ``family``: autograd by name (it says which), the others by the operator run."""
