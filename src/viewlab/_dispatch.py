@@ -27,21 +27,12 @@ import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
-from ._learner import PACKAGE_DIR, called_from_viewlab, learner_line  # "is this the learner's code?" lives there
+# "is this the learner's code?" is answered in viewlab._learner; these names stay importable from here
+from ._learner import PACKAGE_DIR as PACKAGE_DIR
+from ._learner import called_from_viewlab as called_from_viewlab
+from ._learner import learner_line as learner_line
 
 Mode = TorchDispatchMode | TorchFunctionMode
-
-__all__ = [
-    "PACKAGE_DIR",
-    "enter_mode",
-    "remove_mode",
-    "storage_of",
-    "storage_key",
-    "storages_of",
-    "tensors_in",
-    "learner_line",
-    "called_from_viewlab",
-]
 
 
 def _kind(mode: Mode) -> tuple[type, Callable[[], list]]:

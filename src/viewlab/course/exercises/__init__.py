@@ -67,19 +67,16 @@ from viewlab._checks import entry, problem, require_str, type_error
 
 from .engine import (
     ATOL,
-    FAILED,
     MAX_EXAMPLES,
     MIN_EXERCISE_EXAMPLES,
-    NOT_SOLVED,
-    PASSED,
     RTOL,
-    CheckResult,
     build_check,
     check,
     require_learner_fn,
     require_max_examples,
 )
 from .registry import Exercise, UnknownExercise, exercise_ids, get, register
+from .result import FAILED, NOT_SOLVED, PASSED, CheckResult
 from .rules import Rules, named_rule
 from .strategies import LAYOUTS, MAX_DIMS, MAX_ELEMENTS, shapes, tensors
 

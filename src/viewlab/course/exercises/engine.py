@@ -57,15 +57,11 @@ if TYPE_CHECKING:  # hypothesis is imported only when a check runs
 
 __all__ = [
     "Check",
-    "CheckResult",
     "check",
     "build_check",
     "run_once",
     "require_learner_fn",
     "require_max_examples",
-    "PASSED",
-    "FAILED",
-    "NOT_SOLVED",
     "MAX_EXAMPLES",
     "MIN_EXERCISE_EXAMPLES",
     "MEMORY",

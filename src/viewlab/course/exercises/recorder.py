@@ -36,9 +36,9 @@ from viewlab._checks import entry, require_str
 from viewlab._dispatch import enter_mode, remove_mode, storage_key, storage_of, tensors_in
 from viewlab._learner import learner_line
 
-from .rules import API_NAMES, FAMILIES
+from .rules import API_NAMES, FAMILIES, op_in
 
-__all__ = ["Hit", "at", "OpRecorder", "ApiRecorder", "Seen", "autograd_name"]
+__all__ = ["Hit", "at", "OpRecorder", "ApiRecorder", "Seen", "autograd_name", "EXITS"]
 
 
 def at(line: str | None) -> str:
@@ -133,7 +133,7 @@ class OpRecorder(TorchDispatchMode):
         for family, (ops, _fix) in FAMILIES.items():
             if family in self.hits:
                 continue
-            if (family == "autograd" and in_backward) or any(name == o or name.startswith(o + ".") for o in ops):
+            if (family == "autograd" and in_backward) or op_in(name, ops):
                 self.hits[family] = Hit(
                     family,
                     "the autograd engine (running " + name + ")" if family == "autograd" else name,
@@ -223,7 +223,7 @@ class ApiRecorder(TorchFunctionMode):
         bare, shown = _api_name(func)
         family = _API_FAMILY.get(bare)
         if family is None and bare.startswith("aten."):
-            match = [f for f, (ops, _) in FAMILIES.items() for o in ops if bare == o or bare.startswith(o + ".")]
+            match = [f for f, (ops, _) in FAMILIES.items() if op_in(bare, ops)]
             family = match[0] if match else None
         if family is not None and family not in self.hits:
             self.hits[family] = Hit(family, autograd_name(shown) if family == "autograd" else shown, learner_line())

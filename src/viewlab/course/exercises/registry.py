@@ -137,8 +137,8 @@ def _require_fields(ex: Exercise) -> None:
     if not ex.signature.startswith("def ") or not stub.isidentifier() or "(" not in ex.signature or not _parses(ex):
         raise problem(
             ValueError,
-            f"`signature` must be the first line of a def that parses, without the colon, e.g. "
-            f"'def name(x: torch.Tensor) -> torch.Tensor'; got {ex.signature!r}.",
+            f"`signature` must look like 'def name(arg, ...) -> type', the first line of a def that parses "
+            f"(without the colon); got {ex.signature!r}.",
         )
 
 

@@ -45,7 +45,7 @@ from typing import Any
 
 from viewlab._checks import entry, problem, require_bool, require_int, require_str, type_error
 
-__all__ = ["FAMILIES", "API_NAMES", "NUMPY_NAMES", "FORBIDS", "Rules", "named_rule"]
+__all__ = ["FAMILIES", "API_NAMES", "NUMPY_NAMES", "FORBIDS", "Rules", "named_rule", "op_in"]
 
 #: friendly name -> (aten operator names, what to do instead)
 FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -62,7 +62,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         "compare a column of positions with a row of positions (arange[:, None] and arange[None, :])",
     ),
     "expand": (
-        ("aten.expand",),
+        ("aten.expand", "aten.expand_copy"),
         "work it out from the sizes alone (expand, expand_as and broadcast_to all run aten.expand)",
     ),
     "copy": (
@@ -74,7 +74,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         "write the backward rule by hand: which rows of the output read the same element?",
     ),
     "bincount": (
-        ("aten.bincount", "aten.histc", "aten.histogram"),
+        ("aten.bincount", "aten.histc", "aten.histogram", "aten._histogramdd_from_bin_cts"),
         "make the indexed write accumulate: index_add_, or index_put_ with accumulate=True",
     ),
     "sdpa": (
@@ -85,17 +85,29 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
             "aten._scaled_dot_product_efficient_attention",
             "aten._scaled_dot_product_flash_attention",
             "aten._scaled_dot_product_cudnn_attention",
+            "aten._native_multi_head_attention",
         ),
         "build it from its parts: scores from q and k, the mask, a softmax, then the weighted sum of v",
     ),
 }
+
+
+def op_in(op: str, ops: tuple[str, ...]) -> bool:
+    """Whether the operator ``op`` is one of ``ops`` (a family's operators of :data:`FAMILIES`): any overload,
+    and the in-place variant too (``aten.tril_.default`` is a tril).
+
+    >>> op_in("aten.tril_.default", FAMILIES["tril"][0]), op_in("aten.add.Tensor", FAMILIES["tril"][0])
+    (True, False)
+    """
+    return any(op == o or op.startswith((o + ".", o + "_.")) for o in ops)
+
 
 #: friendly name -> torch functions seen before they decompose (the dispatch record sees only their parts)
 API_NAMES: dict[str, tuple[str, ...]] = {
     "repeat": ("repeat", "repeat_interleave"),
     "tile": ("tile",),
     "tril": ("tril", "triu", "tril_", "triu_", "tril_indices", "triu_indices"),
-    "expand": ("expand", "expand_as", "broadcast_to"),
+    "expand": ("expand", "expand_as", "broadcast_to", "expand_copy"),
     "bincount": ("bincount", "histc", "histogram", "histogramdd"),
     "sdpa": ("scaled_dot_product_attention",),
     "autograd": ("_make_dual", "_unpack_dual", "backward", "grad"),

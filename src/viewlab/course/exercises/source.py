@@ -43,9 +43,9 @@ from typing import Any
 
 import torch
 
-from viewlab._learner import is_learner_file, place
+from viewlab._learner import BANK_DIR, is_learner_file, place
 
-__all__ = ["Call", "Reading", "read", "static_loop"]
+__all__ = ["Call", "Reading", "read", "read_once", "static_loop"]
 
 _KIND = {
     ast.For: "a for loop",
@@ -58,6 +58,7 @@ _KIND = {
 }
 _MAPS = {"map", "filter", "reduce", "starmap", "accumulate"}  # a Python loop run by a function
 _SUMS = {"sum", "prod", "fsum"}  # a loop over a sequence, unless the sequence is sizes
+_KEYED = {"sorted", "max", "min"}  # with key=: a Python function called once per item
 _AUTOGRAD_MODULES = ("torch.autograd", "torch.autograd.forward_ad", "torch.autograd.functional")
 _MOST_HELPERS = 16  # functions read per answer, the answer included
 _NOTHING = object()
@@ -208,6 +209,16 @@ def _kind_of(obj: Any, spelled: str) -> str | None:
     return None
 
 
+def _bank_file(filename: str) -> bool:
+    return filename.replace("\\", "/").startswith(BANK_DIR)
+
+
+def _bank(fn: types.FunctionType) -> bool:
+    """A function of the exercise bank (a reference, an answer): the learner's code in the course's own tests,
+    viewlab's when an answer written elsewhere calls it."""
+    return _bank_file(fn.__code__.co_filename)
+
+
 def _over_sizes(args: list[ast.expr]) -> bool:
     """``x.shape``, ``x.size()``, ``x.shape[1:]`` or a literal tuple: sizes, not data."""
     if not args:
@@ -223,12 +234,21 @@ def _over_sizes(args: list[ast.expr]) -> bool:
 
 
 def _c_loop(obj: Any, call: ast.Call) -> str | None:
-    """A function that runs a Python loop over a sequence (``map``, ``sum`` over data ...), named, or None."""
+    """A function that runs a Python loop over a sequence (``map``, ``sum`` over data, ``sorted(key=)``,
+    ``iter(f, sentinel)``, ``collections.Counter`` ...), named, or None."""
     name = getattr(obj, "__name__", "")
     module = getattr(obj, "__module__", None) or ""
+    if module == "collections" and name == "Counter" and call.args:
+        return "collections.Counter(), a Python loop that counts"
     if module not in ("builtins", "math", "functools", "_functools", "itertools"):
         return None
-    if name in _MAPS or (name in _SUMS and not _over_sizes(call.args)):
+    keyed = name in _KEYED and any(k.arg == "key" for k in call.keywords)
+    if (
+        name in _MAPS
+        or keyed
+        or (name in _SUMS and not _over_sizes(call.args))
+        or (name == "iter" and len(call.args) == 2)
+    ):
         return f"{name}(), a Python loop over a sequence"
     return None
 
@@ -262,6 +282,9 @@ def _read_one(
                 if what is not None:
                     shown = (_spelled(obj) if what == "viewlab" else "") or spelled or ast.unparse(sub.func)
                     out.calls.append(Call(what, shown, place(filename, sub.lineno)))
+                elif isinstance(obj, types.FunctionType) and _bank(obj) and not _bank_file(filename):
+                    shown = f"the exercise's own code ({_spelled(obj)})"
+                    out.calls.append(Call("viewlab", shown, place(filename, sub.lineno)))
                 elif isinstance(obj, types.FunctionType) and is_learner_file(obj.__code__.co_filename):
                     todo.append((obj, (*chain, obj)))
         if kind is not None:
