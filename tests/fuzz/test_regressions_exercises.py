@@ -133,7 +133,9 @@ def test_an_unusual_result_fails_with_a_reason_e7(answer, said):
 # ----- E14: an Exercise whose signature does not parse is refused when it is built ----------------------
 @pytest.mark.parametrize("signature", ["def f(x", "def f(x=)", "def f(x):"])
 def test_an_exercise_signature_that_does_not_parse_is_refused_e14(signature):
-    with pytest.raises(ValueError, match=r"^Exercise\(\): `signature` must look like .*a def that parses.*got 'def f\(x"):
+    with pytest.raises(
+        ValueError, match=r"^Exercise\(\): `signature` must look like .*a def that parses.*got 'def f\(x"
+    ):
         dataclasses.replace(ex.get("05-can-expand"), id="99-bad-signature", signature=signature)
 
 
