@@ -144,3 +144,27 @@ def test_max_examples_cannot_weaken_a_course_check():
     with pytest.raises(ValueError, match=r"^check_exercise\(\): max_examples=1 would try fewer inputs"):
         ex.check_exercise("01-odd-positions", lambda x: x[1::2], max_examples=1)
     assert ex.check_exercise("01-odd-positions", lambda x: x[1::2], max_examples=ex.engine.MIN_EXERCISE_EXAMPLES)
+
+
+# ----- the seam: what one run did, as plain data, judged with the kernel's words ---------------------------
+def test_a_run_recorded_as_plain_data_is_judged_with_the_same_message():
+    import json
+
+    from viewlab.course.exercises.messages import judge_before
+    from viewlab.course.exercises.recorder import Seen
+    from viewlab.course.exercises.watch import Watch
+
+    e = ex.get("02-pairwise-diff")
+    p = torch.arange(6.0).view(3, 2)
+    with Watch(e.rules, e.memory, (p,)) as w:
+        got = _pairs_by_np_tile(p)
+    sent = json.dumps(w.seen(_pairs_by_np_tile, got).to_dict())  # what another process would send back
+    in_parent = judge_before(e.rules, Seen.from_dict(json.loads(sent)), (p,))
+    assert in_parent == ex.check_exercise("02-pairwise-diff", _pairs_by_np_tile).reason
+    assert in_parent.startswith("breaks rule `forbid tile`: your function called numpy.tile")
+
+
+def _pairs_by_np_tile(p):
+    a = p.numpy()
+    n = a.shape[0]
+    return torch.from_numpy(np.tile(a[:, None], (1, n, 1)) - np.tile(a[None], (n, 1, 1)))

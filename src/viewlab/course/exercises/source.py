@@ -85,9 +85,15 @@ class Reading:
 
 # ----- finding the function in its file ---------------------------------------------------------------------
 def _tree(filename: str) -> ast.AST | None:
-    lines = linecache.getlines(filename)
+    text = "".join(linecache.getlines(filename))
+    return _parsed(text) if text else None
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str) -> ast.AST | None:
+    """The parsed file, once per text (an answer and its helpers often share one file)."""
     try:
-        return ast.parse("".join(lines)) if lines else None
+        return ast.parse(text)
     except SyntaxError:  # a cell with IPython magics, say: no reading
         return None
 
