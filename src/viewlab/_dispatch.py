@@ -1,6 +1,8 @@
 """Dispatch-mode plumbing shared by every tool that watches operators (measure, the monitor, the
 sentinels, the course's rule recorder): push and remove a mode (dispatch or torch-function) by identity, find
-the tensors and the storages behind an operator's arguments, and name the learner's own line of code.
+the tensors and the storages behind an operator's arguments. The learner's own line of code
+(``learner_line``, ``called_from_viewlab``) is :mod:`viewlab._learner`'s, re-exported here for the tools that
+import it from this module.
 
 Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
 Mode stacks are per thread: a mode that another thread stops is *left* for the thread that entered it
@@ -24,17 +26,19 @@ from __future__ import annotations
 
 import sys
 import threading
-import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
-Mode = TorchDispatchMode | TorchFunctionMode
+# "is this the learner's code?" is answered in viewlab._learner; these names stay importable from here
+from ._learner import PACKAGE_DIR as PACKAGE_DIR
+from ._learner import called_from_viewlab as called_from_viewlab
+from ._learner import learner_line as learner_line
 
-PACKAGE_DIR = __file__.replace("\\", "/").rsplit("/", 1)[0] + "/"  # .../viewlab/
+Mode = TorchDispatchMode | TorchFunctionMode
 
 
 def _kind(mode: Mode) -> tuple[type, Callable[[], list]]:
@@ -209,48 +213,3 @@ def tensors_in(items: Iterable[Any]) -> list[torch.Tensor]:
     """
     nested = (x for a in items for x in (a if isinstance(a, (list, tuple)) else (a,)))
     return [x for x in nested if isinstance(x, torch.Tensor)]
-
-
-def _outer_frames() -> Iterator[tuple[str, traceback.FrameSummary]]:
-    """(file name with "/", frame) from the innermost frame out, without torch's and the standard library's plumbing."""
-    for frame in reversed(traceback.extract_stack()):
-        name = frame.filename.replace("\\", "/")
-        if "/torch/" not in name and not name.endswith(("contextlib.py", "functools.py")):
-            yield name, frame
-
-
-def learner_line(skip: tuple[str, ...] = (PACKAGE_DIR,)) -> str | None:
-    """Where the learner is: ``line N of this cell: code`` (or ``file:N: code``) of the innermost frame
-    outside torch and outside the folders in ``skip`` (viewlab itself by default), or None.
-
-    >>> learner_line() is None or "line" in learner_line() or ":" in learner_line()
-    True
-    """
-    for name, frame in _outer_frames():
-        if name.startswith(skip):
-            continue
-        # A notebook cell's file is a temporary name (ipykernel_<pid>/<hash>.py): say "this cell" instead.
-        in_cell = "ipykernel_" in name or name.startswith("<ipython-input")
-        where = f"line {frame.lineno} of this cell" if in_cell else f"{frame.filename}:{frame.lineno}"
-        return f"{where}: {frame.line.strip()}" if frame.line else where
-    return None
-
-
-def called_from_viewlab(this_file: str = "") -> bool:
-    """True when the innermost frame outside torch is viewlab's own code (a helper building a mask, say),
-    so a watcher reports the learner's code, not the internals of the tools it watches with.
-
-    Another viewlab mode (``measure``, the monitor's frame hook, a rule recorder, a guard's call recorder)
-    only passes the learner's operator on from its ``__torch_dispatch__`` or ``__torch_function__``: those
-    frames are skipped, so an operator run inside ``with measure():`` is still the learner's.
-    ``this_file``: the calling watcher's own file, also skipped.
-
-    >>> called_from_viewlab()
-    False
-    """
-    own = (this_file.replace("\\", "/"), __file__.replace("\\", "/"))
-    for name, frame in _outer_frames():
-        passing_on = frame.name in ("__torch_dispatch__", "__torch_function__") and name.startswith(PACKAGE_DIR)
-        if name not in own and not passing_on:
-            return name.startswith(PACKAGE_DIR)
-    return False

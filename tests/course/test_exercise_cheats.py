@@ -3,7 +3,8 @@ the rule it breaks and the line that broke it (checked against the file itself),
 
 One section per way of cheating: numpy doing the work, the course's own helpers, torch functions that decompose
 before the dispatcher sees them, loops the operator count misses, forward-mode AD, "zero new bytes" for a view,
-work moved into a thread, tensors (meta ones too) created by a prediction.
+work moved into a thread (the grader's job: the in-kernel check follows no thread), tensors (meta ones too) created
+by a prediction.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import viewlab
 from tests.conftest import ROOT
 from viewlab.course import exercises as ex
 from viewlab.course.exercises import FAILED, PASSED, Rules, check, tensors
-from viewlab.course.exercises.loops import static_loop
+from viewlab.course.exercises.source import static_loop
 from viewlab.course.exercises.watch import Watch
 
 _PLACE = re.compile(r"(?P<file>[^ `]+\.py):(?P<line>\d+): `(?P<code>[^`]+)`")
@@ -81,7 +82,7 @@ def _causal_by_np_tri(q, k):
     return torch.from_numpy(np.tri(q, k, dtype=bool))
 
 
-def _peak_by_numpy_temporary(r):  # the temporary r * 2 lives in numpy, out of the meter's sight
+def _peak_by_numpy_temporary(r):  # the temporary r * 2 lives in numpy: the data leaving torch is what is seen
     return torch.tensor((r.numpy().astype(np.float64) * 2).sum(), dtype=r.dtype)
 
 
@@ -94,7 +95,7 @@ def _peak_by_numpy_temporary(r):  # the temporary r * 2 lives in numpy, out of t
         ("05-count-labels", _count_by_np_bincount, "forbid bincount", "numpy.bincount"),
         ("05-count-labels", _count_by_np_add_at, "forbid bincount", "numpy.add.at"),
         ("04-causal-mask", _causal_by_np_tri, "forbid tril", "numpy.tri"),
-        ("06-lower-the-peak", _peak_by_numpy_temporary, "torch_only", "ndarray.astype"),
+        ("06-lower-the-peak", _peak_by_numpy_temporary, "torch_only", "Tensor.numpy"),
     ],
 )
 def test_numpy_doing_the_work_is_caught(exercise_id, fn, rule, named):
@@ -275,7 +276,7 @@ def test_loops_are_seen_in_the_source(exercise_id, fn, kind):
     assert kind in msg
 
 
-# a helper whose loop is outside the answer's own source: only the dynamic witness sees it
+# a helper whose loop is outside the answer's own source: the helpers it calls by name are read too
 def _rows_of_a_causal_mask(q, k):
     rows, i = bytearray(), 0
     while i < q:
@@ -300,17 +301,16 @@ def _tally(xs, c):
     return out
 
 
-def test_loops_in_helpers_are_seen_while_they_run():
-    assert static_loop(_causal_by_a_looping_helper) is None and static_loop(_counts_by_a_looping_helper) is None
-    for exercise_id, fn in (
-        ("04-causal-mask", _causal_by_a_looping_helper),
-        ("05-count-labels", _counts_by_a_looping_helper),
+def test_loops_in_helpers_are_seen_in_the_helpers_source():
+    for exercise_id, fn, helper in (
+        ("04-causal-mask", _causal_by_a_looping_helper, "_rows_of_a_causal_mask"),
+        ("05-count-labels", _counts_by_a_looping_helper, "_tally"),
     ):
         msg = rejected(exercise_id, fn, "no_python_loops")
-        assert "ran again after a jump back" in msg
+        assert f"(in {helper}, which your function calls)" in msg, msg
 
 
-def test_a_loop_without_source_is_seen_while_it_runs():
+def test_a_loop_without_source_is_seen_by_the_operator_count():
     namespace: dict = {"torch": torch}
     exec(
         "def count(labels, c):\n    out = torch.zeros(c)\n    for x in labels:\n        out[x] += 1\n    return out\n",
@@ -318,7 +318,9 @@ def test_a_loop_without_source_is_seen_while_it_runs():
     )
     assert static_loop(namespace["count"]) is None  # exec'd from a string: no source to read
     r = ex.check_exercise("05-count-labels", namespace["count"])
-    assert r.reason.startswith("breaks rule `no_python_loops`") and "<string>:3" in r.reason, r.reason
+    # no line to name (the old line tracer, sys.settrace, is gone): the operator count grows with the size
+    assert r.reason.startswith("breaks rule `no_python_loops`: your function ran "), r.reason
+    assert "torch operators for size 3 and" in r.reason, r.reason
 
 
 def test_a_loop_in_c_without_source_is_seen_by_the_operator_count():
@@ -479,22 +481,33 @@ def _count_looped_in_a_thread(labels, c):
     return torch.tensor(_in_a_thread(lambda: _tally(labels.tolist(), c)), dtype=torch.float32)
 
 
-@pytest.mark.parametrize(
-    ("exercise_id", "fn", "rule"),
-    [
-        ("02-pairwise-diff", _pairs_repeated_in_a_thread, "forbid repeat"),
-        ("01-odd-positions", _odd_cloned_in_a_thread, "must_view"),
-        ("06-repeat-bytes", _bytes_allocated_in_a_pool, "predict_without_running"),
-        ("06-lower-the-peak", _peak_in_a_thread, "max_new_bytes"),
-        ("05-count-labels", _count_looped_in_a_thread, "no_python_loops"),
-    ],
-)
-def test_work_in_a_thread_is_seen(exercise_id, fn, rule):
-    if rule == "max_new_bytes":  # the message gives the measured peak, not a line
-        r = ex.check_exercise(exercise_id, fn)
-        assert r.reason.startswith("breaks rule `max_new_bytes`") and "peaked at" in r.reason, r.reason
-        return
-    rejected(exercise_id, fn, rule)
+def test_a_loop_moved_into_a_thread_is_seen_in_the_source():
+    # the lambda handed to the thread is part of the answer's source, and _tally is a helper it calls by name
+    rejected("05-count-labels", _count_looped_in_a_thread, "no_python_loops")
+
+
+_THREAD_CHEATS = [
+    ("02-pairwise-diff", _pairs_repeated_in_a_thread, "forbid repeat"),
+    ("01-odd-positions", _odd_cloned_in_a_thread, "must_view"),
+    ("06-repeat-bytes", _bytes_allocated_in_a_pool, "predict_without_running"),
+    ("06-lower-the-peak", _peak_in_a_thread, "max_new_bytes"),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "fn", "rule"), _THREAD_CHEATS)
+def test_work_moved_into_a_thread_is_the_graders_job(exercise_id, fn, rule):
+    """The in-kernel check does not follow threads the answer starts: torch's modes are per thread, and nothing
+    of the process is patched. The checker used to wrap ``threading.Thread.start`` for every thread of the
+    process while a check ran (and left it wrapped when two checks crossed on two threads), and caught these four.
+    Moving work into a thread is not an honest mistake; trusted grading runs the answer in another process,
+    which records every thread there. This test keeps the evidence: the rule is not what the in-kernel check
+    reports (an answer that is also wrong on an edge still fails on that)."""
+    r = ex.check_exercise(exercise_id, fn)
+    assert not (r.reason or "").startswith(f"breaks rule `{rule}`"), r.reason
+    with Watch(Rules(forbid=("repeat",), max_new_bytes=0)) as w:
+        _in_a_thread(lambda: torch.ones(2).repeat(2))
+    seen = w.seen(lambda: None)
+    assert "repeat" not in seen.ops and seen.created is None  # the thread's operators were not recorded
 
 
 def test_the_hooks_are_restored_after_a_check():
@@ -574,21 +587,24 @@ def test_a_wrong_signature_names_the_expected_one_instead_of_a_hint_regression()
 
 
 # ----- the loop witnesses against an exact oracle ------------------------------------------------------------
-_STATEMENTS = {  # statement -> (a loop in the source?, the smallest n whose run shows a jump back, or None: never)
-    "y = x + 1": (False, None),
-    "y = (x\n        + 1)": (False, None),  # a multi-line expression revisits a line number without jumping back
-    "for _ in range(n): y = x": (True, 2),  # on one line, the jump back shows from the second pass
-    "for _ in range(n):\n        y = x": (True, 1),
-    "while n < 0: n += 1": (True, None),
-    "y = [x for _ in range(n)]": (True, 2),
-    "y = sum(x for _ in range(n))": (True, 0),  # sum() over a sequence is a loop in C, even over an empty one
-    "y = list(map(abs, range(n)))": (True, None),  # map runs its loop in C and calls a C function: static only
+_STATEMENTS = {  # statement -> a loop in the source?
+    "y = x + 1": False,
+    "y = (x\n        + 1)": False,  # a multi-line expression
+    "for _ in range(n): y = x": True,  # a loop on one line
+    "for _ in range(n):\n        y = x": True,
+    "while n < 0: n += 1": True,  # a loop that never runs is still a loop
+    "y = [x for _ in range(n)]": True,
+    "y = sum(x for _ in range(n))": True,
+    "y = sum([x, n])": False,  # over a literal list: arithmetic
+    "y = sum(range(n))": True,  # sum() over a sequence is a loop in C
+    "y = list(map(abs, range(n)))": True,  # map runs its loop in C
 }
 
 
 @settings(max_examples=40, deadline=None, database=None)
 @given(st.lists(st.sampled_from(sorted(_STATEMENTS)), min_size=1, max_size=3), st.integers(0, 2))
-def test_the_loop_witnesses_match_an_oracle(statements, n):
+def test_the_static_loop_witness_matches_an_oracle(statements, n):
+    # the dynamic witness (a line tracer, sys.settrace) is gone: the source and the operator count remain
     name = f"/tmp/viewlab_loop_oracle_{abs(hash(tuple(statements)))}.py"
     body = "".join(f"    {s}\n" for s in statements)
     source = f"def answer(x, n):\n    y = x\n{body}    return y\n"
@@ -597,11 +613,8 @@ def test_the_loop_witnesses_match_an_oracle(statements, n):
         namespace: dict = {}
         exec(compile(source, name, "exec"), namespace)
         fn = namespace["answer"]
-        in_source = any(_STATEMENTS[s][0] for s in statements)
-        assert (static_loop(fn) is not None) == in_source
-        with Watch(Rules(no_python_loops=lambda k: (k,))) as w:
-            fn(1, n)
-        jumps = any(_STATEMENTS[s][1] is not None and n >= _STATEMENTS[s][1] for s in statements)
-        assert (w.loop is not None) == jumps, (statements, n, w.loop)
+        in_source = any(_STATEMENTS[s] for s in statements)
+        assert (static_loop(fn) is not None) == in_source, (statements, static_loop(fn))
+        fn(1, n)  # the answer runs as written
     finally:
         del linecache.cache[name]

@@ -267,7 +267,7 @@ def test_tensors_default_values_fit_the_dtype_regression(dtype):
     lo, hi = {torch.uint8: (0, 9), torch.bool: (0, 1)}.get(dtype, (-9, 9))
     seen = set()
 
-    @settings(max_examples=60, database=None)
+    @settings(max_examples=60, database=None, derandomize=True)  # was flaky: a random draw could miss 9
     @given(tensors(dims=(1, 2), side=(1, 4), dtype=dtype))
     def run(t):
         assert t.dtype == dtype

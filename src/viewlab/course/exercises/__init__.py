@@ -11,9 +11,11 @@ Quick use in a notebook::
 
 and, for a prediction written down before the cell that measures, ``check_guess(guess, actual, why)``.
 
-The package, one job per module: :mod:`.engine` (:func:`check`, the comparison, :class:`CheckResult`),
-:mod:`.strategies` (the inputs: :func:`tensors`, :func:`shapes`, :data:`LAYOUTS`; the only module that
-imports hypothesis), :mod:`.rules` (:class:`Rules`, the operator recorder, :func:`named_rule`),
+The package, one job per module: :mod:`.engine` (:func:`check`), :mod:`.result` (:class:`CheckResult`),
+:mod:`.compare` (copies, descriptions, the comparison), :mod:`.strategies` (the inputs: :func:`tensors`,
+:func:`shapes`, :data:`LAYOUTS`; the only module that imports hypothesis), :mod:`.rules` (:class:`Rules`,
+:func:`named_rule`), :mod:`.recorder` (the modes that record a run, as plain data), :mod:`.source` (the
+answer's source, read with ``ast``), :mod:`.watch` (one watched call), :mod:`.messages` (the rules judged),
 :mod:`.registry` (:class:`Exercise`, :func:`register`, :func:`get`, :func:`exercise_ids`),
 :mod:`.picture` (the failure figure) and :mod:`.bank` (the exercises of each notebook).
 
@@ -66,18 +68,16 @@ from viewlab.course.grade import record as _record
 
 from .engine import (
     ATOL,
-    FAILED,
     MAX_EXAMPLES,
-    NOT_SOLVED,
-    PASSED,
+    MIN_EXERCISE_EXAMPLES,
     RTOL,
-    CheckResult,
     build_check,
     check,
     require_learner_fn,
     require_max_examples,
 )
 from .registry import Exercise, UnknownExercise, exercise_ids, get, register
+from .result import FAILED, NOT_SOLVED, PASSED, CheckResult
 from .rules import Rules, named_rule
 from .strategies import LAYOUTS, MAX_DIMS, MAX_ELEMENTS, shapes, tensors
 
@@ -246,7 +246,7 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     """
     ex = get(exercise_id)
     require_learner_fn(learner_fn)
-    require_max_examples(max_examples)
+    require_max_examples(max_examples, MIN_EXERCISE_EXAMPLES)
     mismatch = _signature_mismatch(ex, learner_fn)
     if mismatch:  # the check would only report a TypeError and a hint about the answer: say what is called
         title = f"{ex.id} ({ex.title})"

@@ -52,8 +52,12 @@ def describe(obj: Any) -> str:
     'tensor shape (3, 2) float32, stride (1, 3), offset 0: [[0, 3], [1, 4], [2, 5]]'
     """
     if isinstance(obj, torch.Tensor):
+        if obj.is_nested:
+            return f"nested tensor of {obj.size(0)} tensors, {dtype_name(obj.dtype)}"
         if obj.layout != torch.strided:
             return f"{obj.layout} tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)}"
+        if obj.device.type == "meta":
+            return f"tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)} on meta (sizes only, no values)"
         return (
             f"tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)}, stride {tuple(obj.stride())}, "
             f"offset {obj.storage_offset()}: {_values_text(obj)}"
@@ -73,6 +77,9 @@ def compare(expected: Any, got: Any, where: str, rtol: float, atol: float) -> st
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             return f"{where} should be a torch.Tensor, got {type(got).__name__}"
+        kind = _kind_problem(expected, got, where)
+        if kind is not None:
+            return kind
         if tuple(got.shape) != tuple(expected.shape):
             return f"{where} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
         if got.dtype != expected.dtype:
@@ -115,6 +122,29 @@ def compare(expected: Any, got: Any, where: str, rtol: float, atol: float) -> st
     ):
         return f"{where} is {got!r} ({type(got).__name__}), expected {expected!r} ({type(expected).__name__})"
     return None
+
+
+def _kind_problem(expected: torch.Tensor, got: torch.Tensor, where: str) -> str | None:
+    """A result of another kind than the reference's (nested, sparse, on meta), said before its values are read.
+
+    >>> _kind_problem(torch.zeros(2), torch.zeros(2).to_sparse(), "the result")
+    'the result is a torch.sparse_coo tensor, expected a dense (torch.strided) one: return a dense tensor (.to_dense())'
+    """
+    if got.is_nested != expected.is_nested:
+        kinds = ("a nested tensor", "a regular tensor") if got.is_nested else ("a regular tensor", "a nested tensor")
+        return f"{where} is {kinds[0]}, expected {kinds[1]}"
+    if got.layout != expected.layout:
+        fix = ": return a dense tensor (.to_dense())" if expected.layout == torch.strided else ""
+        return f"{where} is a {got.layout} tensor, expected a {_layout_words(expected.layout)} one{fix}"
+    if got.device.type == "meta" and expected.device.type != "meta":
+        return (
+            f"{where} is on meta (sizes only, no values), expected {expected.device}: compute it on the input's device"
+        )
+    return None
+
+
+def _layout_words(layout: torch.layout) -> str:
+    return "dense (torch.strided)" if layout == torch.strided else str(layout)
 
 
 def tensor_parts(obj: Any) -> list[torch.Tensor]:

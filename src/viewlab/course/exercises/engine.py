@@ -45,36 +45,33 @@ from viewlab._checks import (
     type_error,
 )
 
-from . import picture
 from .compare import compare, describe, fresh, tensor_parts
-from .rules import OpRecorder, Rules, loop_problem, memory_problem
+from .messages import forbid_problem, loop_problem, memory_problem
+from .result import FAILED, NOT_SOLVED, PASSED, CheckResult
+from .rules import Rules
 from .strategies import as_arg_tuples, is_strategy, run_examples
 from .watch import Watch, call_problem
 
-if TYPE_CHECKING:  # hypothesis and matplotlib are imported only when used
+if TYPE_CHECKING:  # hypothesis is imported only when a check runs
     from hypothesis.strategies import SearchStrategy
-    from matplotlib.figure import Figure
 
 __all__ = [
     "Check",
-    "CheckResult",
     "check",
     "build_check",
     "run_once",
     "require_learner_fn",
     "require_max_examples",
-    "PASSED",
-    "FAILED",
-    "NOT_SOLVED",
     "MAX_EXAMPLES",
+    "MIN_EXERCISE_EXAMPLES",
     "MEMORY",
     "RTOL",
     "ATOL",
 ]
 
-PASSED, FAILED, NOT_SOLVED = "passed", "failed", "not solved yet"
 MEMORY = (None, "view", "copy")  # what an exercise may demand of the result's memory
 MAX_EXAMPLES = 10_000
+MIN_EXERCISE_EXAMPLES = 30  # check_exercise tries at least this many generated inputs
 RTOL, ATOL = 1e-5, 1e-6  # default tolerances for floating-point results
 _LOOP_SIZES = (3, 6)
 _Rule = Callable[[tuple[Any, ...], Any], "str | None"]
@@ -124,58 +121,6 @@ class _Failure(Exception):
     error: str | None = None
     args_value: tuple[Any, ...] = ()
     hinted: bool = True  # False where the hint (about the solution) would not help: a call that does not fit
-
-
-# ----- the result ------------------------------------------------------------------------------------------
-@dataclass
-class CheckResult:
-    """What :func:`check` found. ``passed`` is the bool; ``str(result)`` is the report.
-
-    In Jupyter, a failing result also shows a picture: the input, the expected and the learner's
-    result side by side (cells that differ are outlined and marked with ``!``).
-    """
-
-    status: str
-    title: str
-    message: str
-    examples: int = 0
-    failing_input: tuple[Any, ...] = ()
-    expected: Any = None
-    got: Any = None
-    hint_text: str | None = None
-    reason: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.status == PASSED
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def __str__(self) -> str:
-        return self.message
-
-    __repr__ = __str__
-
-    def figure(self) -> Figure | None:
-        """Expected vs got (and the first input tensor) as a matplotlib Figure, or None if not drawable."""
-        if self.status != FAILED:
-            return None
-        return picture.failure_figure(self.failing_input, self.expected, self.got)
-
-    def alt_text(self) -> str:
-        """A sentence describing :meth:`figure` for screen readers."""
-        return picture.failure_alt_text(self.failing_input, self.expected, self.got)
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        print(self.message)
-        fig = self.figure()
-        if fig is not None:
-            from viewlab import show_figure
-
-            display(show_figure(fig, alt=self.alt_text()))
 
 
 # ----- one check -------------------------------------------------------------------------------------------
@@ -279,7 +224,7 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
     meter = _meter(c.memory, mine, rules)
     watch = Watch(rules, c.memory, mine) if Watch.wanted(rules, c.memory) else None
     try:
-        with meter as m, watch.follow_meter(m) if watch else contextlib.nullcontext():
+        with meter as m, watch if watch else contextlib.nullcontext():
             got = _call(c.learner_fn, mine)
     except NotImplementedError as exc:
         raise _NotSolved() from exc
@@ -315,14 +260,29 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
                 )
                 break
     if reason is None:
-        for rule in c.extra:
-            reason = rule(mine, got)
-            if reason:
-                label = getattr(rule, "rule", None)
-                reason = f"breaks rule `{label}`: {reason}" if label else reason
-                break
+        reason = _extra_problem(c.extra, mine, got)
     if reason is not None:
         raise _Failure(reason, text, expected, got, None, pristine)
+
+
+def _extra_problem(extra: tuple[_Rule, ...], args: tuple[Any, ...], got: Any) -> str | None:
+    """The first ``extra`` rule broken (its text, after ``breaks rule `<label>```), or None.
+
+    A rule returns None (or "") when kept and a str when broken; anything else is the exercise's mistake.
+    """
+    for rule in extra:
+        reason = rule(args, got)
+        if reason is not None and not isinstance(reason, str):
+            label = getattr(rule, "rule", None) or getattr(rule, "__name__", repr(rule))
+            raise problem(
+                TypeError,
+                f"the extra rule {label!r} returned {describe_value(reason)}; a rule returns None when it is kept "
+                "and a str saying what is wrong when it is broken, e.g. lambda args, out: None if ok else 'why'.",
+            )
+        if reason:
+            label = getattr(rule, "rule", None)
+            return f"breaks rule `{label}`: {reason}" if label else reason
+    return None
 
 
 def _loop_behind(c: Check, f: _Failure) -> _Failure:
@@ -341,20 +301,44 @@ def _loop_probe(c: Check) -> None:
     assert sized is not None
     runs = []
     for n in _LOOP_SIZES:
-        rec = OpRecorder()
         args = sized(n)
+        if not isinstance(args, tuple):
+            raise type_error(
+                "no_python_loops",
+                f"a function n -> the argument tuple of size n (it returned this for n={n})",
+                args,
+                "Wrap one argument in a tuple, e.g. no_python_loops=lambda n: (torch.arange(n),).",
+            )
+        mine = fresh(args)  # copied before the watch starts: the copy is the checker's, not the learner's
+        watch = Watch(c.rules, None, mine)
         try:
-            with rec:
-                got = _call(c.learner_fn, fresh(args))
+            with watch:
+                got = _call(c.learner_fn, mine)
         except NotImplementedError as exc:
             raise _NotSolved() from exc
-        except Exception:  # noqa: BLE001 - raising on a size the strategy also draws was reported already
+        except Exception as exc:  # noqa: BLE001 - a valid input the reference answers: the learner's failure
+            _probe_raised(c, args, exc)
             return
-        runs.append((rec, args, got))
+        seen = watch.seen(c.learner_fn, got)
+        reason = forbid_problem(c.rules, seen)  # forbidden work is forbidden on the probe's inputs too
+        if reason is not None:
+            raise _Failure(reason, [describe(a) for a in args], _call(c.reference_fn, fresh(args)), got, None, args)
+        runs.append((seen, args, got))
     reason = loop_problem(runs[0][0], runs[1][0], *_LOOP_SIZES)
     if reason is not None:
         args, got = runs[1][1], runs[1][2]
         raise _Failure(reason, [describe(a) for a in args], _call(c.reference_fn, fresh(args)), got, None, args)
+
+
+def _probe_raised(c: Check, args: tuple[Any, ...], exc: Exception) -> None:
+    """The learner's function raised on a probe input: a failure when the reference answers it."""
+    try:
+        expected = _call(c.reference_fn, fresh(args))
+    except Exception:  # noqa: BLE001 - an input the exercise itself does not answer: not the learner's fault
+        return
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    error = f"{type(exc).__name__}: {msg}"
+    raise _Failure(f"your function raised {error}", [describe(a) for a in args], expected, None, error, args)
 
 
 # ----- validation, then the public entry -------------------------------------------------------------------
@@ -369,10 +353,20 @@ def require_learner_fn(learner_fn: Any) -> None:
         )
 
 
-def require_max_examples(max_examples: Any) -> int:
-    """``max_examples`` if it is an int in 1..:data:`MAX_EXAMPLES`, else a ValueError."""
+def require_max_examples(max_examples: Any, minimum: int = 1) -> int:
+    """``max_examples`` if it is an int in ``minimum``..:data:`MAX_EXAMPLES`, else a ValueError.
+
+    :func:`viewlab.course.exercises.check_exercise` asks for at least :data:`MIN_EXERCISE_EXAMPLES`: fewer
+    inputs would weaken a course exercise's check below what its edge cases need.
+    """
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or not 1 <= max_examples <= MAX_EXAMPLES:
         raise problem(ValueError, f"max_examples must be a positive int <= {MAX_EXAMPLES:,}, got {max_examples!r}.")
+    if max_examples < minimum:
+        raise problem(
+            ValueError,
+            f"max_examples={max_examples!r} would try fewer inputs than the exercise needs (at least {minimum}, "
+            f"so that its edge cases are drawn); pass max_examples >= {minimum}, or leave it out (60).",
+        )
     return max_examples
 
 
@@ -491,8 +485,9 @@ def check(
             names the rule in the message, see :func:`~.rules.named_rule`).
         rules: the exercise's stated rules (:class:`~.rules.Rules`): forbidden operators,
             no Python loops, bytes limits, predict without running; ``must_view`` / ``must_copy`` are
-            ``memory="view"`` / ``"copy"``. While the function runs it is watched (:mod:`.watch`): by name
-            and by behaviour, numpy and viewlab's own helpers included, in the threads it starts too.
+            ``memory="view"`` / ``"copy"``. While the function runs it is watched (:mod:`.watch`): by
+            behaviour in the calling thread (torch's modes) and by name in its source (numpy and viewlab's
+            own helpers included); threads it starts are not followed.
 
     Also checked: value, shape, dtype and device of every tensor in the result, and that the
     learner's function did not modify its input in place and fits the call (else the parameters expected are

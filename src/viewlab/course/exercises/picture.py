@@ -43,9 +43,14 @@ def _first_tensor(obj: Any) -> torch.Tensor | None:
     return None
 
 
+def _drawable(t: Any) -> bool:
+    """A dense tensor with values to read: not nested, not sparse, not on meta."""
+    return isinstance(t, torch.Tensor) and not t.is_nested and t.layout == torch.strided and t.device.type != "meta"
+
+
 def _differs(expected: Any, got: Any) -> torch.Tensor | None:
     """Where ``got`` differs from ``expected`` (a bool mask), or None when shapes or dtypes differ."""
-    if not (isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor)):
+    if not (_drawable(expected) and _drawable(got)):
         return None
     if tuple(expected.shape) != tuple(got.shape) or expected.dtype != got.dtype:
         return None
@@ -59,7 +64,7 @@ def failure_figure(failing_input: tuple[Any, ...], expected: Any, got: Any) -> F
     if not (isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor)):
         return None
     for t in (first_in, expected, got):
-        if t is not None and (t.layout != torch.strided or t.numel() > MAX_PICTURE_ELEMENTS or t.is_complex()):
+        if t is not None and (not _drawable(t) or t.numel() > MAX_PICTURE_ELEMENTS or t.is_complex()):
             return None
     panels: list[tuple[str, torch.Tensor, torch.Tensor | None]] = []
     if first_in is not None:
@@ -77,7 +82,7 @@ def failure_alt_text(failing_input: tuple[Any, ...], expected: Any, got: Any) ->
         count = int(bad.sum())
         differ = "1 cell differs and is" if count == 1 else f"{count} cells differ and are"
         n_bad = f"; {differ} outlined in orange with a '!' mark"
-    shp = lambda t: tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__  # noqa: E731
+    shp = lambda t: tuple(t.shape) if _drawable(t) else type(t).__name__  # noqa: E731
     first_in = _first_tensor(failing_input)
     lead = f"the failing input of shape {shp(first_in)}, " if first_in is not None else ""
     return (

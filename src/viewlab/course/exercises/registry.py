@@ -12,8 +12,10 @@ True
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -132,12 +134,27 @@ def _require_fields(ex: Exercise) -> None:
     if not isinstance(ex.extra, tuple) or not all(callable(r) for r in ex.extra):
         raise type_error("extra", "a tuple of rules made with named_rule(label, rule)", ex.extra)
     stub = ex.signature[4:].split("(")[0]
-    if not ex.signature.startswith("def ") or not stub.isidentifier() or "(" not in ex.signature:
-        raise problem(ValueError, f"`signature` must look like 'def name(arg, ...) -> type'; got {ex.signature!r}.")
+    if not ex.signature.startswith("def ") or not stub.isidentifier() or "(" not in ex.signature or not _parses(ex):
+        raise problem(
+            ValueError,
+            f"`signature` must look like 'def name(arg, ...) -> type', the first line of a def that parses "
+            f"(without the colon); got {ex.signature!r}.",
+        )
+
+
+def _parses(ex: Exercise) -> bool:
+    """The signature is one ``def`` line: with ``: pass`` after it, it parses as one function."""
+    try:
+        body = ast.parse(ex.signature + ": pass").body
+    except SyntaxError:
+        return False
+    return len(body) == 1 and isinstance(body[0], ast.FunctionDef)
 
 
 _REGISTRY: dict[str, Exercise] = {}
-_LOADED = False
+_LOADED = False  # the bank is imported, whole
+_LOADING = False  # being imported by the thread holding _LOCK (a bank module that looks an exercise up)
+_LOCK = threading.RLock()  # the bank is loaded, and exercises registered, by one thread at a time
 
 
 @entry("register")
@@ -150,25 +167,34 @@ def register(exercise: Exercise) -> Exercise:
     if not isinstance(exercise, Exercise):
         raise problem(TypeError, f"expects an Exercise, got {type(exercise).__name__}.")
     _require_fields(exercise)  # checked when built too; again here, since copy.copy() skips __init__
-    old = _REGISTRY.get(exercise.id)
-    if old is not None and old is not exercise:
-        raise problem(
-            ValueError, f"an exercise with id {exercise.id!r} is already registered ({old.title!r}); pick a new id."
-        )
-    _REGISTRY[exercise.id] = exercise
+    with _LOCK:
+        old = _REGISTRY.get(exercise.id)
+        if old is not None and old is not exercise:
+            raise problem(
+                ValueError, f"an exercise with id {exercise.id!r} is already registered ({old.title!r}); pick a new id."
+            )
+        _REGISTRY[exercise.id] = exercise
     return exercise
 
 
 def _load_bank() -> None:
-    """Import every module of the bank once (each registers its notebook's exercises)."""
-    global _LOADED
+    """Import every module of the bank once (each registers its notebook's exercises), under a lock: another
+    thread looking an exercise up meanwhile waits for the whole bank, never sees part of it."""
+    global _LOADED, _LOADING
     if _LOADED:
         return
-    _LOADED = True
-    from . import bank
+    with _LOCK:
+        if _LOADED or _LOADING:
+            return
+        _LOADING = True
+        try:
+            from . import bank
 
-    for info in sorted(pkgutil.iter_modules(bank.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{bank.__name__}.{info.name}")
+            for info in sorted(pkgutil.iter_modules(bank.__path__), key=lambda m: m.name):
+                importlib.import_module(f"{bank.__name__}.{info.name}")
+            _LOADED = True
+        finally:
+            _LOADING = False
 
 
 @entry("exercise_ids")

@@ -127,8 +127,21 @@ def _build(shape: tuple[int, ...], kind: str, values: list[int], dtype: torch.dt
     return flat.reshape(shape)
 
 
-def _value_range(dtype: Any, values: Any) -> tuple[int, int]:
+def _plain_numbers(dtype: Any) -> bool:
+    """A dtype whose elements are numbers: floating, complex, bool or an integer torch.iinfo knows (not bits8)."""
     if not isinstance(dtype, torch.dtype) or is_quantized_dtype(dtype):
+        return False
+    if dtype == torch.bool or dtype.is_floating_point or dtype.is_complex:
+        return True
+    try:
+        torch.iinfo(dtype)
+    except TypeError:  # torch.bits8, torch.bits16 ...: raw bits, not numbers
+        return False
+    return True
+
+
+def _value_range(dtype: Any, values: Any) -> tuple[int, int]:
+    if not _plain_numbers(dtype):
         raise problem(
             TypeError,
             f"`dtype` must be a torch.dtype of plain numbers such as torch.float32; got {describe_value(dtype)}.",
