@@ -35,12 +35,15 @@ MODULES = (
     "versions",
     "explorer",
     "course.exercises.engine",
+    "course.exercises.result",
     "course.exercises.strategies",
     "course.exercises.rules",
+    "course.exercises.recorder",
+    "course.exercises.messages",
     "course.exercises.registry",
     "course.exercises.picture",
     "course.exercises.watch",
-    "course.exercises.loops",
+    "course.exercises.source",
     "course.exercises.compare",
 )
 # IPython finds these two hooks by their exact names, so they cannot take an underscore; they are
