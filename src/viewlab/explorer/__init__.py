@@ -20,7 +20,7 @@ from .bundle import bundle
 
 __all__ = ["Explorer", "explore", "MAX_STORAGE"]
 MAX_STORAGE = 1024  # storage elements drawn; a bigger one would not fit a page
-MAX_EXACT = 2**53 - 1  # the largest integer a browser holds exactly (torch's int64 holds more)
+_MAX_EXACT = 2**53 - 1  # the largest integer a browser holds exactly (torch's int64 holds more)
 
 
 def _end(shape: list[int], stride: list[int], offset: int) -> int:
@@ -53,8 +53,8 @@ class Explorer(anywidget.AnyWidget):
             raise problem(ValueError, f"{where} is not a layout: give one stride >= 0 per dim.")
         if min(self.shape, default=0) < 0 or self.offset < 0:
             raise problem(ValueError, f"{where} is not a layout: sizes and the offset must be ints >= 0.")
-        if max([*self.shape, *self.stride, self.offset], default=0) > MAX_EXACT:
-            raise problem(ValueError, f"{where} holds a number above {MAX_EXACT} (2**53 - 1); edit it to fit.")
+        if max([*self.shape, *self.stride, self.offset], default=0) > _MAX_EXACT:
+            raise problem(ValueError, f"{where} holds a number above {_MAX_EXACT} (2**53 - 1); edit it to fit.")
         if _end(self.shape, self.stride, self.offset) > self.size:
             raise problem(ValueError, f"{where} reads past the storage's {self.size} elements; edit it to fit.")
         return self._source.as_strided(self.shape, self.stride, self.offset)
@@ -63,7 +63,7 @@ class Explorer(anywidget.AnyWidget):
 def _ints(value: Any, arg: str) -> list[int]:
     if not isinstance(value, (list, tuple, torch.Size)) or len(value) > 6:
         raise type_error(arg, "a tuple of at most 6 ints", value, f"e.g. {arg}=(3, 4).")
-    return [require_int(v, f"{arg}[{i}]", maximum=MAX_EXACT) for i, v in enumerate(value)]
+    return [require_int(v, f"{arg}[{i}]", maximum=_MAX_EXACT) for i, v in enumerate(value)]
 
 
 def _storage_values(t: torch.Tensor, size: int) -> list[str]:
@@ -92,7 +92,7 @@ def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = N
     >>> torch.equal(ex.tensor(), x.view(3, 4)[:, ::2])
     True
     """
-    offset = require_int(offset, "offset", maximum=MAX_EXACT)
+    offset = require_int(offset, "offset", maximum=_MAX_EXACT)
     if t is not None:
         t = require_tensor(t, "t")
         if shape is not None or stride is not None or offset != 0:
@@ -104,8 +104,8 @@ def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = N
     if len(stride) != len(shape):
         raise value_error("stride", f"{len(shape)} ints, one per dim of shape {tuple(shape)}", stride)
     end = _end(shape, stride, offset)
-    if end > MAX_EXACT:
-        fix = f"Keep every address at most {MAX_EXACT} (2**53 - 1), the largest integer a browser holds exactly."
+    if end > _MAX_EXACT:
+        fix = f"Keep every address at most {_MAX_EXACT} (2**53 - 1), the largest integer a browser holds exactly."
         raise problem(ValueError, f"this layout reaches storage element {end - 1}. {fix}")
     size = end if t is None else t.untyped_storage().nbytes() // t.element_size()
     if size > MAX_STORAGE:

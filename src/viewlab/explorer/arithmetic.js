@@ -6,7 +6,7 @@
 
 export const MAX_DRAWN = 1024; // more cells than this would not fit a page: the explorer says so instead
 
-export const MAX_EXACT = Number.MAX_SAFE_INTEGER; // 2**53 - 1: the largest integer a page holds exactly
+export const _MAX_EXACT = Number.MAX_SAFE_INTEGER; // 2**53 - 1: the largest integer a page holds exactly
 const isInt = (v) => Number.isInteger(v);
 export const numel = (shape) => shape.reduce((a, b) => a * b, 1);
 
@@ -91,8 +91,8 @@ export function checkLayout(shape, stride, offset) {
   if (stride.some((s) => s < 0)) throw new Error("torch does not support negative strides");
   if (!isInt(offset) || offset < 0) throw new Error("the storage offset must be an int >= 0");
   // a page holds integers exactly up to 2**53 - 1 (torch: 2**63 - 1); past that an address would be rounded
-  const big = [...shape, ...stride, offset, storageNeeded(shape, stride, offset)].some((v) => v > MAX_EXACT);
-  if (big) throw new Error(`every size, stride, offset and address must be at most ${MAX_EXACT} (2**53 - 1)`);
+  const big = [...shape, ...stride, offset, storageNeeded(shape, stride, offset)].some((v) => v > _MAX_EXACT);
+  if (big) throw new Error(`every size, stride, offset and address must be at most ${_MAX_EXACT} (2**53 - 1)`);
 }
 
 // torch's infer_size: one -1 in a view's shape stands for whatever makes the element counts agree.
