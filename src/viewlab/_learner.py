@@ -145,7 +145,8 @@ def called_from_viewlab(this_file: str = "") -> bool:
     >>> called_from_viewlab()
     False
     """
-    own = (this_file.replace("\\", "/"), __file__.replace("\\", "/"))
+    # _dispatch's helpers (storages_of reads a sparse tensor's parts) run operators on a watcher's behalf
+    own = (this_file.replace("\\", "/"), __file__.replace("\\", "/"), PACKAGE_DIR + "_dispatch.py")
     frame = inspect.currentframe()
     while frame is not None:
         code = frame.f_code

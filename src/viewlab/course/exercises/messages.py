@@ -8,8 +8,8 @@ those judged once the values are right (zero new bytes for a view, torch does th
 ``Seen``, so a grader that ran the answer in another process judges with the same words.
 
 >>> seen = Seen(ops={"repeat": Hit("repeat", "aten.repeat.default", "f.py:2: y = x.repeat(2)")})
->>> judge_before(Rules(forbid=("repeat",)), seen, ())[:68]
-'breaks rule `forbid repeat`: your function ran aten.repeat.default at'
+>>> judge_before(Rules(forbid=("repeat",)), seen, ()).split(" at ")[0]
+'breaks rule `forbid repeat`: your function ran aten.repeat.default'
 """
 
 from __future__ import annotations
