@@ -202,8 +202,8 @@ def _in_place_works(big: torch.Tensor, small: torch.Tensor) -> bool:
 )
 @pytest.mark.rule(
     "02",
-    "A leaf that requires grad, or a view of one, refuses every in-place write: that is autograd's rule (notebook "
-    "05), not broadcasting's.",
+    "A leaf that requires grad, or a view of one, refuses in-place writes while grad mode is on (`torch.no_grad()` "
+    "allows them: how optimizers update weights): autograd's rule (notebook 05), not broadcasting's.",
 )
 @pytest.mark.rule("02", "In-place ops never grow their target: `big += small` works, `small += big` cannot")
 @pytest.mark.nb02
@@ -225,6 +225,9 @@ def test_in_place_works_exactly_when_the_target_holds_the_result(case, small_sha
     works = _in_place_works(big, small)
     assert works == (result == big_shape and fits and not collides and not tracked), case
     assert big.data_ptr() == before and tuple(big.shape) == big_shape  # never a new or grown target
+    if tracked and result == big_shape and fits and not collides:
+        with torch.no_grad():  # grad mode off, as in an optimizer's step: the same write goes through
+            assert _in_place_works(big, small), case
     if works and case.kind == "unfold" and big.numel() and small.numel() and small.dtype != torch.bool:
         # each storage element gains small's value once per index that reads it
         reads = torch.zeros_like(stored, dtype=torch.float64)

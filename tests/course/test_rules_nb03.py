@@ -38,9 +38,8 @@ def layouts(ndim=None):
 )
 @pytest.mark.rule(
     "03",
-    "`_base` is also `None` for `detach()`, a view in the memory sense (it shares the storage and the version "
-    "counter, notebook 01, section 5 (*What `detach()` shares*)) that autograd does not record as one: trust the "
-    "storage pointer.",
+    "`_base` is also `None` for `detach()` (notebook 01, section 5 (*What `detach()` shares*)), `.data` and views "
+    "from `torch.inference_mode()`: they share the storage but record no base; trust the storage pointer.",
 )
 @RULE_SETTINGS
 @given(
@@ -65,6 +64,12 @@ def test_base_names_the_owner_through_a_chain_of_views_but_not_after_detach(shap
     before = owner._version
     d.add_(1)
     assert owner._version == d._version == before + 1  # ... though it shares the version counter
+    part = owner[..., :1]
+    assert part.data._base is None and part.data.data_ptr() == owner.data_ptr()  # .data: shared, no _base
+    with torch.inference_mode():
+        made = torch.randn(shape)
+        view = made[..., :1]
+    assert view._base is None and view.data_ptr() == made.data_ptr()  # an inference-mode view: no _base
 
 
 @pytest.mark.rule("03", "On a size-1 dim all six agree in value.")
@@ -227,9 +232,10 @@ def test_channels_last_strides(img):
 )
 @pytest.mark.rule(
     "03",
-    "Where `C = 1` or `H·W = 1` (or the tensor is empty), both orders coincide: `is_contiguous()` says True too, and "
-    "converting returns the tensor itself, since it already is in that format.",
+    "Where `C = 1` or `H·W = 1`, both orders coincide: `is_contiguous()` says True too, and converting returns the "
+    "tensor itself.",
 )
+@pytest.mark.rule("03", "An empty `(0, 3, 4, 5)` is not channels_last: converting returns a new tensor.")
 @RULE_SETTINGS
 @given(img=layouts(ndim=4))
 def test_channels_last_is_contiguous_in_the_default_format_only_at_the_edges(img):
@@ -237,6 +243,11 @@ def test_channels_last_is_contiguous_in_the_default_format_only_at_the_edges(img
     nhwc = img.contiguous(memory_format=torch.channels_last)
     assert nhwc.is_contiguous(memory_format=torch.channels_last)
     assert nhwc.is_contiguous() == (c == 1 or h * w == 1 or nhwc.numel() == 0)
+    for batch in (n, 0) if c * h * w else ():  # an empty batch coincides only where a full one does
+        fresh = torch.empty(batch, c, h, w)
+        one_order = c == 1 or h * w == 1
+        assert fresh.is_contiguous(memory_format=torch.channels_last) == one_order
+        assert (fresh.contiguous(memory_format=torch.channels_last) is fresh) == one_order
 
 
 @pytest.mark.rule(
