@@ -198,9 +198,8 @@ def stopped_from_another_thread(name: str) -> list[dict]:
         mon.start()
         started.set()
         stopped.wait(WAIT_S)
-        # A thread's mode stack is its own: the stop is swept at this thread's next bytecode on the main
-        # thread, and here (another thread) at its next viewlab start; until then the closed mode only passes
-        # operators on. So: one operator (it must run), then one start of viewlab, then the state.
+        # A thread's mode stack is its own: a stop from another thread is swept at this thread's next viewlab
+        # entry (or, in IPython, after the cell); until then the closed mode only passes operators on. So: one operator (it must run), then one start of viewlab, then the state.
         _ = torch.ones(2) + 1
         with measure():
             pass
