@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from viewlab.draw._cells import PALETTE, UNUSED
+from viewlab.draw._cells import DARK_FILLS, INK, INK_ON_DARK, PALETTE, UNUSED
 
 STYLE = Path(__file__).parents[2] / "src" / "viewlab" / "explorer" / "style.js"
 CHROMIUM = shutil.which("chromium")
@@ -62,6 +62,33 @@ def test_the_contrast_formula_gives_the_wcag_reference_values():
 def test_the_palette_is_viewlab_draws():
     assert _list("PALETTE") == [c.upper() for c in PALETTE]
     assert _const("UNREAD") == UNUSED.upper()
+
+
+def test_the_static_figure_inks_cells_as_the_explorer_does():
+    assert (_const("INK"), _const("INK_ON_DARK"), _list("DARK_FILLS")) == (INK, INK_ON_DARK, list(DARK_FILLS))
+
+
+def test_every_number_in_the_static_layout_figure_is_readable_on_its_cell():
+    """The drawn figure itself: each text inside a filled cell against that cell's colour (7 storage elements,
+    so every palette colour is drawn; a stepped view, so never-read cells are drawn too)."""
+    import torch
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Rectangle
+
+    from viewlab.draw import draw_layout
+
+    fig = draw_layout(torch.arange(14.0)[::2].view(7)[1:])  # offset 2, stride 2: read and unread cells
+    checked = 0
+    for ax in fig.axes:
+        cells = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_fill()]
+        for text in ax.texts:
+            x, y = text.get_position()
+            under = [p for p in cells if p.get_x() < x < p.get_x() + 1 and p.get_y() < y < p.get_y() + 1]
+            if under and text.get_bbox_patch() is None:  # hatched text sits on its own white box
+                fill, ink = to_hex(under[-1].get_facecolor()).upper(), to_hex(text.get_color()).upper()
+                assert contrast(ink, fill) >= AA, (text.get_text(), ink, fill, round(contrast(ink, fill), 2))
+                checked += 1
+    assert checked >= 6
 
 
 def test_every_cell_number_is_readable_on_its_colour():

@@ -18,14 +18,28 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
     from matplotlib.axes import Axes
 
-__all__ = ["Cell", "draw_cells", "colour", "PALETTE", "UNUSED", "RESULT"]
+__all__ = ["Cell", "draw_cells", "colour", "ink_on", "PALETTE", "UNUSED", "RESULT", "INK", "INK_ON_DARK", "DARK_FILLS"]
 
 # Colour-blind-safe palette (Okabe-Ito); every cell also carries its numbers, so colour is never the
 # only cue. UNUSED greys storage the view never reads; RESULT is new memory (the broadcast result).
 PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
 UNUSED = "#DDDDDD"
 RESULT = "#CCCCCC"
+# Text on a palette colour is near-black, except on the one blue too dark for it: black on #0072B2 is
+# 4.0:1, under WCAG's 4.5:1, white is 5.2:1. The explorer (explorer/style.js: inkOn) uses the same rule.
+INK = "#111111"
+INK_ON_DARK = "#FFFFFF"
+DARK_FILLS = ("#0072B2",)
 _CENTRED = {"ha": "center", "va": "center"}
+
+
+def ink_on(fill: str) -> str:
+    """The colour of text drawn on ``fill``: white on the palette's dark blue, near-black on anything else.
+
+    >>> ink_on(PALETTE[4]), ink_on(PALETTE[0]), ink_on("white")
+    ('#FFFFFF', '#111111', '#111111')
+    """
+    return INK_ON_DARK if fill.upper() in DARK_FILLS else INK
 
 
 def colour(k: int) -> str:
@@ -88,10 +102,11 @@ def draw_cells(
             ax.add_patch(Rectangle((c, y), 1, 1, **fill, edgecolor=cell.edge, linewidth=cell.linewidth))
             box = {"facecolor": "white", "edgecolor": "none", "pad": 1.5} if cell.hatched else None
             weight, text_y = ("bold" if cell.bold else "normal"), y + (0.62 if cell.note else 0.5)
-            ax.text(c + 0.5, text_y, cell.text, **_CENTRED, fontsize=9, bbox=box, fontweight=weight)
-            for label, dy in ((cell.note, 0.25), (cell.above, 1.18), (cell.below, -0.25)):
-                if label:
-                    ax.text(c + 0.5, y + dy, label, **_CENTRED, fontsize=7)
+            inside = INK if cell.hatched else ink_on(cell.colour)  # hatched text sits on a white box
+            ax.text(c + 0.5, text_y, cell.text, **_CENTRED, fontsize=9, bbox=box, fontweight=weight, color=inside)
+            for label, dy, ink in ((cell.note, 0.25, inside), (cell.above, 1.18, INK), (cell.below, -0.25, INK)):
+                if label:  # the note is inside the cell, the two labels outside it on white
+                    ax.text(c + 0.5, y + dy, label, **_CENTRED, fontsize=7, color=ink)
     for r, label in enumerate(row_labels or ()):
         ax.text(-0.15, rows - 1 - r + 0.5, label, ha="right", va="center", fontsize=8)
     ax.set_xlim(*(xlim or (-0.1, max(cols, 1) + 0.1)))
