@@ -96,6 +96,11 @@ def _checked_write_raises(region: torch.Tensor) -> bool:
 @pytest.mark.rule(
     "05", "Whether a write is refused depends on the operator and on the region written, never on the values."
 )
+@pytest.mark.rule(
+    "05",
+    "Indexed assignment and in-place arithmetic such as `add_` raise when the region they write holds one stored"
+    " element under several indices",
+)
 @RULE_SETTINGS
 @given(expanded_and_region())
 def test_an_expanded_write_is_refused_by_operator_and_region(case):
@@ -371,7 +376,8 @@ def test_numpy_shares_memory_in_place_writes_show_and_rebinding_does_not(x):
     if t.requires_grad:
         with pytest.raises(RuntimeError, match=r"requires grad\. Use tensor\.detach\(\)\.numpy\(\) instead"):
             t.numpy()
-        t = t.detach()  # shares t's memory, without the grad
+        t = t.detach()  # the same memory, without the grad
+        assert t.numel() == 0 or t.dtype == torch.bfloat16 or t.numpy().__array_interface__["data"][0] == x.data_ptr()
     if t.dtype == torch.bfloat16:
         with pytest.raises(TypeError, match="BFloat16"):
             t.numpy()
