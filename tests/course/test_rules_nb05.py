@@ -260,15 +260,22 @@ def test_sdpa_returns_zeros_for_a_fully_masked_row(b, h, lq, lk, dh, as_float, d
     "05",
     "A size-1 dim made inside the block by `None`, `unsqueeze`, `view`, `reshape` or `keepdim=True` counts as meant",
 )
+@pytest.mark.rule(
+    "05",
+    "or when an operand stretched along a missing dim lost that dim in a reduction without `keepdim=True`",
+)
 @RULE_SETTINGS
 @given(
     st.integers(0, 4),
     st.integers(0, 4),
     st.sampled_from(["before", "None", "unsqueeze", "view", "reshape", "keepdim"]),
     st.sampled_from(["sub", "add", "mul", "eq"]),
+    st.booleans(),
 )
-def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim_came_from_outside(n, m, made, op):
-    values, row, scores = torch.arange(float(n)), torch.arange(float(m)), torch.randn(n, 3)
+def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim_came_from_outside(
+    n, m, made, op, reduced
+):
+    values, scores, table = torch.arange(float(n)), torch.randn(n, 3), torch.randn(2, m)
     outside = values.view(n, 1).clone()  # a (n, 1) tensor made before the watch: a model's output, say
     found = []
     with watch_broadcasts(action=found.append):
@@ -280,9 +287,10 @@ def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim
             "reshape": lambda: values.reshape(n, 1),
             "keepdim": lambda: scores.argmax(1, keepdim=True).float(),  # the accuracy idiom's (N, 1)
         }[made]()
+        row = table.sum(0) if reduced else torch.arange(float(m))  # (m,): from a reduction, or made so
         out = getattr(torch, op)(col, row)
     mutual = tuple(out.shape) not in (tuple(col.shape), tuple(row.shape))
-    assert bool(found) == (mutual and made == "before"), (n, m, made, op, found)
+    assert bool(found) == (mutual and (made == "before" or reduced)), (n, m, made, op, reduced, found)
 
 
 @pytest.mark.rule(
