@@ -1,8 +1,9 @@
 """Notebook 05 (pitfalls): each general sentence of its prose, checked against torch over generated inputs.
 
-The notebook's cells show one example per pitfall; these property tests try the sentence at its edges (sizes 0
-and 1, 0-d tensors, transposed, sliced with a step, expanded, channels_last layouts, duplicate indices), so a
-sentence that only holds for the author's example fails here.
+The notebook's cells show one example per pitfall; these property tests try the sentence at its edges (the
+learner inputs of tests/course/learner_inputs.py: sizes 0 and 1, 0-d, offsets, views of views, transposed,
+expanded, unfold windows, channels_last, requires_grad, ten dtypes; duplicate indices), so a sentence that only
+holds for the author's example fails here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from tests.conftest import RULE_SETTINGS
+from tests.course.learner_inputs import learner_tensors
+from viewlab import watch_broadcasts
 from viewlab.layout import storage_indices
 
 pytestmark = pytest.mark.nb05
@@ -28,31 +31,12 @@ sizes = st.integers(0, 4)
 shapes = st.lists(sizes, min_size=0, max_size=3).map(tuple)
 
 
-@st.composite
-def strided(draw, min_dims: int = 0) -> torch.Tensor:
-    """A float32 tensor in one of the layouts learners meet: contiguous, transposed, stepped slice, expanded,
-    channels_last; sizes 0, 1 and more."""
-    kind = draw(st.sampled_from(["contiguous", "transposed", "sliced", "expanded", "channels_last", "permuted"]))
-    if kind == "channels_last":
-        shape = tuple(draw(st.lists(sizes, min_size=4, max_size=4)))
-        return torch.arange(float(np.prod(shape))).reshape(shape).contiguous(memory_format=torch.channels_last)
-    shape = draw(st.lists(sizes, min_size=max(min_dims, 2 if kind in ("transposed", "permuted") else 0), max_size=3))
-    base = torch.arange(float(np.prod(shape))).reshape(shape) if shape else torch.tensor(3.0)
-    if kind == "transposed":
-        return base.transpose(0, -1)
-    if kind == "permuted":
-        return base.permute(*draw(st.permutations(range(base.ndim))))
-    if kind == "sliced" and base.ndim:
-        dim = draw(st.integers(0, base.ndim - 1))
-        start, step = draw(st.integers(0, 2)), draw(st.integers(1, 3))
-        return base.narrow(dim, 0, base.shape[dim]).transpose(0, dim)[start::step].transpose(0, dim)
-    if kind == "expanded" and base.ndim:
-        dim = draw(st.integers(0, base.ndim - 1))
-        small = base.narrow(dim, 0, min(1, base.shape[dim]))
-        target = list(small.shape)
-        target[dim] = draw(sizes) if small.shape[dim] == 1 else 0
-        return small.expand(target)
-    return base
+def strided(min_dims: int = 0) -> st.SearchStrategy[torch.Tensor]:
+    """Tensors as a learner meets them (the shared strategy, tests/course/learner_inputs.py): storage offsets,
+    views of views, transposes, permutes, expands, unfold windows, channels_last, 0-d, empty, size-1 dims,
+    leaves that require grad and their views, arbitrary as_strided layouts, ten dtypes (bfloat16 and bool
+    among them)."""
+    return learner_tensors(dims=(min_dims, 4), side=(0, 4))
 
 
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -111,6 +95,11 @@ def _checked_write_raises(region: torch.Tensor) -> bool:
 
 @pytest.mark.rule(
     "05", "Whether a write is refused depends on the operator and on the region written, never on the values."
+)
+@pytest.mark.rule(
+    "05",
+    "Indexed assignment and in-place arithmetic such as `add_` raise when the region they write holds one stored"
+    " element under several indices",
 )
 @RULE_SETTINGS
 @given(expanded_and_region())
@@ -240,7 +229,7 @@ def test_softmax_row_is_nan_exactly_when_every_entry_is_minus_inf(mask):
     assert torch.equal(p.isnan().all(-1), ~keep.any(-1)) and torch.equal(p.isnan().any(-1), ~keep.any(-1))
 
 
-@pytest.mark.rule("05", "This torch's SDPA already returns zeros for such a row (checked below on CPU).")
+@pytest.mark.rule("05", "This torch's SDPA already returns zeros for such a row (checked below on CPU)")
 @RULE_SETTINGS
 @given(
     st.integers(1, 2),
@@ -262,6 +251,76 @@ def test_sdpa_returns_zeros_for_a_fully_masked_row(b, h, lq, lk, dh, as_float, d
     assert out[:, :, ~keep.any(-1)].eq(0).all()
 
 
+@pytest.mark.rule(
+    "05",
+    "`viewlab.watch_broadcasts()` reports an elementwise operator whose operands are stretched against each other (no"
+    " operand has the result's shape) when a stretched size-1 dim was not made on purpose inside the watched block",
+)
+@pytest.mark.rule(
+    "05",
+    "A size-1 dim made inside the block by `None`, `unsqueeze`, `view`, `reshape` or `keepdim=True` counts as meant",
+)
+@pytest.mark.rule(
+    "05",
+    "or when an operand stretched along a missing dim lost that dim in a reduction without `keepdim=True`",
+)
+@RULE_SETTINGS
+@given(
+    st.integers(0, 4),
+    st.integers(0, 4),
+    st.sampled_from(["before", "None", "unsqueeze", "view", "reshape", "keepdim"]),
+    st.sampled_from(["sub", "add", "mul", "eq"]),
+    st.booleans(),
+)
+def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim_came_from_outside(
+    n, m, made, op, reduced
+):
+    values, scores, table = torch.arange(float(n)), torch.randn(n, 3), torch.randn(2, m)
+    outside = values.view(n, 1).clone()  # a (n, 1) tensor made before the watch: a model's output, say
+    found = []
+    with watch_broadcasts(action=found.append):
+        col = {
+            "before": lambda: outside,
+            "None": lambda: values[:, None],
+            "unsqueeze": lambda: values.unsqueeze(1),
+            "view": lambda: values.view(n, 1),
+            "reshape": lambda: values.reshape(n, 1),
+            "keepdim": lambda: scores.argmax(1, keepdim=True).float(),  # the accuracy idiom's (N, 1)
+        }[made]()
+        row = table.sum(0) if reduced else torch.arange(float(m))  # (m,): from a reduction, or made so
+        out = getattr(torch, op)(col, row)
+    mutual = tuple(out.shape) not in (tuple(col.shape), tuple(row.shape))
+    assert bool(found) == (mutual and (made == "before" or reduced)), (n, m, made, op, reduced, found)
+
+
+@pytest.mark.rule(
+    "05",
+    "`nn.MultiheadAttention` returns `nan` for a query with every key blocked only with `need_weights=True` (its"
+    " default); with `need_weights=False` it attends to nothing, as SDPA does, and returns just its output bias",
+)
+@RULE_SETTINGS
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4), st.booleans(), st.booleans(), st.data())
+def test_multihead_attention_gives_nan_for_a_fully_blocked_query_only_when_it_returns_weights(
+    lq, lk, d, bias, train, data
+):
+    rows = st.lists(st.lists(st.booleans(), min_size=lk, max_size=lk), min_size=lq, max_size=lq)
+    blocked = torch.tensor(data.draw(rows))  # True: blocked, MultiheadAttention's convention
+    mha = nn.MultiheadAttention(d, 1, batch_first=True, bias=bias).train(train)
+    out_bias = torch.zeros(d)
+    if bias:  # a trained model's output bias is not 0 (a fresh one's is)
+        with torch.no_grad():
+            out_bias = mha.out_proj.bias.copy_(torch.randn(d)).clone()
+    q, k, v = torch.randn(1, lq, d), torch.randn(1, lk, d), torch.randn(1, lk, d)
+    empty = blocked.all(-1)
+    with torch.no_grad():
+        weighted, _ = mha(q, k, v, attn_mask=blocked, need_weights=True)
+        other, _ = mha(q, k, v, attn_mask=blocked, need_weights=False)
+        sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=~blocked)
+    assert torch.equal(weighted[0].isnan().all(-1), empty) and not weighted[0, ~empty].isnan().any()
+    assert not other.isnan().any() and torch.equal(other[0, empty], out_bias.expand(int(empty.sum()), d))
+    assert sdpa[0, empty].eq(0).all()
+
+
 def _saved_bytes(obj) -> int:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
@@ -276,11 +335,14 @@ def _saved_bytes(obj) -> int:
 @given(strided(min_dims=1))
 def test_torch_save_writes_the_whole_storage_and_keeps_views_shared(x):
     assume(x.untyped_storage().nbytes() > 0)  # an empty storage has no memory to share, before or after
-    base = torch.arange(float(x.untyped_storage().nbytes() // 4))
-    view = base.as_strided(x.shape, x.stride(), x.storage_offset())
-    assert _saved_bytes(view) >= base.untyped_storage().nbytes() > _saved_bytes(view.clone()) - 2000
-    loaded_base, loaded_view = torch.load(io.BytesIO(_dump((base, view))))
-    assert _same_storage(loaded_base, loaded_view) and torch.equal(loaded_view, view)
+    whole = x.untyped_storage().nbytes()
+    assert _saved_bytes(x) >= whole  # the file holds the whole storage, whatever part of it x reads
+    other = x.detach().as_strided((1,), (1,), 0)  # another view: storage element 0
+    loaded, loaded_other, loaded_clone = torch.load(io.BytesIO(_dump((x, other, x.clone()))))
+    assert loaded.untyped_storage().nbytes() == whole and _same_storage(loaded, loaded_other)
+    assert (loaded.shape, loaded.stride(), loaded.storage_offset()) == (x.shape, x.stride(), x.storage_offset())
+    assert torch.equal(loaded.detach(), x.detach()) and torch.equal(loaded_other, other)
+    assert loaded_clone.untyped_storage().nbytes() == x.numel() * x.element_size()  # a clone saves its own bytes
 
 
 def _dump(obj) -> bytes:
@@ -310,12 +372,29 @@ def test_from_numpy_refuses_exactly_the_arrays_with_a_negative_stride(shape, dat
     "05",
     "`t.numpy()` is the same memory as `t`, so an in-place `t += 10` shows in the array; `t = t + 1` makes a new tensor, which the array never sees.",
 )
+@pytest.mark.rule(
+    "05",
+    "A tensor that requires grad refuses `.numpy()` (the error says to call `.detach().numpy()`),",
+)
+@pytest.mark.rule("05", "`bfloat16` has no NumPy dtype at all: `.numpy()` raises a `TypeError`")
 @RULE_SETTINGS
-@given(strided(), st.sampled_from([torch.float32, torch.float64, torch.int64, torch.float16, torch.int8]))
-def test_numpy_shares_memory_in_place_writes_show_and_rebinding_does_not(x, dtype):
-    t = x.to(dtype).contiguous() if x.stride() and 0 in x.stride() else x.to(dtype)
+@given(strided())
+def test_numpy_shares_memory_in_place_writes_show_and_rebinding_does_not(x):
+    t = x
+    if t.requires_grad:
+        with pytest.raises(RuntimeError, match=r"requires grad\. Use tensor\.detach\(\)\.numpy\(\) instead"):
+            t.numpy()
+        t = t.detach()  # the same memory, without the grad
+        assert t.numel() == 0 or t.dtype == torch.bfloat16 or t.numpy().__array_interface__["data"][0] == x.data_ptr()
+    if t.dtype == torch.bfloat16:
+        with pytest.raises(TypeError, match="BFloat16"):
+            t.numpy()
+        return
+    if any(s == 0 and n > 1 for s, n in zip(t.stride(), t.shape)):
+        t = t.contiguous()  # writing into stride-0 memory is P2's rule, not this one
     arr = t.numpy()
-    t += 10
+    assert t.numel() == 0 or np.shares_memory(arr, t.numpy())
+    t += True if t.dtype == torch.bool else 10
     assert np.array_equal(arr, t.numpy())
     before = arr.copy()
     t = t + 1
@@ -411,12 +490,10 @@ def test_index_plus_one_counts_each_label_once_and_accumulate_counts_all(classes
     "`data_ptr()` is the address of the tensor's *first element*: storage start + offset x itemsize; a tensor with no elements has no first element, and its `data_ptr()` is 0.",
 )
 @RULE_SETTINGS
-@given(strided(), st.sampled_from([torch.float32, torch.float64, torch.int8, torch.bool]))
-def test_data_ptr_is_storage_start_plus_offset_times_itemsize(x, dtype):
-    base = torch.zeros(x.untyped_storage().nbytes() // 4 + 1, dtype=dtype)
-    t = base.as_strided(x.shape, x.stride(), x.storage_offset())
-    expected = t.untyped_storage().data_ptr() + t.storage_offset() * t.element_size()
-    assert t.data_ptr() == (expected if t.numel() else 0), (t.shape, t.storage_offset())
+@given(strided())
+def test_data_ptr_is_storage_start_plus_offset_times_itemsize(x):
+    expected = x.untyped_storage().data_ptr() + x.storage_offset() * x.element_size()
+    assert x.data_ptr() == (expected if x.numel() else 0), (x.shape, x.storage_offset(), x.dtype)
 
 
 @pytest.mark.rule(
@@ -442,6 +519,10 @@ def test_storage_indices_are_the_storage_elements_each_element_reads(x):
     assert torch.equal(storage_indices(x), marked)
 
 
+def _as_array(t: torch.Tensor) -> np.ndarray:
+    return np.array(t.tolist()).reshape(t.shape)  # an empty tensor's list alone loses its shape
+
+
 @pytest.mark.rule("05", "`permute` reorders the *strides*, so each pixel's channels are read from the right places.")
 @RULE_SETTINGS
 @given(strided(min_dims=1), st.data())
@@ -450,7 +531,8 @@ def test_permute_reorders_shape_and_strides_and_moves_every_element(x, data):
     p = x.permute(*order)
     assert p.shape == tuple(x.shape[i] for i in order) and p.stride() == tuple(x.stride()[i] for i in order)
     assert _same_storage(p, x) and p.storage_offset() == x.storage_offset()
-    assert np.array_equal(p.numpy(), np.transpose(x.numpy(), order))  # NumPy's own transpose as the reference
+    # NumPy's own transpose as the reference, read through tolist (NumPy has no bfloat16)
+    assert np.array_equal(_as_array(p), np.transpose(_as_array(x), order))
 
 
 @pytest.mark.rule("05", "`view` keeps the memory order and only regroups it")
