@@ -456,10 +456,11 @@ def test_a_materialised_mask_costs_h_lq_times_more(case, data):
     assert torch.equal(_sdpa(q, k, v, small), _sdpa(q, k, v, big))
 
 
-@pytest.mark.rule("04", "`x * y.expand_as(x)` and `x * y` are identical in value and memory")
 @RULE_SETTINGS
 @given(b=st.integers(0, 3), c=dims, hh=st.integers(0, 3), w=dims)
 def test_expand_as_and_broadcasting_are_identical(b, c, hh, w):
+    """Channel attention's product, `x * y.expand_as(x)` against `x * y`: identical in value and memory (the fact
+    claim B07 of notebook 07 measures; notebook 04 does not teach the layer)."""
     x = torch.randn(b, c, hh, w)
     y = torch.rand(b, c, 1, 1)
     stretched = y.expand_as(x)
