@@ -168,6 +168,16 @@ def which_faster(
     return "unclear"
 
 
+def fmt_spread(seconds: float) -> str:
+    """An interquartile range as :func:`viewlab._format.fmt_us` writes it, or in nanoseconds where that would
+    round a measured spread to "0.0 us" (which reads as no spread at all).
+
+    >>> fmt_spread(2.2e-8), fmt_spread(1.5e-6)
+    ('22 ns', '1.5 us')
+    """
+    return f"{seconds * 1e9:,.0f} ns" if 0 < seconds < 5e-8 else fmt_us(seconds)
+
+
 def judge_claimed_times(facts: Mapping[str, Any], claimed: Mapping[str, float]) -> Verdict:
     """True when every measured median is within 2x of the claimed time, false when one is off by more
     than 5x beyond its spread, otherwise not checkable (spread or hardware could explain the gap)."""
@@ -180,7 +190,7 @@ def judge_claimed_times(facts: Mapping[str, Any], claimed: Mapping[str, float]) 
         within.append(0.5 * claim_s <= med <= 2 * claim_s and iqr <= med)
         if low > 5 * claim_s or high < claim_s / 5:
             off.append(name)
-        parts.append(f"{name}: claimed {fmt_us(claim_s)}, measured {fmt_us(med)} (IQR {fmt_us(iqr)})")
+        parts.append(f"{name}: claimed {fmt_us(claim_s)}, measured {fmt_us(med)} (IQR {fmt_spread(iqr)})")
     detail = "; ".join(parts)
     if off:
         return "false", f"{', '.join(off)} off by more than 5x even at the edges of the spread: {detail}"
