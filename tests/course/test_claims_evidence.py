@@ -11,8 +11,10 @@ import inspect
 import os
 
 import pytest
+import torch
 
 from viewlab.course import claims as cl
+from viewlab.course.claims import _evidence as ev
 from viewlab.course.claims.model import NOT_CHECKABLE
 
 #: Evidence inputs that name what is tried (operations, pairs, blocks, counts...), each set to nothing, per claim.
@@ -167,3 +169,15 @@ def test_twenty_builds_of_the_table_give_the_same_verdicts():
     first = [(r["id"], r["verdict"]) for r in cl.table()]
     for _ in range(builds - 1):
         assert [(r["id"], r["verdict"]) for r in cl.table()] == first
+
+
+# ---- the spread of a timing ---------------------------------------------------------------------------------------
+def test_a_timing_has_a_spread_over_several_blocks_a_round():
+    """One timed block has an interquartile range of 0 by construction, so every timing runs BLOCKS_PER_ROUND
+    blocks a round and takes its spread over all of them; paired timings give one ratio a round."""
+    assert ev._quartiles([3e-6]) == (3e-6, 0.0)  # a single block: no spread to read
+    x = torch.randn(64, 64)
+    t = ev.timing(x.clone, min_run_time=0.01, rounds=2)
+    assert t["runs"] == 2 * ev.BLOCKS_PER_ROUND >= 4 and t["median_s"] > 0 and t["iqr_s"] >= 0
+    a, b, ratios = ev.paired_timings(x.clone, lambda: x.clone().add_(1), rounds=3, min_run_time=0.005)
+    assert a["runs"] == b["runs"] == 3 * ev.BLOCKS_PER_ROUND and len(ratios) == 3 and min(ratios) > 0

@@ -61,6 +61,45 @@ def test_matmul_broadcasts_over_the_leading_dims(case, one_b, one_h):
             torch.testing.assert_close(out[i, j], q[i, j] @ k[0 if one_b else i, 0 if one_h else j])
 
 
+@pytest.mark.rule(
+    "04",
+    "The scores are `(B, H, Lq, Lk)`, the only tensor that grows with `Lq·Lk`: bigger than the keys when `Lq > E`, "
+    "than the queries when `Lk > E`.",
+)
+@RULE_SETTINGS
+@given(case=attention_cases())
+def test_the_scores_outgrow_keys_and_queries_only_past_the_head_dim(case):
+    q, k, _, b, h, lq, lk = _unpack(case)
+    e = q.shape[-1]
+    scores = q @ k.transpose(-2, -1)
+    assert scores.shape == (b, h, lq, lk)
+    if scores.numel():  # an empty batch has no sizes to compare
+        assert (scores.numel() > k.numel()) == (lq > e) and (scores.numel() > q.numel()) == (lk > e)
+
+
+@pytest.mark.rule(
+    "04",
+    "The gradients of `q` and `k` stay finite only if the mask was applied with `masked_fill`, which passes no "
+    "gradient to the masked scores; an added `0` / `-inf` float mask passes it, so they are NaN too",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), data=st.data())
+def test_a_dead_row_gives_nan_gradients_to_q_and_k_only_through_an_added_mask(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
+    assume(b > 0 and lk > 0 and lq > 0)
+    lengths = data.draw(lengths_for(b, lk, low=0))
+    assume((lengths == 0).any())  # at least one empty sequence: a row with no key
+    keep = padding_mask(lengths, lk)
+    added = torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
+    for form in ("masked_fill", "added"):
+        qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
+        s = qg @ kg.transpose(-2, -1)
+        s = s.masked_fill(~keep, float("-inf")) if form == "masked_fill" else s + added
+        (s.softmax(-1) @ vg).sum().backward()
+        assert torch.isnan(vg.grad).any()
+        assert torch.isnan(qg.grad).any() == torch.isnan(kg.grad).any() == (form == "added")
+
+
 @st.composite
 def inputs(draw) -> tuple[torch.Tensor, int]:
     """(B, L, D) tensors as learners meet them (every kind of the shared strategy that has rank 3, unfold windows
@@ -180,11 +219,6 @@ def mask_shapes(draw) -> tuple[tuple[int, ...], object]:
     "04",
     "`torch.broadcast_shapes(mask.shape, scores.shape)` says whether it does, without touching any data: it must "
     "return the scores' shape itself (broadcasting *with* the scores to a bigger shape is not enough).",
-)
-@pytest.mark.rule(
-    "04",
-    "SDPA's default CPU kernel also wants at least 2 dims in the mask: a 1-D mask raises an `IndexError` there, not "
-    "the `RuntimeError` of a shape mismatch, while the `MATH` kernel accepts it.",
 )
 @RULE_SETTINGS
 @given(case=mask_shapes(), floats=st.booleans())
@@ -422,10 +456,11 @@ def test_a_materialised_mask_costs_h_lq_times_more(case, data):
     assert torch.equal(_sdpa(q, k, v, small), _sdpa(q, k, v, big))
 
 
-@pytest.mark.rule("04", "`x * y.expand_as(x)` and `x * y` are identical in value and memory")
 @RULE_SETTINGS
 @given(b=st.integers(0, 3), c=dims, hh=st.integers(0, 3), w=dims)
 def test_expand_as_and_broadcasting_are_identical(b, c, hh, w):
+    """Channel attention's product, `x * y.expand_as(x)` against `x * y`: identical in value and memory (the fact
+    claim B07 of notebook 07 measures; notebook 04 does not teach the layer)."""
     x = torch.randn(b, c, hh, w)
     y = torch.rand(b, c, 1, 1)
     stretched = y.expand_as(x)

@@ -207,8 +207,8 @@ def test_self_cpu_mem_is_net_so_it_sums_to_what_is_held(name, length):
 @pytest.mark.rule(
     "06",
     "what is still held is the sum of that column, but the peak is not in it: an operator that frees its own"
-    " temporaries before it returns books only the net, and a replay of the events misses them (SDPA's math path,"
-    " two cells above).",
+    " temporaries before it returns books only the net, and a replay of its self memory misses them (SDPA's math"
+    " path, two cells above).",
 )
 @RULE_SETTINGS
 @given(
@@ -222,16 +222,25 @@ def test_a_replay_of_the_profiler_misses_the_temporaries_sdpa_frees_inside(heads
     assert total == m.allocated_bytes and replayed < m.peak_bytes
 
 
+def _allocation_peak(prof) -> int:  # noqa: ANN001
+    """The peak of every allocation and free the profiler recorded (its ``[memory]`` events), replayed in order."""
+    events = prof.profiler.kineto_results.events()
+    return max(
+        itertools.accumulate(b for _, b in sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]"))
+    )
+
+
 @pytest.mark.rule(
     "06",
-    "`measure` adds those two numbers, exact for every storage an operator returns; a fused kernel's own scratch"
-    " memory (the default CPU attention kernel's) it does not see, the profiler does.",
+    "`measure` adds those two numbers, exact for every storage an operator returns, blind to what it allocates and"
+    " frees inside: the math path's `aten._safe_softmax` makes a boolean tensor, one byte per score",
 )
+@pytest.mark.rule("06", "the fused kernel its scratch buffers. The profiler's allocation events see both.")
 @RULE_SETTINGS
 @given(
     st.sampled_from([1, 2]), st.sampled_from([1, 5]), st.sampled_from([1, 6]), st.sampled_from([1, 4])
 )  # H, Lq, Lk, Dh
-def test_measure_sees_what_sdpa_returns_and_the_profiler_also_its_scratch(heads, lq, lk, dh):
+def test_measure_sees_what_sdpa_returns_and_the_allocation_events_also_its_temporaries(heads, lq, lk, dh):
     q, k, v = torch.randn(1, heads, lq, dh), torch.randn(1, heads, lk, dh), torch.randn(1, heads, lk, dh)
     with measure(device="cpu", log_ops=True) as m:
         out = F.scaled_dot_product_attention(q, k, v)
@@ -241,7 +250,16 @@ def test_measure_sees_what_sdpa_returns_and_the_profiler_also_its_scratch(heads,
     returned = out.untyped_storage().nbytes() + heads * lq * 4  # the output and its float32 logsumexp
     assert fused.bytes == returned == m.peak_bytes  # every returned storage, exactly; nothing else
     scratch = sum(e.self_cpu_memory_usage for e in prof.events() if e.key == "aten::empty")
-    assert scratch > 0  # the kernel's own buffers: freed before it returns, seen only by the profiler
+    assert scratch > 0 and _allocation_peak(prof) >= m.peak_bytes  # its own buffers, freed before it returns
+    with sdpa_kernel(SDPBackend.MATH), measure(device="cpu", log_ops=True) as m_math:
+        F.scaled_dot_product_attention(q, k, v)
+    with sdpa_kernel(SDPBackend.MATH), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p_math:
+        F.scaled_dot_product_attention(q, k, v)
+    scores = heads * lq * lk
+    assert any(op.name.startswith("aten._safe_softmax") for op in m_math.ops)
+    allocated = [e.nbytes() for e in p_math.profiler.kineto_results.events() if e.name() == "[memory]"]
+    assert scores in allocated  # one byte per score: the boolean tensor, which measure never books
+    assert _allocation_peak(p_math) >= m_math.peak_bytes  # above it where the scores dominate, as in the notebook
 
 
 @pytest.mark.rule("06", "`contiguous()` ran `aten.clone`, so materialising a view *is* a clone.")

@@ -1,5 +1,5 @@
 """Measuring helpers the claims share: the text of an error, bytes under :func:`viewlab.memory.measure`,
-timings through :func:`viewlab.bench.compare`, the two ways a timing is judged, the aten operators a call
+timings in blocks of equal length, the two ways a timing is judged, the aten operators a call
 runs (:class:`OpNames`), and the inputs and shape questions more than one claim asks.
 
 >>> error_of(lambda: torch.zeros(2, 3).expand(4, 3))
@@ -17,8 +17,10 @@ runs (:class:`OpNames`), and the inputs and shape questions more than one claim 
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,7 +28,7 @@ from typing import Any
 import torch
 
 from viewlab._format import fmt_us
-from viewlab.bench import compare, torch_alone
+from viewlab.bench import torch_alone
 from viewlab.memory import measure
 
 from .model import NOT_CHECKABLE, Facts, Verdict
@@ -48,47 +50,91 @@ def bytes_of(fn: Callable[[], Any], device: str = "cpu") -> tuple[int, int, Any]
     return m.allocated_bytes, m.peak_bytes, out
 
 
+#: Timed blocks per round and candidate. One block has no spread (its interquartile range is 0 by construction), so
+#: every timing here runs several blocks of equal length per round, and its spread is taken over all of them.
+BLOCKS_PER_ROUND = 5
+
+
+def _seconds_per_call(fn: Callable[[], Any], number: int) -> float:
+    """One timed block: ``number`` calls of ``fn`` on one thread, garbage collection off (as ``timeit`` does),
+    CUDA waited for at both ends so GPU work is in the time."""
+    sync = torch.cuda.synchronize if torch.cuda.is_available() and torch.cuda.is_initialized() else (lambda: None)
+    threads, collecting = torch.get_num_threads(), gc.isenabled()
+    torch.set_num_threads(1)
+    gc.disable()
+    try:
+        sync()
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        sync()
+        return (time.perf_counter() - start) / number
+    finally:
+        torch.set_num_threads(threads)
+        if collecting:
+            gc.enable()
+
+
+def _block_length(fn: Callable[[], Any], seconds: float) -> int:
+    """Calls per block so that one block lasts about ``seconds`` (at least one call); the estimate warms up."""
+    number, took = 1, 0.0
+    while number <= 10**7:
+        took = _seconds_per_call(fn, number) * number
+        if took >= seconds / 10:
+            break
+        number *= 10
+    return max(1, round(number * seconds / max(took, 1e-12)))
+
+
+def _quartiles(times: list[float]) -> tuple[float, float]:
+    """(median, interquartile range) of per-call times, in seconds."""
+    t = torch.tensor(times, dtype=torch.float64)
+    return float(t.quantile(0.5)), float(t.quantile(0.75) - t.quantile(0.25))
+
+
 def timing(fn: Callable[[], Any], min_run_time: float = 0.05, rounds: int = 3) -> dict[str, float]:
-    """Median and interquartile range (seconds per call) of one timed block, on one thread, torch alone
-    (``torch.utils.benchmark`` underneath synchronises CUDA, so GPU work is waited for), over ``rounds``
-    rounds sharing ``min_run_time``; ``fastest_s`` is the fastest round's median: load only ever adds time,
-    so it is the estimate a busy machine inflates least."""
-    medians, iqrs, runs = [], [], 0
+    """Median and interquartile range (seconds per call) over every timed block of ``rounds`` rounds sharing
+    ``min_run_time``, :data:`BLOCKS_PER_ROUND` blocks of equal length a round, on one thread, torch alone
+    (CUDA is synchronised at both ends of a block, so GPU work is waited for). ``runs`` counts the
+    blocks; ``fastest_s`` is the fastest round's median: load only ever adds time, so it is the estimate a busy
+    machine inflates least."""
+    blocks, medians = [], []
     for _ in range(rounds):
         with torch_alone():
-            (row,) = compare({"fn": fn}, rounds=1, min_run_time=min_run_time / rounds, num_threads=1).rows
-        medians.append(row.median_s)
-        iqrs.append(row.iqr_s)
-        runs += row.runs
-    med = float(torch.tensor(medians, dtype=torch.float64).quantile(0.5))
-    iqr = float(torch.tensor(iqrs, dtype=torch.float64).quantile(0.5))
-    return {"median_s": med, "iqr_s": iqr, "runs": runs, "fastest_s": min(medians)}
+            number = _block_length(fn, min_run_time / rounds / BLOCKS_PER_ROUND)
+            these = [_seconds_per_call(fn, number) for _ in range(BLOCKS_PER_ROUND)]
+        blocks += these
+        medians.append(_quartiles(these)[0])
+    med, iqr = _quartiles(blocks)
+    return {"median_s": med, "iqr_s": iqr, "runs": len(blocks), "fastest_s": min(medians)}
 
 
 def paired_timings(
     fa: Callable[[], Any], fb: Callable[[], Any], rounds: int = 5, min_run_time: float = 0.02
 ) -> tuple[dict[str, float], dict[str, float], list[float]]:
-    """Time two candidates in alternating rounds (so a burst of load hits both). Returns, for ``fa`` and
-    for ``fb``, the median over the rounds of each round's median and interquartile range, and per
-    round the ratio of their medians (``fb`` over ``fa``): a difference is real only if every round
-    agrees on it. Each round is one :func:`viewlab.bench.compare` with ``fa`` as the reference."""
-    medians: dict[str, list[float]] = {"a": [], "b": []}
-    iqrs: dict[str, list[float]] = {"a": [], "b": []}
-    runs = {"a": 0, "b": 0}
+    """Time two candidates in rounds, their blocks interleaved (a b a b ..., and b a b a ... every other round),
+    so neither always runs first and a burst of load hits both. Returns, for ``fa`` and for ``fb``, the median
+    and interquartile range over all their blocks (:data:`BLOCKS_PER_ROUND` a round, ``min_run_time`` seconds
+    a round for each), and per round the ratio of their medians (``fb`` over ``fa``): a difference is real
+    only if every round agrees on it."""
+    fns = {"a": fa, "b": fb}
+    blocks: dict[str, list[float]] = {"a": [], "b": []}
     ratios = []
-    for _ in range(rounds):
+    for r in range(rounds):
         with torch_alone():
-            c = compare({"a": fa, "b": fb}, reference="a", rounds=1, min_run_time=min_run_time, num_threads=1)
+            number = {k: _block_length(f, min_run_time / BLOCKS_PER_ROUND) for k, f in fns.items()}
+            these: dict[str, list[float]] = {"a": [], "b": []}
+            order = ("a", "b") if r % 2 == 0 else ("b", "a")
+            for _ in range(BLOCKS_PER_ROUND):
+                for key in order:
+                    these[key].append(_seconds_per_call(fns[key], number[key]))
         for key in ("a", "b"):
-            medians[key].append(c[key].median_s)
-            iqrs[key].append(c[key].iqr_s)
-            runs[key] += c[key].runs
-        ratios.append(round(c["b"].ratio, 3))
+            blocks[key] += these[key]
+        ratios.append(round(_quartiles(these["b"])[0] / _quartiles(these["a"])[0], 3))
     out = []
     for key in ("a", "b"):
-        med = float(torch.tensor(medians[key], dtype=torch.float64).quantile(0.5))
-        iqr = float(torch.tensor(iqrs[key], dtype=torch.float64).quantile(0.5))
-        out.append({"median_s": med, "iqr_s": iqr, "runs": runs[key]})
+        med, iqr = _quartiles(blocks[key])
+        out.append({"median_s": med, "iqr_s": iqr, "runs": len(blocks[key])})
     return out[0], out[1], ratios
 
 
@@ -122,6 +168,16 @@ def which_faster(
     return "unclear"
 
 
+def fmt_spread(seconds: float) -> str:
+    """An interquartile range as :func:`viewlab._format.fmt_us` writes it, or in nanoseconds where that would
+    round a measured spread to "0.0 us" (which reads as no spread at all).
+
+    >>> fmt_spread(2.2e-8), fmt_spread(1.5e-6)
+    ('22 ns', '1.5 us')
+    """
+    return f"{seconds * 1e9:,.0f} ns" if 0 < seconds < 5e-8 else fmt_us(seconds)
+
+
 def judge_claimed_times(facts: Mapping[str, Any], claimed: Mapping[str, float]) -> Verdict:
     """True when every measured median is within 2x of the claimed time, false when one is off by more
     than 5x beyond its spread, otherwise not checkable (spread or hardware could explain the gap)."""
@@ -134,7 +190,7 @@ def judge_claimed_times(facts: Mapping[str, Any], claimed: Mapping[str, float]) 
         within.append(0.5 * claim_s <= med <= 2 * claim_s and iqr <= med)
         if low > 5 * claim_s or high < claim_s / 5:
             off.append(name)
-        parts.append(f"{name}: claimed {fmt_us(claim_s)}, measured {fmt_us(med)} (IQR {fmt_us(iqr)})")
+        parts.append(f"{name}: claimed {fmt_us(claim_s)}, measured {fmt_us(med)} (IQR {fmt_spread(iqr)})")
     detail = "; ".join(parts)
     if off:
         return "false", f"{', '.join(off)} off by more than 5x even at the edges of the spread: {detail}"
@@ -204,6 +260,25 @@ def stretches(src: tuple[int, ...], size: tuple[int, ...]) -> bool:
     """Does expanding ``src`` to ``size`` repeat some element (a size-1 or new dimension grown past 1)?"""
     padded = (1,) * (len(size) - len(src)) + tuple(src)
     return any(a == 1 and b > 1 for a, b in zip(padded, size)) and math.prod(size) > 0
+
+
+def grows(src: tuple[int, ...], size: tuple[int, ...]) -> bool:
+    """Does expanding ``src`` to ``size`` grow a size-1 or new dimension past 1 (even when ``size`` has 0
+    elements, where :func:`stretches` says no: nothing is repeated)?"""
+    padded = (1,) * (len(size) - len(src)) + tuple(src)
+    return any(a == 1 and b > 1 for a, b in zip(padded, size))
+
+
+def source_layouts(shape: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    """Zeros of ``shape`` in the layouts a source comes in: ``contiguous``; ``transposed`` (made as the reversed
+    shape, then permuted back; 2 or more dims); ``strided`` (every other element of the last dim; 1 or more
+    dims). Where a layout has unit strides after all (size-1 dims), it is still tried: it is contiguous then."""
+    out = {"contiguous": torch.zeros(shape)}
+    if len(shape) >= 2:
+        out["transposed"] = torch.zeros(shape[::-1]).permute(*reversed(range(len(shape))))
+    if len(shape) >= 1:
+        out["strided"] = torch.zeros(*shape[:-1], 2 * shape[-1])[..., ::2]
+    return out
 
 
 def attention_inputs(batch: int, tokens: int, width: int, seed: int) -> tuple[torch.Tensor, ...]:

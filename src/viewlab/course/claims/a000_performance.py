@@ -22,6 +22,7 @@ from viewlab.memory import measure
 from ._evidence import (
     best_device,
     bytes_of,
+    fmt_spread,
     graph_nodes,
     not_the_same_work,
     nothing_tried,
@@ -145,8 +146,8 @@ def _j_backward(f: Mapping[str, Any]) -> Verdict:
     e = {"median_s": f["expand_median_s"], "iqr_s": f["expand_iqr_s"]}
     r = {"median_s": f["repeat_median_s"], "iqr_s": f["repeat_iqr_s"]}
     times = (
-        f"backward {fmt_us(e['median_s'])} (IQR {fmt_us(e['iqr_s'])}) vs {fmt_us(r['median_s'])} "
-        f"(IQR {fmt_us(r['iqr_s'])})"
+        f"backward {fmt_us(e['median_s'])} (IQR {fmt_spread(e['iqr_s'])}) vs {fmt_us(r['median_s'])} "
+        f"(IQR {fmt_spread(r['iqr_s'])})"
     )
     ops = (
         f"expand's backward runs {f['expand_backward_ops']} ({f['expand_backward_bytes']:,} B), repeat's "

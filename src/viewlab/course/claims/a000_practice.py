@@ -11,7 +11,6 @@ and its registry row (the restatement, and facts under which the judge says some
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +24,7 @@ from ._evidence import (
     error_of,
     expand_result,
     nothing_tried,
+    source_layouts,
 )
 from .model import NOT_CHECKABLE, A, Claim, Facts, Verdict, claim_row
 
@@ -177,32 +177,39 @@ def _ev_contiguous_example(
     *, originals: tuple[tuple[int, ...], ...] = ((1, 100), (100, 100)), size: tuple[int, ...] = (100, 100)
 ) -> Facts:
     """The article's write, ``safe[0] = 0`` through ``original.expand(size).contiguous()``, for each shape of
-    ``original`` (the article never gives it): which originals it changed."""
-    changed = []
+    ``original`` (the article never gives it) in each layout it comes in (contiguous, transposed, strided):
+    whether the expanded tensor was contiguous already, and whether the write changed the original."""
+    cases = []
     for shape in originals:
-        original = torch.ones(shape)
-        safe = original.expand(*size).contiguous()
-        safe[0] = 0
-        changed.append(bool((original == 0).any()))
-    return {
-        "row_original_changed": any(c for sh, c in zip(originals, changed) if math.prod(sh) < math.prod(size)),
-        "square_original_changed": any(c for sh, c in zip(originals, changed) if math.prod(sh) == math.prod(size)),
-        "originals": tuple(originals),
-    }
+        for layout, zeros in source_layouts(tuple(shape)).items():
+            original = zeros.fill_(1.0)  # ones, in that layout
+            expanded = original.expand(*size)
+            safe = expanded.contiguous()
+            safe[0] = 0
+            cases.append((layout, tuple(shape), expanded.is_contiguous(), bool((original == 0).any())))
+    return {"cases": cases, "originals": tuple(originals)}
 
 
 def _j_contiguous_example(f: Mapping[str, Any]) -> Verdict:
-    if not f["originals"]:
+    if not f["cases"]:
         return nothing_tried("no shape of `original` tried")
-    if not f["row_original_changed"] and f["square_original_changed"]:
-        return "misleading", (
-            "the article never defines `original`: for a row the write leaves it unchanged, but for an "
-            "original of the full shape expand is a no-op, contiguous() returns the same memory and "
-            "the write changes it -- the safety comes from the stretch, not from contiguous()"
-        )
-    if not f["row_original_changed"] and not f["square_original_changed"]:
-        return "true", f"the write left the original unchanged for every shape tried: {f['originals']}"
-    return "false", "the write through the contiguous() result changed the original"
+    changed = [f"a {lay} {sh}" for lay, sh, _, hit in f["cases"] if hit]
+    kept = [f"a {lay} {sh}" for lay, sh, _, hit in f["cases"] if not hit]
+    follows = all(hit == was for _, _, was, hit in f["cases"])  # changed exactly where the expand was contiguous
+    if not changed:
+        return "true", f"the write left the original unchanged for every original tried: {', '.join(kept)}"
+    if not kept:
+        return "false", f"the write through the contiguous() result changed every original tried: {', '.join(changed)}"
+    rule = (
+        "exactly where the expanded tensor was contiguous already, so contiguous() returned it: the safety "
+        "comes from the expanded tensor not being contiguous, not from calling contiguous(); clone() always copies"
+        if follows
+        else "and not only where the expanded tensor was contiguous"
+    )
+    return "misleading", (
+        f"the article never defines `original`: the write left {', '.join(kept)} unchanged, but changed "
+        f"{', '.join(changed)} -- {rule}"
+    )
 
 
 A25 = claim_row(
@@ -213,8 +220,8 @@ A25 = claim_row(
     "In its example, original.expand(100, 100).contiguous() can be written (row 0 set to 0) without affecting original.",
     _ev_contiguous_example,
     _j_contiguous_example,
-    true={"row_original_changed": False, "square_original_changed": False},
-    false={"row_original_changed": True, "square_original_changed": True},
+    true={"cases": [("contiguous", (1, 100), False, False)]},
+    false={"cases": [("contiguous", (100, 100), True, True)]},
 )
 
 

@@ -134,7 +134,7 @@ def _j_batch_times(f: Mapping[str, Any]) -> Verdict:
     scaled = f["repeat_writes_bytes"] / speed
     verdict, why = judge_claimed_times(f, {"expand": 28.7e-6, "repeat": scaled})
     return verdict, (
-        f"{why}; repeat writes {mib(f['repeat_writes_bytes'])} ({f['repeat_runs']} timed runs), and the claimed "
+        f"{why}; repeat writes {mib(f['repeat_writes_bytes'])} ({f['repeat_runs']} timed blocks), and the claimed "
         f"152 us for the article's 147 MiB means writing {speed / 1e9:,.0f} GB/s"
     )
 

@@ -27,13 +27,14 @@ from ._evidence import (
     OpNames,
     bytes_of,
     error_of,
+    grows,
     judge_claimed_times,
     not_the_same_work,
     nothing_tried,
     same_result,
     small_shape_pairs,
+    source_layouts,
     storage_call,
-    stretches,
     timing,
 )
 from .model import NOT_CHECKABLE, A, Claim, Facts, Verdict, claim_row
@@ -222,23 +223,56 @@ A05 = claim_row(
 
 
 # ---- A06 -------------------------------------------------------------------------------------------------------------
-def _ev_memory_table(*, batch: int = 1024, features: int = 512, dtype: torch.dtype = torch.float32) -> Facts:
-    row = torch.randn(1, features, dtype=dtype)
-    rep, _, _ = bytes_of(lambda: row.repeat(batch, 1))
-    exp, _, _ = bytes_of(lambda: row.expand(batch, features))
-    return {"repeat_bytes": rep, "expand_bytes": exp}
+def _ev_memory_table(
+    *, batch: int = 1024, features: int = 512, heads: int = 8, dtype: torch.dtype = torch.float32
+) -> Facts:
+    """The table's setting read two ways: a ``(1, features)`` row made into ``batch`` rows, and (the article's
+    example above the table expands to 8 heads) a ``(batch, features)`` tensor made into ``heads`` copies. For
+    each: the bytes ``repeat`` allocates, the bytes ``expand`` allocates, and the bytes of the storage the
+    expanded tensor reads (memory that existed before the call)."""
+    facts: dict[str, Any] = {"heads": heads}
+    for reading, shape, times in (("rows", (1, features), (batch, 1)), ("heads", (batch, features), (heads, 1, 1))):
+        src = torch.randn(shape, dtype=dtype)
+        size = tuple(t * n for t, n in zip(times, (1,) * (len(times) - len(shape)) + shape))
+        rep, _, _ = bytes_of(lambda src=src, times=times: src.repeat(*times))
+        exp, _, out = bytes_of(lambda src=src, size=size: src.expand(size))
+        facts[f"{reading}_repeat_bytes"] = rep
+        facts[f"{reading}_expand_bytes"] = exp
+        facts[f"{reading}_expand_reads_bytes"] = out.untyped_storage().nbytes()
+    return facts
+
+
+def _memory_reading(f: Mapping[str, Any], reading: str) -> tuple[str, str]:
+    """The verdict of the table's two figures under one reading, and what was measured."""
+    mb = {k: f[f"{reading}_{k}"] / 2**20 for k in ("repeat_bytes", "expand_bytes", "expand_reads_bytes")}
+    near = lambda got, claimed: abs(got - claimed) <= 0.05 * claimed  # noqa: E731 -- the table rounds to 0.1 MB
+    got = (
+        f"repeat {mib(f[f'{reading}_repeat_bytes'])}, expand {f[f'{reading}_expand_bytes']:,} B "
+        f"(the storage it reads: {mib(f[f'{reading}_expand_reads_bytes'])})"
+    )
+    if not near(mb["repeat_bytes"], 16.0):
+        return "false", got
+    if near(mb["expand_bytes"], 2.0):
+        return "true", got
+    if mb["expand_bytes"] == 0 and near(mb["expand_reads_bytes"], 2.0):
+        return "misleading", got
+    return "false", got
 
 
 def _j_memory_table(f: Mapping[str, Any]) -> Verdict:
-    claimed = {"repeat_bytes": 16.0, "expand_bytes": 2.0}
-    close = all(abs(f[k] / 2**20 - mb) <= 0.05 * mb for k, mb in claimed.items())
-    got = f"repeat: {mib(f['repeat_bytes'])}; expand: {f['expand_bytes']:,} B"
-    if close:
-        return "true", f"measured {got}, as the table says"
-    return (
-        "false",
-        f"measured {got}; the table says 16.0 MB and 2.0 MB (for (1024, 512) float32, 2 MiB is what repeat takes)",
+    rows, heads = _memory_reading(f, "rows"), _memory_reading(f, "heads")
+    both = (
+        f"read as one row made into the batch: {rows[0]} (measured {rows[1]}); read as the batch made into "
+        f"{f['heads']} heads, the article's example above the table: {heads[0]} (measured {heads[1]})"
     )
+    fitting = [v for v, _ in (heads, rows) if v != "false"]  # a reading under which the repeat figure fits
+    if not fitting:
+        return "false", f"no reading fits the table's 16.0 MB and 2.0 MB: {both}"
+    if fitting[0] == "misleading":
+        return "misleading", (
+            f"{both}; the 2.0 MB for expand is the memory the view reads, which existed before it: expand adds 0 B"
+        )
+    return fitting[0], both
 
 
 A06 = claim_row(
@@ -249,7 +283,8 @@ A06 = claim_row(
     "Memory, batch 1024 and feature size 512: repeat takes 16.0 MB, expand 2.0 MB.",
     _ev_memory_table,
     _j_memory_table,
-    true={"repeat_bytes": 16 * 2**20, "expand_bytes": 2 * 2**20},
+    true={"heads_expand_bytes": 2 * 2**20},
+    false={"heads_repeat_bytes": 2 * 2**20},
 )
 
 
@@ -370,41 +405,71 @@ A08 = claim_row(
 
 # ---- A09 -------------------------------------------------------------------------------------------------------------
 def _ev_contiguous_copy(*, pairs: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None) -> Facts:
-    """``expand(...).contiguous()`` for every (source, size) pair that expands (default: every pair of shapes
-    with up to 3 dimensions of size 0-3): which results are a copy (a write leaves the source unchanged)."""
-    counts = {"stretched": 0, "stretched_copied": 0, "unstretched": 0, "unstretched_shared": 0}
-    example = None
+    """``e = src.expand(size)``, then ``e.contiguous()``, for every (source, size) pair that expands (default:
+    every pair of shapes with up to 3 dimensions of size 0-3, empty results included) and every layout of the
+    source (contiguous, transposed, strided): was the result a copy (a write through it leaves the source
+    unchanged; for 0 elements, a new tensor), and which rule predicts it -- ``e`` not being contiguous, or the
+    expand growing a dimension."""
+    counts = {"tried": 0, "noncontiguous": 0, "noncontiguous_copied": 0, "contiguous": 0, "contiguous_shared": 0}
+    counts |= {"grown": 0, "grown_copied": 0, "grown_shared_empty": 0, "ungrown": 0, "ungrown_shared": 0}
+    examples: dict[str, Any] = {"shared": None, "ungrown_copied": None, "grown_shared": None}
     for src_shape, size in small_shape_pairs() if pairs is None else pairs:
-        src = torch.zeros(src_shape)
-        if math.prod(size) == 0 or error_of(lambda src=src, size=size: src.expand(size)):
-            continue
-        out = src.expand(size).contiguous()
-        out.view(-1)[0] = 1.0
-        copied = not bool((src == 1.0).any())
-        if stretches(src_shape, size):
-            counts["stretched"] += 1
-            counts["stretched_copied"] += copied
-        else:
-            counts["unstretched"] += 1
-            counts["unstretched_shared"] += not copied
-            if not copied and (example is None or math.prod(size) > math.prod(example[1])):
-                example = (src_shape, size)
-    return {**counts, "shared_example": example}
+        for layout, src in source_layouts(tuple(src_shape)).items():
+            if error_of(lambda src=src, size=size: src.expand(size)):
+                continue
+            e = src.expand(size)
+            before = e.is_contiguous()
+            out = e.contiguous()
+            if out.numel():
+                out.view(-1)[0] = 1.0
+                copied = not bool((src == 1.0).any())
+            else:
+                copied = out is not e
+            grown, case = grows(tuple(src_shape), tuple(size)), (layout, tuple(src_shape), tuple(size))
+            counts["tried"] += 1
+            counts["contiguous" if before else "noncontiguous"] += 1
+            counts["contiguous_shared" if before else "noncontiguous_copied"] += (not copied) if before else copied
+            counts["grown" if grown else "ungrown"] += 1
+            counts["grown_copied" if grown else "ungrown_shared"] += copied if grown else not copied
+            counts["grown_shared_empty"] += grown and not copied and not out.numel()
+            largest = math.prod(examples["shared"][2]) if examples["shared"] else 0
+            if before and not copied and out.numel() > largest:
+                examples["shared"] = case  # the largest such expand
+            if not grown and copied and examples["ungrown_copied"] is None:
+                examples["ungrown_copied"] = case
+            if grown and not copied and examples["grown_shared"] is None:
+                examples["grown_shared"] = case
+    return {**counts, **{f"example_{k}": v for k, v in examples.items()}}
+
+
+def _case(c: tuple[str, tuple[int, ...], tuple[int, ...]]) -> str:
+    return f"a {c[0]} {c[1]} -> {c[2]}"
 
 
 def _j_contiguous_copy(f: Mapping[str, Any]) -> Verdict:
-    if f["stretched"] == 0:
-        return nothing_tried("no pair tried stretches a dimension, and the advice is about those")
-    done = f"contiguous() copied in {f['stretched_copied']} of {f['stretched']} expands that stretched a dimension"
-    if f["stretched_copied"] < f["stretched"]:
+    if f["tried"] == 0:
+        return nothing_tried("no pair of shapes expands")
+    done = (
+        f"contiguous() copied in {f['noncontiguous_copied']} of {f['noncontiguous']} expands whose result was not "
+        f"contiguous"
+    )
+    if f["noncontiguous_copied"] < f["noncontiguous"]:
         return "false", f"{done}: a write through the others reached the source"
-    if f["unstretched_shared"]:
-        return "misleading", (
-            f"{done}, but in {f['unstretched_shared']} of {f['unstretched']} that stretched nothing "
-            f"(e.g. {f['shared_example'][0]} -> {f['shared_example'][1]}) it returned the same memory and a "
-            "write reached the source: the copy comes from the stretch, not from contiguous(); clone() always copies"
-        )
-    return "true", f"{done}, and every other expand tried also gave a copy"
+    if not f["contiguous_shared"]:
+        return "true", f"{done}, and no expand tried returned memory shared with its source"
+    stretch = []  # where "a stretch makes the copy" fails, measured
+    if f["ungrown"] - f["ungrown_shared"]:
+        stretch.append(f"{f['ungrown'] - f['ungrown_shared']} of {f['ungrown']} that grew no dimension were copied")
+    if f["grown"] - f["grown_copied"]:
+        empty = " (all with 0 elements)" if f["grown_shared_empty"] == f["grown"] - f["grown_copied"] else ""
+        stretch.append(f"{f['grown'] - f['grown_copied']} of {f['grown']} that grew one were not{empty}")
+    examples = [_case(f[k]) for k in ("example_ungrown_copied", "example_grown_shared") if f.get(k)]
+    rule = f"; nor does the stretch decide it: {' and '.join(stretch)} (e.g. {', '.join(examples)})" if stretch else ""
+    return "misleading", (
+        f"{done}, but it returned the same memory in {f['contiguous_shared']} of {f['contiguous']} that already "
+        f"were (e.g. {_case(f['example_shared'])}, where a write reaches the source): the copy comes from the "
+        f"expanded tensor not being contiguous, not from calling contiguous(){rule}; clone() always copies"
+    )
 
 
 A09 = claim_row(
@@ -415,8 +480,8 @@ A09 = claim_row(
     "When you need to modify the expanded tensor, first call .contiguous() to create a copy.",
     _ev_contiguous_copy,
     _j_contiguous_copy,
-    true={"unstretched_shared": 0},
-    false={"stretched_copied": 0},
+    true={"contiguous_shared": 0},
+    false={"noncontiguous_copied": 0},
 )
 
 
