@@ -189,26 +189,17 @@ def storage_of(t: torch.Tensor) -> Any:
         return None
 
 
-def storage_key(t: torch.Tensor) -> int | None:
-    """An identity for ``t``'s storage (equal for every view of it), or None when it has none.
-
-    >>> x = torch.zeros(4)
-    >>> storage_key(x) == storage_key(x[1:]), storage_key(x) == storage_key(x.clone())
-    (True, False)
-    """
-    st = storage_of(t)
-    return None if st is None else st._cdata
-
-
-_PARTS = {  # the tensors that hold a sparse tensor's memory
+_PARTS = {  # the tensors that hold a sparse or jagged nested tensor's memory (it has no storage of its own)
     torch.sparse_coo: ("_indices", "_values"),
+    torch.jagged: ("values", "offsets"),
     **{layout: ("crow_indices", "col_indices", "values") for layout in (torch.sparse_csr, torch.sparse_bsr)},
     **{layout: ("ccol_indices", "row_indices", "values") for layout in (torch.sparse_csc, torch.sparse_bsc)},
 }
 
 
 def storages_of(t: torch.Tensor) -> list[Any]:
-    """The storages holding ``t``'s memory: its own, or a sparse tensor's indices' and values'.
+    """The storages holding ``t``'s memory: its own, a sparse tensor's indices' and values', or a jagged nested
+    tensor's values' and offsets'.
 
     >>> [s.nbytes() for s in storages_of(torch.eye(2).to_sparse())]  # 2x2 int64 indices, 2 float values
     [32, 8]

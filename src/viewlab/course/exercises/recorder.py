@@ -33,7 +33,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from viewlab._checks import entry, require_str
-from viewlab._dispatch import enter_mode, remove_mode, storage_key, storage_of, tensors_in
+from viewlab._dispatch import enter_mode, remove_mode, storage_of, tensors_in
 from viewlab._learner import learner_line
 
 from .rules import API_NAMES, FAMILIES, op_in
@@ -51,6 +51,18 @@ def at(line: str | None) -> str:
         return ""
     place, sep, code = line.partition(": ")
     return f" at {place}: `{code}`" if sep else f" at {line}"
+
+
+def storage_key(t: torch.Tensor) -> int | None:
+    """An identity for ``t``'s storage, equal for every view of it (how the recorder tells the inputs' storages
+    from new ones), or None when it has none.
+
+    >>> x = torch.zeros(4)
+    >>> storage_key(x) == storage_key(x[1:]), storage_key(x) == storage_key(x.clone())
+    (True, False)
+    """
+    st = storage_of(t)
+    return None if st is None else st._cdata
 
 
 @dataclass(frozen=True)
