@@ -1,8 +1,8 @@
 """Dispatch-mode plumbing shared by every tool that watches operators (measure, the monitor, the
 sentinels, the course's rule recorder): push and remove a mode (dispatch or torch-function) by identity, find
 the tensors and the storages behind an operator's arguments. The learner's own line of code
-(``learner_line``, ``called_from_viewlab``) is :mod:`viewlab._learner`'s, re-exported here for the tools that
-import it from this module.
+(``learner_line``, ``called_from_viewlab``) is :mod:`viewlab._learner`'s, re-exported here for
+:mod:`viewlab.sentinels`, which imports it from this module.
 
 Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
 Mode stacks are per thread: what another thread ends (a tracker stopped there, a guard's block closed there)
@@ -34,7 +34,6 @@ from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
 # "is this the learner's code?" is answered in viewlab._learner; these names stay importable from here
-from ._learner import PACKAGE_DIR as PACKAGE_DIR
 from ._learner import called_from_viewlab as called_from_viewlab
 from ._learner import learner_line as learner_line
 
