@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from . import _handover
+from ._dispatch import pending, sweep
 
 # Dtype families, as names that read well in a message ("must hold floats"), and the cast to each.
 FLOAT, COMPLEX, INT, BOOL = "float", "complex", "int", "bool"
@@ -89,8 +89,8 @@ def entry(name: str) -> Callable[[F], F]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if _CALLER.get() is not None:
                 return fn(*args, **kwargs)
-            if _handover.pending():  # a guard ended on another thread left its undo for this one
-                _handover.sweep()
+            if pending():  # another thread ended something entered here and left its undo for this one
+                sweep()
             token = _CALLER.set(name)
             try:
                 return fn(*args, **kwargs)

@@ -1,14 +1,14 @@
 """Dispatch-mode plumbing shared by every tool that watches operators (measure, the monitor, the
 sentinels, the course's rule recorder): push and remove a mode (dispatch or torch-function) by identity, find
 the tensors and the storages behind an operator's arguments. The learner's own line of code
-(``learner_line``, ``called_from_viewlab``) is :mod:`viewlab._learner`'s, re-exported here for the tools that
-import it from this module.
+(``learner_line``, ``called_from_viewlab``) is :mod:`viewlab._learner`'s, re-exported here for
+:mod:`viewlab.sentinels`, which imports it from this module.
 
 Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
-Mode stacks are per thread: a mode that another thread stops is *left* for the thread that entered it
-(:func:`leave`) and swept off that thread's stack at its next :func:`enter_mode` (any viewlab tool starting
-there) or, in IPython, after the running cell (``post_run_cell``, on the thread that runs cells); nothing
-is ever run inside that thread from outside.
+Mode stacks are per thread: what another thread ends (a tracker stopped there, a guard's block closed there)
+is *left* as an undo for the thread that entered it (:func:`leave`) and run by that thread itself at its next
+viewlab entry or, in IPython, after the running cell (``post_run_cell``, on the thread that runs cells);
+nothing is ever run inside that thread from outside.
 
 >>> class Count(TorchDispatchMode):
 ...     n = 0
@@ -34,7 +34,6 @@ from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
 # "is this the learner's code?" is answered in viewlab._learner; these names stay importable from here
-from ._learner import PACKAGE_DIR as PACKAGE_DIR
 from ._learner import called_from_viewlab as called_from_viewlab
 from ._learner import learner_line as learner_line
 
@@ -50,7 +49,8 @@ def _kind(mode: Mode) -> tuple[type, Callable[[], list]]:
 
 def enter_mode(mode: Mode) -> None:
     """Push ``mode`` on this thread's dispatch-mode (or torch-function-mode) stack, with torch's own bookkeeping,
-    after sweeping off the modes other threads left for this one (:func:`leave`)."""
+    after running the undos other threads left for this one (:func:`leave`) and forgetting those left for
+    threads that have ended."""
     if _LEFT:
         sweep()
     _kind(mode)[0].__enter__(mode)
@@ -79,9 +79,9 @@ def remove_mode(mode: Mode) -> bool:
     return True
 
 
-_LEFT: dict[int, list[Mode]] = {}  # thread id -> modes stopped by other threads, still on that thread's stack
+_LEFT: dict[int, list[Callable[[], object]]] = {}  # thread id -> undos other threads left for that thread
 _LEFT_LOCK = threading.Lock()
-_AFTER_CELL: list[Any] = []  # the IPython shell whose post_run_cell sweeps, while modes are left (at most one)
+_AFTER_CELL: list[Any] = []  # the IPython shell whose post_run_cell sweeps, while undos are left (at most one)
 
 
 def enter(mode: Mode) -> int:
@@ -90,29 +90,32 @@ def enter(mode: Mode) -> int:
     return threading.get_ident()
 
 
-def leave(mode: Mode, thread: int) -> None:
-    """Take ``mode`` off the stack of ``thread`` (an id from :func:`enter`). From that thread: now. From another
-    one: ``mode`` is left for ``thread`` and swept off at its next :func:`enter_mode`, or after the running cell
-    (IPython's ``post_run_cell``) when ``thread`` runs the cells; until then it stays on that stack (a closed
-    tracker only passes operators on). Nothing is left for a thread that has ended: its stack is gone with it.
+def leave(thread: int, undo: Callable[[], object]) -> None:
+    """Have ``thread`` (an id from :func:`enter`) run ``undo``: now, when that is this thread; otherwise at its
+    next viewlab entry (:func:`enter_mode`, any public function or guard) or after the running cell (IPython's
+    ``post_run_cell``) when ``thread`` runs the cells. Mode stacks are per thread and torch changes them only on
+    their own thread, so this is how a mode entered on one thread and stopped on another comes off: until the
+    sweep it stays on that stack, disarmed by its owner (a closed tracker only passes operators on). Nothing is
+    ever run inside that thread from outside, and nothing is left for a thread that has ended: its stack is gone.
 
     >>> class Pass(TorchDispatchMode):
     ...     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
     ...         return func(*args, **(kwargs or {}))
     >>> mode = Pass(); owner = enter(mode)
-    >>> t = threading.Thread(target=leave, args=(mode, owner)); t.start(); t.join()
+    >>> off = lambda: remove_mode(mode)
+    >>> t = threading.Thread(target=leave, args=(owner, off)); t.start(); t.join()
     >>> [type(m).__name__ for m in _get_current_dispatch_mode_stack()], sweep()  # left here, then swept
     (['Pass'], 1)
     >>> _get_current_dispatch_mode_stack()
     []
     """
     if thread == threading.get_ident():
-        remove_mode(mode)
+        undo()
         return
     with _LEFT_LOCK:
         alive = _forget_ended_threads()
         if thread in alive:
-            _LEFT.setdefault(thread, []).append(mode)
+            _LEFT.setdefault(thread, []).append(undo)
     if thread in alive:
         _sweep_after_cell(thread)
 
@@ -125,18 +128,26 @@ def _forget_ended_threads() -> set[int | None]:
     return alive
 
 
+def pending() -> bool:
+    """Whether another thread left undos for this one (one dict lookup: cheap enough for every public call)."""
+    return threading.get_ident() in _LEFT
+
+
 def sweep() -> int:
-    """Take off this thread's stack the modes other threads left for it (:func:`leave`); returns how many.
-    Called by :func:`enter_mode` and after each IPython cell, never from outside the thread."""
+    """Run, on this thread, the undos other threads left for it (:func:`leave`), in the order they were left;
+    returns how many ran. Called by :func:`enter_mode`, at each public function's entry and after each IPython
+    cell, never from outside the thread."""
     with _LEFT_LOCK:
-        modes = _LEFT.pop(threading.get_ident(), [])
+        undos = _LEFT.pop(threading.get_ident(), [])
         _forget_ended_threads()
-    return sum(remove_mode(mode) for mode in modes)
+    for undo in undos:
+        undo()
+    return len(undos)
 
 
 def _sweep_after_cell(thread: int) -> None:
     """In IPython, when ``thread`` runs the cells, register a ``post_run_cell`` hook that sweeps that thread after
-    the running cell (and unregisters itself once nothing is left). Outside IPython: only :func:`enter_mode` sweeps."""
+    the running cell (and unregisters itself once nothing is left). Outside IPython: only viewlab entries sweep."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     events = getattr(shell, "events", None)
@@ -177,26 +188,17 @@ def storage_of(t: torch.Tensor) -> Any:
         return None
 
 
-def storage_key(t: torch.Tensor) -> int | None:
-    """An identity for ``t``'s storage (equal for every view of it), or None when it has none.
-
-    >>> x = torch.zeros(4)
-    >>> storage_key(x) == storage_key(x[1:]), storage_key(x) == storage_key(x.clone())
-    (True, False)
-    """
-    st = storage_of(t)
-    return None if st is None else st._cdata
-
-
-_PARTS = {  # the tensors that hold a sparse tensor's memory
+_PARTS = {  # the tensors that hold a sparse or jagged nested tensor's memory (it has no storage of its own)
     torch.sparse_coo: ("_indices", "_values"),
+    torch.jagged: ("values", "offsets"),
     **{layout: ("crow_indices", "col_indices", "values") for layout in (torch.sparse_csr, torch.sparse_bsr)},
     **{layout: ("ccol_indices", "row_indices", "values") for layout in (torch.sparse_csc, torch.sparse_bsc)},
 }
 
 
 def storages_of(t: torch.Tensor) -> list[Any]:
-    """The storages holding ``t``'s memory: its own, or a sparse tensor's indices' and values'.
+    """The storages holding ``t``'s memory: its own, a sparse tensor's indices' and values', or a jagged nested
+    tensor's values' and offsets'.
 
     >>> [s.nbytes() for s in storages_of(torch.eye(2).to_sparse())]  # 2x2 int64 indices, 2 float values
     [32, 8]

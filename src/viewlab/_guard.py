@@ -1,6 +1,6 @@
 """The machinery every guard shares: a recorder of the learner's outermost torch call, the public name of a
 call, and :class:`_Guard`, the context manager and decorator that enters a guard's modes on a thread and takes
-them off by identity (on another thread's behalf too: :mod:`viewlab._handover`).
+them off by identity (on another thread's behalf too: :func:`viewlab._dispatch.leave`).
 
 >>> import torch
 >>> from torch.utils._python_dispatch import TorchDispatchMode
@@ -29,9 +29,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import _handover
 from ._checks import entry, problem
-from ._dispatch import enter_mode, remove_mode
+from ._dispatch import enter_mode, leave, pending, remove_mode, sweep
 
 
 class _CallRecorder(TorchFunctionMode):
@@ -81,7 +80,8 @@ class _Guard:
 
     A block that ends on a thread that did not enter it (a generator suspended inside the block, then closed,
     finished or collected on another thread) disarms its modes at once and leaves their removal to the thread
-    whose stack holds them (:mod:`viewlab._handover`): it runs it at its next entry into viewlab."""
+    whose stack holds them (:func:`viewlab._dispatch.leave`): it runs it at its next entry into viewlab or after
+    the cell."""
 
     def __init__(self, name: str, make_mode: Callable[[], TorchDispatchMode]) -> None:
         self.name, self._make = name, make_mode
@@ -95,8 +95,8 @@ class _Guard:
         me = threading.get_ident()
         if me in self._entered:
             raise self._problem("this guard is already active on this thread; leave its `with` block first.")
-        if _handover.pending():
-            _handover.sweep()
+        if pending():
+            sweep()
         mode = self._make()
         enter_mode(mode.recorder)
         try:
@@ -118,7 +118,7 @@ class _Guard:
                 del self._entered[owner]
                 mode.armed = mode.recorder.armed = False
                 self._ended[owner] = mode
-                _handover.leave_for(owner, functools.partial(self._finish, owner, mode))
+                leave(owner, functools.partial(self._finish, owner, mode))
                 return
             if mode is None:  # ended by another thread already: this thread's own exit only tidies up
                 mode = self._ended.pop(me, None)

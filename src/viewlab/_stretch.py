@@ -18,8 +18,9 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ._dispatch import called_from_viewlab, learner_line, tensors_in
+from ._dispatch import tensors_in
 from ._guard import _CallRecorder, _public_name
+from ._learner import called_from_viewlab, learner_line
 
 _LOSSES = frozenset(
     "mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy binary_cross_entropy_with_logits "

@@ -26,7 +26,6 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-from . import _handover
 from ._checks import (
     INT64_MAX,
     entry,
@@ -39,7 +38,7 @@ from ._checks import (
     type_error,
     value_error,
 )
-from ._dispatch import enter_mode, remove_mode
+from ._dispatch import enter_mode, leave, pending, remove_mode, sweep
 from ._format import fmt_time
 
 __all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "torch_alone"]
@@ -209,8 +208,8 @@ class _Alone:
     back at exit, each by identity; nothing else is switched off, so modes entered inside work as usual.
 
     Ended on another thread (a generator suspended inside the block, closed elsewhere), the modes are put back
-    by the thread that entered, at its next entry into viewlab (:mod:`viewlab._handover`): stacks are per
-    thread, and the other thread's are left as they were."""
+    by the thread that entered, at its next entry into viewlab or after the cell (:func:`viewlab._dispatch.leave`):
+    stacks are per thread, and the other thread's are left as they were."""
 
     def __init__(self) -> None:
         self._thread: int | None = None
@@ -219,8 +218,8 @@ class _Alone:
     def __enter__(self) -> None:
         if self._thread is not None:
             raise problem(RuntimeError, "this block is already entered; call torch_alone() again for another.")
-        if _handover.pending():
-            _handover.sweep()
+        if pending():
+            sweep()
         stacks = (_get_current_function_mode_stack(), _get_current_dispatch_mode_stack())
         self._aside = [mode for stack in stacks for mode in stack]  # bottom to top, torch-function modes first
         for mode in reversed(self._aside):
@@ -231,7 +230,7 @@ class _Alone:
         thread, aside, self._thread, self._aside = self._thread, self._aside, None, []
         if thread is None:
             raise problem(RuntimeError, "__exit__ without __enter__: use it as `with torch_alone(): ...`.")
-        _handover.leave_for(thread, functools.partial(_put_back, aside))
+        leave(thread, functools.partial(_put_back, aside))
 
 
 def _put_back(aside: list[Any]) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from ._checks import entry, problem, type_error, value_error
-from ._dispatch import storage_of
+from ._dispatch import storages_of
 from ._format import exact_bytes
 
 __all__ = ["in_kernel", "on_colab", "HeldTensor", "held_by_ipython", "release_ipython_refs"]
@@ -53,18 +53,13 @@ def _running_shell() -> Any:
 
 _UNDERS = ("_", "__", "___")
 _SOURCES = ("history", "result", "traceback")
-# The tensors that hold a sparse or nested tensor's data (it has no storage of its own).
-_PARTS = {torch.sparse_coo: ("_indices", "_values"), torch.jagged: ("values", "offsets")}
-_PARTS.update({k: ("crow_indices", "col_indices", "values") for k in (torch.sparse_csr, torch.sparse_bsr)})
-_PARTS.update({k: ("ccol_indices", "row_indices", "values") for k in (torch.sparse_csc, torch.sparse_bsc)})
 _LEAVES = (str, bytes, bytearray, int, float, complex, type, types.ModuleType, types.FunctionType, types.MethodType)
 _LEAVES += (types.BuiltinFunctionType, weakref.ref, range, torch.dtype, torch.device)
 
 
 def _storages(t: torch.Tensor) -> dict[int, Any]:
-    """The storages holding ``t``'s data, by identity (a sparse tensor's indices and values)."""
-    parts = [getattr(t, name)() for name in _PARTS.get(t.layout, ())] or [t]
-    return {s._cdata: s for s in map(storage_of, parts) if s is not None}
+    """The storages holding ``t``'s data, by identity (a sparse tensor's indices and values, a nested one's parts)."""
+    return {s._cdata: s for s in storages_of(t)}
 
 
 class HeldTensor:

@@ -72,30 +72,29 @@ _BUSY_UNTIL = (
 @pytest.mark.parametrize(("frames", "sender"), [("thread", _THREAD_NAME), ("cell", "MainThread")])
 def test_in_a_kernel_frames_stream_while_busy_and_the_final_png_stays(kernel, frames, sender):
     """Both frame paths in a real kernel: frames arrive while the cell is busy, from the thread the
-    mode promises (recorded by an observer on the image widget, which runs in the sending thread), never
-    two within 0.25 s (measured where they are sent), and the final PNG and table are displayed."""
+    mode promises (recorded by an observer on the image widget, which runs in the sending thread), and the final
+    PNG and table are displayed. How far apart frames are sent is counted on a clock the test moves, not here
+    (test_monitor_threads.py): a real clock under load would make that a timing assert."""
     loop = (
         "import threading, time, torch\nfrom viewlab import MemoryMonitor\n"
         f"mon = MemoryMonitor(device='cpu', frames={frames!r}).start()\n"
         "sent = []\n"
         "def seen(change):\n"
-        "    sent.append((threading.current_thread().name, time.perf_counter()))\n"
+        "    sent.append(threading.current_thread().name)\n"
         "mon._view.image.observe(seen, names='value')\n"
         "keep = [torch.zeros(100_000) for i in range(12)]\n"
         + _BUSY_UNTIL.format(condition="len(sent) < 4")
         + "busy = list(sent)\n"
         "mon.stop()\n"
-        "gaps = [b - a for (_, a), (_, b) in zip(busy, busy[1:])]\n"
-        "print('frames_from', mon.frames_from, 'senders', sorted({n for n, _ in busy}), 'errors', mon.errors)\n"
-        "print('busy frames', len(busy), 'closest', min(gaps, default=None))"
+        "print('frames_from', mon.frames_from, 'senders', sorted(set(busy)), 'errors', mon.errors)\n"
+        "print('busy frames', len(busy))"
     )
     (msgs,) = _run(kernel, [loop])
     assert "error" not in [m["msg_type"] for m in msgs], [m["content"] for m in msgs if m["msg_type"] == "error"]
     text = _texts(msgs)
     assert f"frames_from {frames} senders [{sender!r}] errors []" in text, text
-    busy, closest = text.split("busy frames ")[1].split(" closest ")
+    busy = text.split("busy frames ")[1].split()[0]
     assert int(busy) >= 4, f"live frames sent while the cell ran: {busy}"
-    assert float(closest) >= 0.24, f"frames were sent faster than 4 per second: {closest} s apart"
     sent = _frames(msgs)
     assert len(sent) >= 5, f"the first frame and the 4 sent while busy reached the front end: {len(sent)}"
     assert all(f["_t"] < msgs[-1]["_t"] for f in sent), "every frame arrives before the cell is done"

@@ -14,8 +14,10 @@ import torch
 import viewlab
 from tests.unit.monitor_support import _modes, _wait_for
 from viewlab import MemoryMonitor
-from viewlab.monitor import _THREAD_NAME
-from viewlab.monitor.frames import _HandOff
+from viewlab.monitor import _THREAD_NAME, widget
+from viewlab.monitor import frames as frames_module
+from viewlab.monitor.frames import FrameScheduler, _HandOff
+from viewlab.monitor.widget import MIN_INTERVAL, LiveView
 
 pytestmark = pytest.mark.colab
 
@@ -44,6 +46,69 @@ def _alarm() -> tuple:
     return (
         (signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)) if hasattr(signal, "SIGALRM") else ()
     )
+
+
+class _Clock:
+    """Seconds that pass only when told: ``perf_counter`` reads them, ``sleep`` adds to them (no real waiting)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0  # a clock far from 0: the view's "last frame at 0.0" is long ago
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> _Clock:
+    """The frame code's clock, replaced by one the test moves: its rate limits become exact counts."""
+    fake = _Clock()
+    monkeypatch.setattr(widget, "time", fake)
+    monkeypatch.setattr(frames_module, "time", fake)
+    return fake
+
+
+def test_the_view_never_sends_two_frames_within_min_interval(clock, capsys):
+    """At most 4 frames a second, counted on a clock that moves only when the view waits: ten frames put back to
+    back are sent exactly MIN_INTERVAL apart, and ``wait=False`` skips a frame that comes early."""
+    view = LiveView(MemoryMonitor(device="cpu", display=False))
+    capsys.readouterr()
+    sent: list[float] = []
+    view.image.observe(lambda change: sent.append(clock.now), names="value")
+    for i in range(10):
+        assert view.put(b"frame %d" % i)
+    assert sent == [100.0 + k * MIN_INTERVAL for k in range(10)] and view.frames == 10
+    clock.now += MIN_INTERVAL / 2
+    assert not view.put(b"early", wait=False) and view.frames == 10 and clock.now == sent[-1] + MIN_INTERVAL / 2
+    clock.now += MIN_INTERVAL / 2
+    assert view.put(b"on time", wait=False) and view.frames == 11
+
+
+@pytest.mark.parametrize(("draw_s", "gap"), [(0.0, MIN_INTERVAL), (0.5, 1.5)])
+def test_the_sampling_thread_draws_a_frame_per_gap_and_backs_off_when_drawing_is_slow(clock, capsys, draw_s, gap):
+    """Ticks every 1/8 s for 4 s on the test's clock: a frame every MIN_INTERVAL (16 of them) when drawing is free;
+    when a frame takes 0.5 s to draw, the next is due 1 s after it was sent (3x the drawing time, capped at 1 s),
+    so frames are 1.5 s apart: drawing never takes more than a third of the sampling thread's time."""
+    mon = MemoryMonitor(device="cpu", display=False)
+    view = LiveView(mon)
+    capsys.readouterr()
+    draw, sent = mon.png, []  # when each frame was sent (the view's own stamp)
+
+    def drawing() -> bytes:  # the real drawing, taking draw_s on the test's clock
+        clock.now += draw_s
+        return draw()
+
+    mon.png = drawing
+    scheduler = FrameScheduler(view, "thread", mon)
+    while clock.now < 104.0:
+        clock.now += 0.125
+        if scheduler.tick():
+            sent.append(view.time)
+    first = 100.125 + draw_s
+    assert sent == [first + k * gap for k in range(len(sent))] and view.frames == len(sent)
+    assert len(sent) == (16 if draw_s == 0 else 3)  # sent within the 4 s
 
 
 def test_cell_frames_are_drawn_on_the_sampling_thread_and_sent_by_the_cell_between_two_operators(capsys):

@@ -389,7 +389,8 @@ def test_a_mode_under_a_guard_still_sees_the_learners_operators_as_the_learners(
     stretches, entered under its watch, saw none)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from viewlab._dispatch import called_from_viewlab, enter_mode, remove_mode
+    from viewlab._dispatch import enter_mode, remove_mode
+    from viewlab._learner import called_from_viewlab
     from viewlab.attention import padding_mask
 
     here, seen = (lambda: 0).__code__.co_filename, []

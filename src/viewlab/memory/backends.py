@@ -10,6 +10,7 @@ Reading(allocated=48, peak=48, requested=48, requested_peak=48, reserved=None)
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import NamedTuple
 
 import torch
 
-from .._dispatch import enter, leave
+from .._dispatch import enter, leave, remove_mode
 from ._cuda import _CUDA_LEDGER, KINDS, LEARNER_COUNTERS, _CudaLedger, _CudaWindow
 from ._tracker import _StorageTracker
 
@@ -79,7 +80,7 @@ class Backend:
             at = self._entered.index(thread)
             self._entered = self._entered[:at] + self._entered[at + 1 :]
             self.tracker.idle = self.tracker.closed or not self._entered  # counts nothing while it waits for a sweep
-            leave(self.tracker, thread)
+            leave(thread, functools.partial(remove_mode, self.tracker))
 
     def close(self) -> None:
         """Stop measuring (from any thread): leave every thread entered, stop following frees, close CUDA windows."""

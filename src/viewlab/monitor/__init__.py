@@ -28,8 +28,8 @@ from typing import Any
 import torch
 
 from .._checks import entry, problem, require_bool, require_choice, require_str, type_error, value_error
-from .._dispatch import learner_line
 from .._format import fmt_bytes
+from .._learner import learner_line
 from ..draw import PNGFigure
 from ..ipython import in_kernel, on_colab
 from ..memory import resolve_device

@@ -20,6 +20,7 @@ for one frame. Two ways to send a frame:
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import weakref
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .._dispatch import enter, leave
+from .._dispatch import enter, leave, remove_mode
 from .widget import MIN_INTERVAL
 
 if TYPE_CHECKING:
@@ -122,4 +123,4 @@ class FrameScheduler:
         mode.scheduler = None
         with self._lock:
             self.ready = None
-        leave(mode, thread)
+        leave(thread, functools.partial(remove_mode, mode))

@@ -33,7 +33,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from viewlab._checks import entry, require_str
-from viewlab._dispatch import enter_mode, remove_mode, storage_key, storage_of, tensors_in
+from viewlab._dispatch import enter_mode, remove_mode, storage_of, tensors_in
 from viewlab._learner import learner_line
 
 from .rules import API_NAMES, FAMILIES, op_in
@@ -51,6 +51,18 @@ def at(line: str | None) -> str:
         return ""
     place, sep, code = line.partition(": ")
     return f" at {place}: `{code}`" if sep else f" at {line}"
+
+
+def _storage_key(t: torch.Tensor) -> int | None:
+    """An identity for ``t``'s storage, equal for every view of it (how the recorder tells the inputs' storages
+    from new ones), or None when it has none.
+
+    >>> x = torch.zeros(4)
+    >>> _storage_key(x) == _storage_key(x[1:]), _storage_key(x) == _storage_key(x.clone())
+    (True, False)
+    """
+    st = storage_of(t)
+    return None if st is None else st._cdata
 
 
 @dataclass(frozen=True)
@@ -108,7 +120,7 @@ class OpRecorder(TorchDispatchMode):
         self.hits: dict[str, Hit] = {}
         self.created: Hit | None = None  # family "created": the first new storage
         self.inside: Callable[[], str | None] = lambda: None  # the torch function running now (set by the watch)
-        self._inputs = {k for k in map(storage_key, inputs) if k is not None}
+        self._inputs = {k for k in map(_storage_key, inputs) if k is not None}
         self._known = set(self._inputs)
         self._borrowed: dict[int, int] = {}
 
@@ -118,7 +130,7 @@ class OpRecorder(TorchDispatchMode):
 
     def note_borrowed(self, t: torch.Tensor) -> None:
         """Count ``t``'s storage as borrowed when torch cannot resize it (numpy's or a buffer's memory)."""
-        key = storage_key(t)
+        key = _storage_key(t)
         if key is None or key in self._inputs or key in self._borrowed:
             return
         st = storage_of(t)
@@ -146,7 +158,7 @@ class OpRecorder(TorchDispatchMode):
         for t in tensors_in(args):
             self.note_borrowed(t)
         for t in tensors_in(out if isinstance(out, (tuple, list)) else (out,)):
-            key = storage_key(t)
+            key = _storage_key(t)
             if key is not None and key not in self._known:
                 self._known.add(key)
                 self.note_borrowed(t)

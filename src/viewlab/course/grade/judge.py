@@ -240,15 +240,13 @@ def _one(plan: Plan, i: int, record: dict[str, Any]) -> tuple[str, str, str] | N
 
 def _probe_problem(plan: Plan, probe: list[dict[str, Any]]) -> tuple[str, str, str] | None:
     """The loop probe, as the checker runs it: a stub, a raise (a failure where the reference answers the
-    input, with the plain-data seam), forbidden work on a probe input, then the operator counts."""
+    input), forbidden work on a probe input, then the operator counts."""
     if plan.ex.rules.no_python_loops is None or len(probe) != 2:
         return None
     if any(p["kind"] == "stub" for p in probe):
         return NOT_SOLVED, "not solved yet", f"{plan.title}: not solved yet (the answer is still a stub)."
     for args, run in zip(plan.probe, probe):
         if run["kind"] == "raised":
-            if not seam.probe_raised_counts():
-                return None  # a raise on a size the strategy also draws was reported already
             try:
                 expected = plan.ex.reference(*fresh(args))
             except Exception:  # noqa: BLE001 - an input the exercise itself does not answer

@@ -219,8 +219,7 @@ def run_input(fn: Callable[..., Any], args: tuple[Any, ...], rules: Any, memory:
     m: Any = None
     try:
         with meter as m:
-            follow = getattr(watch, "follow_meter", None)  # the older watch enters the meter in threads too
-            with (follow(m) if follow else watch) if watch is not None else contextlib.nullcontext():
+            with watch if watch is not None else contextlib.nullcontext():
                 with outside_entry():
                     got = fn(*args)
     except NotImplementedError:
@@ -238,7 +237,7 @@ def run_input(fn: Callable[..., Any], args: tuple[Any, ...], rules: Any, memory:
             record.update(value=value, meta=[_tensor_meta(t) for t in _tensors(value)])
     if watch is not None and record["kind"] in ("returned", "raised"):
         measured = m if record["kind"] == "returned" else None
-        record["watch"] = seam.record(watch, fn, plain, measured, rules)
+        record["watch"] = seam.record(watch, fn, plain, measured)
     if m is not None:
         record["peak"], record["allocated"] = int(m.peak_bytes), int(m.allocated_bytes)
     record["inputs_after"] = tuple(a.detach() if type(a) is torch.Tensor else a for a in args)
