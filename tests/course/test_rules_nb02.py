@@ -522,8 +522,8 @@ def test_matmul_copies_exactly_when_the_batch_cannot_flatten_as_a_view(batch_a, 
 )
 @pytest.mark.rule(
     "02",
-    "Unless `W` requires grad (a weight, even under `torch.no_grad()`): then `matmul` folds anyway into one `mm`, "
-    "copying `x` (`clone`) where a view cannot merge its dims.",
+    "Unless `W` requires grad (a weight): then `matmul` folds anyway into one `mm`, copying `x` (`clone`) where a "
+    "view cannot merge its dims.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
