@@ -89,3 +89,17 @@ def test_bmm_broadcasts_nothing():
     with pytest.raises(RuntimeError, match="must be a 3D tensor"):
         torch.bmm(torch.randn(2, 1, 2, 3), many)
     assert torch.allclose(torch.bmm(one.expand(5, 2, 3), many), one @ many)
+
+
+def _rows_back_to_back(x: torch.Tensor) -> bool:
+    """torch's strict check before it folds ``x @ W``: ``stride[i] == stride[i+1] * size[i+1]`` for every dim but
+    the last, size-1 dims included (a ``view`` would ignore them)."""
+    return x.numel() == 0 or all(x.stride(i) == x.stride(i + 1) * x.size(i + 1) for i in range(x.dim() - 2))
+
+
+def test_the_fold_check_is_stricter_than_a_view_on_a_size_1_dim():
+    lone = torch.randn(5, 1, 4).transpose(0, 1)  # (1, 5, 4), stride (4, 4, 1)
+    assert lone.view(5, 4).data_ptr() == lone.data_ptr() and not _rows_back_to_back(lone)
+    with measure(device="cpu", log_ops=True) as m:
+        lone @ torch.randn(4, 6)
+    assert "bmm" in [op.name.split(".")[1] for op in m.ops]

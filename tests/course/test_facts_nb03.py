@@ -63,3 +63,7 @@ def test_timing_verdict_of_the_notebook_comes_out_both_ways():
     noisy = BenchRow("noisy", median_s=1e-3, iqr_s=2e-3, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
     assert firm(steady) and firm(steady, steady)
     assert not firm(noisy) and not firm(steady, noisy)
+    wide = BenchRow("wide", median_s=1e-3, iqr_s=5e-4, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
+    assert not firm(wide)  # an IQR of half the median is too wide for a conclusion too
+    few = BenchRow("few", median_s=1e-3, iqr_s=1e-4, runs=2, ratio=1.0, bytes_moved=None, gb_per_s=None)
+    assert not firm(few) and not firm(steady, few)  # 1-2 timed blocks support no conclusion either

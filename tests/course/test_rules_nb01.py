@@ -337,10 +337,11 @@ def advanced_indices(draw, shape: tuple[int, ...]):
     "selected elements need not form a regular stride pattern.",
 )
 @pytest.mark.rule("01", "A 0-d integer tensor is the exception: `x[torch.tensor(1)]` counts as `x[1]`, a view.")
+@pytest.mark.rule("01", "But a 0-d `uint8` tensor is read as a mask, as `bool` is: a copy with a new leading dim.")
 @pytest.mark.rule(
     "01",
-    "Basic indexing views (a 0-d integer tensor index too); advanced indexing copies; `x[idx] = v` is in place, but "
-    "`x[adv][...] = v` writes into a discarded copy.",
+    "Basic indexing views (a 0-d integer tensor index too, `uint8` aside); advanced indexing copies; `x[idx] = v` is "
+    "in place, but `x[adv][...] = v` writes into a discarded copy.",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -351,6 +352,48 @@ def test_advanced_indexing_copies_except_a_0d_integer_tensor(case):
     assert _same_storage(result, t) == (kind == "0-d int tensor")
     if kind in ("0-d uint8 tensor", "bool scalar"):
         assert result.shape == (int(index.item()), *t.shape)  # a mask of one: a leading dim of size 0 or 1
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """No gaps and no overlaps: ignoring size-1 dims, the strides sorted are the row-major strides of some order."""
+    expected = 1
+    for stride, size in sorted((s, k) for s, k in zip(t.stride(), t.shape) if k != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _reads_each_element_once(t: torch.Tensor) -> bool:
+    index = torch.arange(t.untyped_storage().nbytes() // t.element_size())
+    reached = index.as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1)
+    return reached.unique().numel() == reached.numel()
+
+
+@pytest.mark.rule(
+    "01",
+    "PyTorch now checks *some* overlaps: this shift raises, but only because both sides are dense (no gaps between "
+    "their elements).",
+)
+@pytest.mark.nb01
+@RULE_SETTINGS
+@given(layouts(dims=(1, 3), side=(0, 4), kinds=("contiguous", "permuted", "sliced", "channels_last", "as_strided")))
+def test_a_shift_into_itself_raises_exactly_when_both_sides_are_dense_and_meet(t):
+    assume(_reads_each_element_once(t))  # a stride-0 or overlapping target is refused by another check
+    dst, src = t[1:], t[:-1]
+    d0, s0 = dst.data_ptr(), src.data_ptr()  # a dense tensor fills [data_ptr, data_ptr + nbytes)
+    meet = dst.numel() > 0 and d0 < s0 + src.nbytes and s0 < d0 + dst.nbytes
+    caught = _dense(dst) and _dense(src) and meet
+    before = t.clone()
+    try:
+        dst.copy_(src)  # what t[1:] = t[:-1] runs
+        raised = False
+    except RuntimeError:
+        raised = True
+    assert raised == caught, (t.shape, t.stride())
+    fixed = before.clone()
+    fixed[1:] = fixed[:-1].clone()  # the fix: clone the source, whatever the layout
+    assert torch.equal(fixed[1:], before[:-1])
 
 
 @pytest.mark.rule(

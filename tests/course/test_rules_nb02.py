@@ -194,7 +194,6 @@ def _in_place_works(big: torch.Tensor, small: torch.Tensor) -> bool:
     "`big += small` writes the result **into `big`'s memory**, so it works when the broadcast shape is `big`'s own "
     "shape.",
 )
-@pytest.mark.rule("02", "The result's dtype must fit `big`: an integer `big` refuses a float `small`.")
 @pytest.mark.rule(
     "02",
     "`big` must have no stride-0 dim (not an `expand`). PyTorch checks only that: a `big` made of overlapping "
@@ -242,13 +241,86 @@ def _storage_values(t: torch.Tensor) -> torch.Tensor:
     return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage()).detach().clone()
 
 
-@pytest.mark.rule("02", "`small` must not be a part of `big` either (`x += x[0]` raises).")
+# Layouts whose in-place results are plain elementwise arithmetic: no shared or overlapping elements, no autograd.
+PLAIN_KINDS = (
+    "contiguous",
+    "offset",
+    "view_of_view",
+    "transposed",
+    "permuted",
+    "channels_last",
+    "zero_d",
+    "empty",
+    "size_one",
+)
+
+
+@pytest.mark.rule(
+    "02",
+    "The result's dtype must cast to `big`'s without changing kind: an integer `big` refuses a float `small`, and "
+    "within a kind it is cast down silently (an `int8` `big` += 300 wraps to 44).",
+)
 @pytest.mark.nb02
 @RULE_SETTINGS
-@given(st.integers(2, 4), st.integers(1, 4))
-def test_in_place_refuses_an_operand_that_is_part_of_the_target(n, d):
-    x = torch.zeros(n, d)
-    assert not _in_place_works(x, x[0]) and _in_place_works(x, x[0].clone()) and _in_place_works(x, x)
+@given(
+    learner_cases(
+        dims=(0, 3),
+        side=(0, 3),
+        dtypes=(torch.int8, torch.uint8, torch.int32, torch.float16, torch.bfloat16, torch.float32),
+        kinds=PLAIN_KINDS,
+    ),
+    st.integers(-1000, 1000),
+)
+def test_in_place_casts_down_within_a_kind_and_refuses_a_change_of_kind(case, value):
+    big = case.tensor
+    wide = torch.float64 if big.is_floating_point() else torch.int64  # the same kind, wider
+    small = torch.full(big.shape[-1:], value, dtype=wide)  # broadcasts to big; big.dtype cannot hold it all
+    assert torch.result_type(big, small) == wide and torch.can_cast(wide, big.dtype)
+    expected = (big.to(wide) + small).to(big.dtype)  # computed wide, then cast down (integers wrap)
+    assert _in_place_works(big, small) and torch.equal(big, expected), case  # no error, no warning asked for
+    if not big.is_floating_point():
+        assert not _in_place_works(big, small.to(torch.float32)), case  # int <- float changes kind: refused
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """No gaps and no overlaps: ignoring size-1 dims, the strides sorted are the row-major strides of some order."""
+    expected = 1
+    for stride, size in sorted((s, k) for s, k in zip(t.stride(), t.shape) if k != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+@pytest.mark.rule(
+    "02",
+    "`small` must not be a part of `big` either (`x += x[0]` raises), but PyTorch sees that only when both are "
+    "dense (no gaps between their elements): on a strided `big` a later row may add a row already written. Clone "
+    "`small` first.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(
+    learner_cases(dims=(1, 3), side=(1, 3), kinds=PLAIN_KINDS + ("as_strided",), dtypes=(torch.float32,)),
+    st.integers(0, 2),
+)
+def test_in_place_refuses_a_part_of_the_target_only_when_both_are_dense(case, row):
+    big = case.tensor
+    assume(not any(s == 0 and k > 1 for s, k in zip(big.stride(), big.shape)))  # no stride 0: the other rule
+    assume(_dense(big) or big.numel() == len(set(_storage_indices(big))))  # as_strided: no element read twice
+    i = row % big.shape[0]
+    before = big.clone()
+    part = big[i]  # inside big's memory, so it overlaps big whenever both have elements
+    caught = _dense(big) and _dense(part) and part.numel() > 0
+    assert _in_place_works(big, part) == (not caught), case
+    fresh = before.clone()
+    assert _in_place_works(fresh, fresh[i].clone()) and torch.equal(fresh, before + before[i])  # the fix
+
+
+def _storage_indices(t: torch.Tensor) -> list[int]:
+    """The storage index of every element of ``t`` (offset + sum of index * stride)."""
+    index = torch.arange(t.untyped_storage().nbytes() // t.element_size())
+    return index.as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1).tolist()
 
 
 # ----- 5. after a reduction ---------------------------------------------------------------------------------------
@@ -444,31 +516,49 @@ def test_matmul_copies_exactly_when_the_batch_cannot_flatten_as_a_view(batch_a, 
 )
 @pytest.mark.rule(
     "02",
-    "When they do not (a transposed `x`; torch checks the strides even of a size-1 dim here), `matmul` expands `W` "
-    "to the batch instead (stride 0, no copy of `W`) and runs `bmm`, flattening `x`'s batch dims as above.",
+    "When they do not (a transposed `x`; torch checks the strides even of a size-1 dim here, where a `view` would "
+    "merge), `matmul` expands `W` to the batch instead (stride 0, no copy of `W`) and runs `bmm`, flattening `x`'s "
+    "batch dims as above.",
+)
+@pytest.mark.rule(
+    "02",
+    "Unless `W` requires grad (a weight): then `matmul` folds anyway into one `mm`, copying `x` (`clone`) where a "
+    "view cannot merge its dims.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
 @given(
-    learner_tensors(dims=(3, 4), side=(1, 3), dtypes=(torch.float32, torch.float64)), st.integers(0, 3), st.booleans()
+    learner_tensors(dims=(3, 4), side=(1, 3), dtypes=(torch.float32, torch.float64)),
+    st.integers(0, 3),
+    st.booleans(),
+    st.sampled_from(["no grad", "requires grad", "requires grad, no_grad()"]),
 )
-def test_matmul_with_a_plain_matrix_on_the_right_folds_the_batch_into_one_mm(x, out, vector):
+def test_matmul_with_a_plain_matrix_on_the_right_folds_the_batch_into_one_mm(x, out, vector, weight):
     from viewlab import measure
 
     d = x.shape[-1]
     right = torch.ones(d, dtype=x.dtype) if vector else torch.ones(d, out, dtype=x.dtype)
-    with measure(device="cpu", log_ops=True) as m:
+    right.requires_grad_(weight != "no grad")
+    with torch.set_grad_enabled(weight != "requires grad, no_grad()"), measure(device="cpu", log_ops=True) as m:
         y = x @ right
     names = [op.name.split(".")[1] for op in m.ops]
     chained = all(x.stride(i) == x.stride(i + 1) * x.size(i + 1) for i in range(x.dim() - 2))
     merges = chained or x.numel() == 0  # nothing to lay out: an empty x always folds
-    if merges:
+    if right.requires_grad:  # a weight: folded whatever x's strides and the grad mode
+        assert "bmm" not in names and ("mv" if vector else "mm") in names, names
+        viewable = x.numel() == 0 or _reshape_is_a_view(x.detach(), (-1, d))
+        assert ("clone" in names) == (not viewable), names  # x copied exactly when no view merges its dims
+    elif merges:
         assert "bmm" not in names and ("mv" if vector else "mm") in names, names
     else:
         assert "bmm" in names, names
         x_bytes = x.numel() * x.element_size()
         assert all(op.bytes == x_bytes for op in m.ops if op.name.split(".")[1] == "clone"), names  # x, never W
     assert y.shape == (*x.shape[:-1], *(() if vector else (out,)))
+
+
+def _reshape_is_a_view(t: torch.Tensor, shape: tuple[int, ...]) -> bool:
+    return t.reshape(shape).data_ptr() == t.data_ptr() and t.reshape(shape)._base is not None
 
 
 # ----- 8. NumPy -----------------------------------------------------------------------------------------------------

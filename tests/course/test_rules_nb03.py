@@ -34,42 +34,49 @@ def layouts(ndim=None):
 
 @pytest.mark.rule(
     "03",
-    "`out._base` (the tensor that owns the memory a view reads, even for a view of a view; `None` for an owner)",
+    "`out._base` (the tensor the chain of views started from, even for a view of a view; `None` for a tensor that "
+    "is no view)",
 )
 @pytest.mark.rule(
     "03",
-    "`_base` is also `None` for `detach()` (notebook 01, section 5 (*What `detach()` shares*)), `.data` and views "
-    "from `torch.inference_mode()`: they share the storage but record no base; trust the storage pointer.",
+    "`detach()` (notebook 01, section 5 (*What `detach()` shares*)) and `.data` share the storage but are no views: "
+    "their `_base` is `None`, and a view of them names *them*. `.data` also has its own version counter: autograd "
+    "misses a write through it. Trust the storage pointer.",
+)
+@pytest.mark.rule(
+    "03",
+    "A view of an *inference tensor* (one made under `torch.inference_mode()`) has no `_base`; a view of an "
+    "ordinary tensor keeps it there.",
 )
 @RULE_SETTINGS
-@given(
-    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), chain=st.lists(st.integers(0, 3), max_size=4)
-)
-def test_base_names_the_owner_through_a_chain_of_views_but_not_after_detach(shape, chain):
-    owner = torch.randn(shape)
-    assert owner._base is None
-    v = owner
+@given(t=layouts(), chain=st.lists(st.integers(0, 3), max_size=4))
+def test_base_names_where_the_chain_of_views_started(t, chain):
+    root = t if t._base is None else t._base
+    assert (t._base is None) == (not t._is_view()) and root._base is None  # None exactly for a tensor that is no view
     steps = [
-        lambda t: t[..., :1],
-        lambda t: t.unsqueeze(0),
-        lambda t: t.expand(2, *t.shape),
-        lambda t: t.transpose(0, -1),
+        lambda v: v[..., :1] if v.dim() else v[None],
+        lambda v: v.unsqueeze(0),
+        lambda v: v.expand(2, *v.shape),
+        lambda v: v.transpose(0, -1) if v.dim() else v.view(1),
     ]
+    v = t
     for k in chain:
         v = steps[k](v)
-        assert (v._base is owner) or (v is owner)  # a view of a view still names the owner
-    d = owner.detach()
-    assert d._base is None and _shares(d, owner)  # shares memory, yet no _base: compare data_ptr instead
-    assert not d._is_view() and d.data_ptr() == owner.data_ptr()  # autograd does not record it as a view
-    before = owner._version
-    d.add_(1)
-    assert owner._version == d._version == before + 1  # ... though it shares the version counter
-    part = owner[..., :1]
-    assert part.data._base is None and part.data.data_ptr() == owner.data_ptr()  # .data: shared, no _base
+        assert v._base is root and _shares(v, root)  # a view of a view still names where the chain started
+    for fresh in (t.detach(), t.data):
+        assert fresh._base is None and not fresh._is_view() and _shares(fresh, t)  # shared memory, no _base
+        assert fresh.unsqueeze(0)._base is fresh  # a view of it names it, not root
+    data, before = t.data, t._version
+    data.zero_()  # one write through .data (a scalar fill: allowed on every layout, stride 0 too)
+    assert t._version == before < data._version  # its own counter: autograd misses the write
+    d = t.detach()
+    d.zero_()
+    assert t._version == d._version == before + 1  # detach() shares the counter
     with torch.inference_mode():
-        made = torch.randn(shape)
-        view = made[..., :1]
-    assert view._base is None and view.data_ptr() == made.data_ptr()  # an inference-mode view: no _base
+        kept = t.unsqueeze(0)._base is root  # a view of an ordinary tensor, taken in inference mode
+        made = t.clone()  # an inference tensor
+        view = made.unsqueeze(0)
+    assert kept and made.is_inference() and view._base is None and _shares(view, made)
 
 
 @pytest.mark.rule("03", "On a size-1 dim all six agree in value.")

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from tests.conftest import RULE_SETTINGS
-from tests.course.learner_inputs import learner_tensors
-from viewlab import watch_broadcasts
+from tests.course.learner_inputs import learner_tensors, numpy_arrays
+from viewlab import shares_storage, watch_broadcasts
 from viewlab.layout import storage_indices
 
 pytestmark = pytest.mark.nb05
@@ -98,8 +98,8 @@ def _checked_write_raises(region: torch.Tensor) -> bool:
 )
 @pytest.mark.rule(
     "05",
-    "Indexed assignment and in-place arithmetic such as `add_` raise when the region they write holds one stored"
-    " element under several indices",
+    "Indexed assignment and in-place arithmetic such as `add_` raise when the region they write has a stride-0"
+    " dimension of size > 1",
 )
 @RULE_SETTINGS
 @given(expanded_and_region())
@@ -126,14 +126,44 @@ def test_an_expanded_write_is_refused_by_operator_and_region(case):
     assert refused == {name: overlaps and name in checked for name in refused}, (e.shape, index, region.stride())
 
 
+def _storage_elements(t: torch.Tensor) -> torch.Tensor:
+    """The whole storage of t as a 1-D tensor of t's dtype (a view: it sees every write)."""
+    n = t.untyped_storage().nbytes() // t.element_size()
+    return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (n,))
+
+
+@pytest.mark.rule(
+    "05",
+    "Indexed assignment and in-place arithmetic such as `add_` raise when the region they write has a stride-0"
+    " dimension of size > 1",
+)
+@pytest.mark.rule(
+    "05",
+    "torch checks for stride 0 only: other overlap, such as overlapping `unfold` windows, is written silently, once per"
+    " index (`a.unfold(0, 2, 1).add_(1)` adds 1 twice to every element inside two windows).",
+)
+@RULE_SETTINGS
+@given(learner_tensors(dims=(0, 4), side=(0, 4), dtypes=(torch.float32, torch.float64, torch.int64, torch.complex64)))
+def test_in_place_writes_refuse_stride_0_only_and_other_overlap_is_written_once_per_index(x):
+    t = x.detach()  # the same memory; a leaf that requires grad refuses in-place writes for another reason
+    storage = _storage_elements(t)
+    before = storage.clone()
+    refused = _raises(lambda: t.add_(1))
+    assert refused == _checked_write_raises(t), (t.shape, t.stride())
+    reads = torch.bincount(storage_indices(t).flatten(), minlength=len(storage))  # indices naming each element
+    assert torch.equal(storage, before if refused else before + reads.to(t.dtype)), (t.shape, t.stride())
+    assert _raises(lambda: t.__setitem__(..., 5)) == refused
+
+
 @pytest.mark.rule(
     "05",
     "Advanced-index writes (a mask as in `e[e >= 0] = 7`, index lists, `index_put_`, `masked_fill_`, `index_fill_`)"
-    " are never refused: they only warn, and where two indices name one stored element the last value wins silently.",
+    " are never refused: they only warn, and where two indices name one stored element, which value stays is undefined"
+    " (the `index_put_` docs, P13); the cell checks only that it is one of the values written.",
 )
 @RULE_SETTINGS
 @given(st.integers(1, 3), st.integers(2, 4), st.lists(st.floats(-5, 5), min_size=2, max_size=4))
-def test_advanced_index_writes_into_expanded_memory_warn_and_the_last_colliding_value_wins(rows, cols, values):
+def test_advanced_index_writes_into_expanded_memory_warn_and_one_colliding_value_stays(rows, cols, values):
     base = torch.zeros(rows, 1)
     e = base.expand(rows, cols)
     n = min(len(values), cols)
@@ -147,8 +177,9 @@ def test_advanced_index_writes_into_expanded_memory_warn_and_the_last_colliding_
     for write in writes.values():
         with pytest.warns(UserWarning, match="expanded tensors is deprecated"):
             write()
-    # the last write: n indices of row 0 name one stored element; the last value written is what stays
-    assert base[0, 0].item() == torch.tensor(values[n - 1]).item() and base[1:].eq(3.0).all()  # rows 1..: index_fill_
+    # the last write: n indices of row 0 name one stored element; which of the n values stays is undefined
+    written = {torch.tensor(v).item() for v in values[:n]}  # as float32 stores them
+    assert base[0, 0].item() in written and base[1:].eq(3.0).all()  # rows 1..: index_fill_
 
 
 @pytest.mark.rule(
@@ -229,7 +260,16 @@ def test_softmax_row_is_nan_exactly_when_every_entry_is_minus_inf(mask):
     assert torch.equal(p.isnan().all(-1), ~keep.any(-1)) and torch.equal(p.isnan().any(-1), ~keep.any(-1))
 
 
-@pytest.mark.rule("05", "This torch's SDPA already returns zeros for such a row (checked below on CPU)")
+@pytest.mark.rule(
+    "05",
+    "This torch's SDPA already returns zeros for such a row (checked below on CPU) when the mask is `bool` or a float"
+    " mask of `-inf`",
+)
+@pytest.mark.rule(
+    "05",
+    "A float mask of `torch.finfo(dtype).min`, as many codebases build it, is finite: to SDPA that row is not empty,"
+    " and its output is the mean of `v`, silently.",
+)
 @RULE_SETTINGS
 @given(
     st.integers(1, 2),
@@ -237,18 +277,23 @@ def test_softmax_row_is_nan_exactly_when_every_entry_is_minus_inf(mask):
     st.integers(1, 4),
     st.integers(1, 4),
     st.integers(1, 3),
-    st.booleans(),
+    st.sampled_from(["bool", "-inf", "finfo.min"]),
     st.data(),
 )
-def test_sdpa_returns_zeros_for_a_fully_masked_row(b, h, lq, lk, dh, as_float, data):
+def test_sdpa_returns_zeros_for_a_fully_masked_row_unless_the_mask_is_finite(b, h, lq, lk, dh, kind, data):
     keep = torch.tensor(
         data.draw(st.lists(st.lists(st.booleans(), min_size=lk, max_size=lk), min_size=lq, max_size=lq))
     )
-    mask = torch.zeros(keep.shape).masked_fill(~keep, float("-inf")) if as_float else keep
+    fill = {"bool": None, "-inf": float("-inf"), "finfo.min": torch.finfo(torch.float32).min}[kind]
+    mask = keep if fill is None else torch.zeros(keep.shape).masked_fill(~keep, fill)
     q, k, v = torch.randn(b, h, lq, dh), torch.randn(b, h, lk, dh), torch.randn(b, h, lk, dh)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    empty = ~keep.any(-1)
     assert not out.isnan().any()
-    assert out[:, :, ~keep.any(-1)].eq(0).all()
+    if kind == "finfo.min":  # every score of the row is finfo.min (the scores vanish beside it): a uniform average
+        assert torch.allclose(out[:, :, empty], v.mean(-2, keepdim=True).expand(b, h, int(empty.sum()), dh), atol=1e-6)
+    else:
+        assert out[:, :, empty].eq(0).all()
 
 
 @pytest.mark.rule(
@@ -293,11 +338,9 @@ def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim
     assert bool(found) == (mutual and (made == "before" or reduced)), (n, m, made, op, reduced, found)
 
 
-@pytest.mark.rule(
-    "05",
-    "`nn.MultiheadAttention` returns `nan` for a query with every key blocked only with `need_weights=True` (its"
-    " default); with `need_weights=False` it attends to nothing, as SDPA does, and returns just its output bias",
-)
+# SDPA's zeros for a fully masked row are SDPA's: MultiheadAttention gives nan there on its default path
+# (need_weights=True), and with need_weights=False only its output bias.
+@pytest.mark.rule("05", "`nn.MultiheadAttention` may not (P6).")
 @RULE_SETTINGS
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4), st.booleans(), st.booleans(), st.data())
 def test_multihead_attention_gives_nan_for_a_fully_blocked_query_only_when_it_returns_weights(
@@ -352,7 +395,10 @@ def _dump(obj) -> bytes:
 
 
 @pytest.mark.rule(
-    "05", "torch strides are never negative, so `from_numpy`, which must share memory, cannot represent it."
+    "05",
+    "torch strides are never negative, so no torch constructor accepts such an array, even when the negative stride is"
+    " on a size-1 dim: `from_numpy`, which must share memory, and `torch.tensor`, which copies, raise the same"
+    " `ValueError`.",
 )
 @RULE_SETTINGS
 @given(st.lists(st.integers(0, 3), min_size=1, max_size=3), st.data())
@@ -362,8 +408,12 @@ def test_from_numpy_refuses_exactly_the_arrays_with_a_negative_stride(shape, dat
     arr = arr[tuple(slice(None, None, s) for s in steps)]
     try:
         t = torch.from_numpy(arr)
-    except ValueError:
-        assert any(s < 0 for s in arr.strides)
+    except ValueError as err:
+        assert any(s < 0 for s in arr.strides) and "negative" in str(err)
+        for make in (torch.as_tensor, torch.tensor, torch.asarray):  # torch.tensor copies, and refuses all the same
+            with pytest.raises(ValueError) as other:
+                make(arr)
+            assert str(other.value) == str(err), make
     else:
         assert all(s >= 0 for s in arr.strides) and np.shares_memory(t.numpy(), arr) == (arr.size > 0)
 
@@ -376,7 +426,6 @@ def test_from_numpy_refuses_exactly_the_arrays_with_a_negative_stride(shape, dat
     "05",
     "A tensor that requires grad refuses `.numpy()` (the error says to call `.detach().numpy()`),",
 )
-@pytest.mark.rule("05", "`bfloat16` has no NumPy dtype at all: `.numpy()` raises a `TypeError`")
 @RULE_SETTINGS
 @given(strided())
 def test_numpy_shares_memory_in_place_writes_show_and_rebinding_does_not(x):
@@ -460,6 +509,10 @@ def test_a_view_holds_the_whole_storage_after_del_and_a_clone_holds_its_own_byte
 
 
 @pytest.mark.rule("05", "Broadcasting may stretch the *other* operand, never the one being written.")
+@pytest.mark.rule(
+    "05",
+    "so the broadcast shape must equal `x`'s shape, leading 1s included: equal element counts are not enough.",
+)
 @RULE_SETTINGS
 @given(shapes, shapes)
 def test_an_in_place_op_works_exactly_when_the_broadcast_shape_is_the_written_shape(a, b):
@@ -508,6 +561,54 @@ def test_byte_ranges_decide_common_elements_for_contiguous_tensors(n, data):
     ranges = x.data_ptr() < y.data_ptr() + y.nbytes and y.data_ptr() < x.data_ptr() + x.nbytes
     common = set(storage_indices(x).flatten().tolist()) & set(storage_indices(y).flatten().tolist())
     assert ranges == bool(common)
+
+
+@pytest.mark.rule(
+    "05",
+    "`from_numpy` of an array and of its slice `arr[2:]` makes two storages whose pointers differ though their memory"
+    " is shared; `viewlab.shares_storage` compares the storages' byte ranges instead.",
+)
+@RULE_SETTINGS
+@given(numpy_arrays(dims=(1, 3), side=(1, 4), kinds=("contiguous", "stepped", "fortran")), st.data())
+def test_from_numpy_of_a_slice_has_its_own_storage_pointer_over_shared_memory(arr, data):
+    start = data.draw(st.integers(0, arr.shape[0] - 1))
+    whole, part = torch.from_numpy(arr), torch.from_numpy(arr[start:])
+    same_pointer = whole.untyped_storage().data_ptr() == part.untyped_storage().data_ptr()
+    assert same_pointer == (start == 0) and shares_storage(whole, part)
+    first = (0,) * arr.ndim
+    part[first] = 99  # a write through one storage shows through the other (bool stores it as True)
+    assert whole[(start, *first[1:])].item() == part[first].item()
+
+
+def _common_elements(x: torch.Tensor, y: torch.Tensor) -> set[int]:
+    """Notebook 05's P14 helper, as its cell defines it: the storage indices of x whose bytes y reads too."""
+
+    def bytes_read(t, start):
+        first = start + storage_indices(t).flatten() * t.element_size()
+        return {int(byte) + i for byte in first for i in range(t.element_size())}
+
+    shift = y.untyped_storage().data_ptr() - x.untyped_storage().data_ptr()
+    return {byte // x.element_size() for byte in bytes_read(x, 0) & bytes_read(y, shift)}
+
+
+@pytest.mark.rule(
+    "05",
+    "the item size and the storage's start, so it holds across storages and dtypes too:",
+)
+@RULE_SETTINGS
+@given(strided(), st.data())
+def test_common_elements_finds_the_shared_bytes_across_dtypes_and_storages(x, data):
+    size = x.untyped_storage().nbytes()
+    lo = data.draw(st.integers(0, size))
+    hi = data.draw(st.integers(lo, size))
+    as_bytes = torch.empty(0, dtype=torch.uint8).set_(x.untyped_storage(), 0, (size,))[lo:hi]  # another dtype
+    isz = x.element_size()
+    expected = {i for i in storage_indices(x).flatten().tolist() if lo < hi and i * isz < hi and lo < (i + 1) * isz}
+    assert _common_elements(x, as_bytes) == expected, (x.shape, x.stride(), x.dtype, lo, hi)
+    assert _common_elements(x, x.detach().clone()) == set()  # a storage of its own: nothing shared
+    if x.dtype != torch.bool and x.numel() and not x.requires_grad:
+        other = torch.from_numpy(x.detach().numpy()) if x.dtype != torch.bfloat16 else x  # a second storage object
+        assert _common_elements(x, other) == set(storage_indices(x).flatten().tolist())
 
 
 @pytest.mark.rule("05", "answers it exactly, for any strides")
