@@ -53,7 +53,19 @@ class CopyError(RuntimeError):
 
 
 class BroadcastWarning(UserWarning):
-    """Issued by :func:`viewlab.watch_broadcasts` when operands were stretched against each other."""
+    """Issued by :func:`viewlab.watch_broadcasts` when operands were stretched against each other.
+
+    A warning category of its own, so it can be told apart from torch's warnings, filtered, or made an error
+    (``warnings.simplefilter("error", BroadcastWarning)``):
+
+    >>> import warnings, torch, viewlab
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     with viewlab.watch_broadcasts():
+    ...         _ = torch.zeros(3, 1) - torch.zeros(3)  # (3, 1) - (3,) is (3, 3): both stretched
+    >>> [issubclass(w.category, viewlab.BroadcastWarning) for w in seen]
+    [True]
+    """
 
 
 class BroadcastStretchError(ValueError):

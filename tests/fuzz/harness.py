@@ -87,8 +87,9 @@ SURFACE = (
     "viewlab.monitor",
     "viewlab.sentinels",
     "viewlab.ipython",
-    "viewlab.versions",
+    "viewlab.versions",  # now viewlab.course.versions
     "viewlab.explorer",
+    "viewlab.course.versions",
     "viewlab.course.exercises",
     "viewlab.exercises",
     "viewlab.course.claims",

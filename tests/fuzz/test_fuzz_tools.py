@@ -1,5 +1,5 @@
 """Fuzzing the tools: measure, MemoryMonitor, the guards (views_only, watch_broadcasts), what IPython keeps
-alive, the figure helpers and viewlab.versions. Every input gives a correct result or a clear error, changes no
+alive, the figure helpers and viewlab.course.versions. Every input gives a correct result or a clear error, changes no
 input, hangs not, and leaves no thread or mode behind; the harness (strategies, bends, the clear-error rule,
 the checks) is :mod:`tests.fuzz.harness`, shared with test_fuzz_api.py. The last test checks that every public
 callable of the surface (``viewlab.__all__`` and the public submodules) is a target of one file or the other.
@@ -318,7 +318,7 @@ REQUIRED = (
     "viewlab",
     "viewlab.attention",
     "viewlab.bench",
-    "viewlab.versions",
+    "viewlab.course.versions",
     "viewlab.ipython",
     "viewlab.course.exercises",
     "viewlab.course.claims",

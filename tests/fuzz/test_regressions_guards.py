@@ -21,7 +21,7 @@ import torch
 import viewlab as vl
 from viewlab import bench
 from viewlab.attention import causal_mask, scaled_dot_product_attention
-from viewlab.versions import check_torch, torch_at_least
+from viewlab.course.versions import check_torch, torch_at_least
 
 
 def _on_thread(fn):

@@ -139,13 +139,6 @@ def test_no_source_file_is_over_the_size_of_one_concern(formatted):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not met: the toolbox is 6,525 formatted lines, 25 over the stated 6,500. Out already: the second "
-    "copy of the 'left by another thread' mechanism (_handover.py, now _dispatch.leave), a duplicate of the "
-    "storages-of-a-tensor walk (ipython.py), storage_key (only the course's recorder used it). What is left is "
-    "one concern a module; the number stays and code is to come out (strict: this marker must go once it holds)",
-)
 def test_the_toolbox_stays_within_its_stated_size(formatted):
     total = sum(n for name, n in formatted.items() if not name.startswith("course/"))
     assert total <= MAX_TOOLBOX_LINES, (

@@ -32,7 +32,7 @@ MODULES = (
     "sentinels",
     "ipython",
     "errors",
-    "versions",
+    "course.versions",
     "explorer",
     "course.exercises.engine",
     "course.exercises.result",

@@ -17,7 +17,7 @@ articles' code is not carried over.
 
 Where things are: :mod:`~viewlab.course.claims.model` (what a claim is, the verdicts, :func:`judge`);
 one module per section (or pair of sections) of an article, along the article's own headings, each claim's
-evidence, judge and row side by side -- article 000: ``a000_views`` (introduction and 1, views and copies),
+evidence, judge and row side by side -- article 000: ``a000_views`` (introduction and 1, views and copies), ``a000_table`` (1's table of memory and time),
 ``a000_scenarios`` (2, batches, attention, pooling), ``a000_performance`` (3, memory and autograd),
 ``a000_practice`` (4, errors, other APIs, and the closing paragraph); article 001: ``b001_broadcasting``
 (introduction, 1 and 2), ``b001_layers`` (3, a custom layer, and 4, pitfalls and performance advice),
@@ -45,6 +45,7 @@ from . import (
     a000_performance,
     a000_practice,
     a000_scenarios,
+    a000_table,
     a000_views,
     article_code,
     b001_broadcasting,
@@ -70,7 +71,16 @@ __all__ = [
     "article_code",
 ]
 
-_MODULES = (a000_views, a000_scenarios, a000_performance, a000_practice, b001_broadcasting, b001_layers, b001_debugging)
+_MODULES = (
+    a000_views,
+    a000_table,
+    a000_scenarios,
+    a000_performance,
+    a000_practice,
+    b001_broadcasting,
+    b001_layers,
+    b001_debugging,
+)
 #: Every claim, article 000 first, in id order.
 CLAIMS: tuple[Claim, ...] = tuple(sorted((c for m in _MODULES for c in m.CLAIMS), key=lambda c: c.id))
 _BY_ID = {c.id: c for c in CLAIMS}  # tests/course/test_claims.py checks that no id is used twice

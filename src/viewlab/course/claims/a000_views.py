@@ -1,5 +1,5 @@
 """Claims of article 000 (expand), its introduction and section 1, "Views and copies: the logic under expand()":
-A01-A09 and A28.
+A01-A05, A08, A09 and A28 (the section's table of memory and time, A06 and A07, is in ``a000_table``).
 
 Each block is one claim: its evidence (runs code, returns facts), its judge (facts -> verdict and why)
 and its registry row (the restatement, and facts under which the judge says something else).
@@ -18,26 +18,20 @@ from typing import Any
 import torch
 
 from viewlab import shares_storage
-from viewlab._format import fmt_us, mib
 
 from ._evidence import (
     INPLACE_OPS,
     STORAGE_CALLS,
     VIEW_OR_COPY_OPS,
-    OpNames,
     bytes_of,
     error_of,
     grows,
-    judge_claimed_times,
-    not_the_same_work,
     nothing_tried,
-    same_result,
     small_shape_pairs,
     source_layouts,
     storage_call,
-    timing,
 )
-from .model import NOT_CHECKABLE, A, Claim, Facts, Verdict, claim_row
+from .model import A, Claim, Facts, Verdict, claim_row
 
 
 # ---- A01 -------------------------------------------------------------------------------------------------------------
@@ -222,141 +216,6 @@ A05 = claim_row(
 )
 
 
-# ---- A06 -------------------------------------------------------------------------------------------------------------
-def _ev_memory_table(
-    *, batch: int = 1024, features: int = 512, heads: int = 8, dtype: torch.dtype = torch.float32
-) -> Facts:
-    """The table's setting read two ways: a ``(1, features)`` row made into ``batch`` rows, and (the article's
-    example above the table expands to 8 heads) a ``(batch, features)`` tensor made into ``heads`` copies. For
-    each: the bytes ``repeat`` allocates, the bytes ``expand`` allocates, and the bytes of the storage the
-    expanded tensor reads (memory that existed before the call)."""
-    facts: dict[str, Any] = {"heads": heads}
-    for reading, shape, times in (("rows", (1, features), (batch, 1)), ("heads", (batch, features), (heads, 1, 1))):
-        src = torch.randn(shape, dtype=dtype)
-        size = tuple(t * n for t, n in zip(times, (1,) * (len(times) - len(shape)) + shape))
-        rep, _, _ = bytes_of(lambda src=src, times=times: src.repeat(*times))
-        exp, _, out = bytes_of(lambda src=src, size=size: src.expand(size))
-        facts[f"{reading}_repeat_bytes"] = rep
-        facts[f"{reading}_expand_bytes"] = exp
-        facts[f"{reading}_expand_reads_bytes"] = out.untyped_storage().nbytes()
-    return facts
-
-
-def _memory_reading(f: Mapping[str, Any], reading: str) -> tuple[str, str]:
-    """The verdict of the table's two figures under one reading, and what was measured."""
-    mb = {k: f[f"{reading}_{k}"] / 2**20 for k in ("repeat_bytes", "expand_bytes", "expand_reads_bytes")}
-    near = lambda got, claimed: abs(got - claimed) <= 0.05 * claimed  # noqa: E731 -- the table rounds to 0.1 MB
-    got = (
-        f"repeat {mib(f[f'{reading}_repeat_bytes'])}, expand {f[f'{reading}_expand_bytes']:,} B "
-        f"(the storage it reads: {mib(f[f'{reading}_expand_reads_bytes'])})"
-    )
-    if not near(mb["repeat_bytes"], 16.0):
-        return "false", got
-    if near(mb["expand_bytes"], 2.0):
-        return "true", got
-    if mb["expand_bytes"] == 0 and near(mb["expand_reads_bytes"], 2.0):
-        return "misleading", got
-    return "false", got
-
-
-def _j_memory_table(f: Mapping[str, Any]) -> Verdict:
-    rows, heads = _memory_reading(f, "rows"), _memory_reading(f, "heads")
-    both = (
-        f"read as one row made into the batch: {rows[0]} (measured {rows[1]}); read as the batch made into "
-        f"{f['heads']} heads, the article's example above the table: {heads[0]} (measured {heads[1]})"
-    )
-    fitting = [v for v, _ in (heads, rows) if v != "false"]  # a reading under which the repeat figure fits
-    if not fitting:
-        return "false", f"no reading fits the table's 16.0 MB and 2.0 MB: {both}"
-    if fitting[0] == "misleading":
-        return "misleading", (
-            f"{both}; the 2.0 MB for expand is the memory the view reads, which existed before it: expand adds 0 B"
-        )
-    return fitting[0], both
-
-
-A06 = claim_row(
-    "A06",
-    A,
-    "1 Views and copies (table)",
-    "memory",
-    "Memory, batch 1024 and feature size 512: repeat takes 16.0 MB, expand 2.0 MB.",
-    _ev_memory_table,
-    _j_memory_table,
-    true={"heads_expand_bytes": 2 * 2**20},
-    false={"heads_repeat_bytes": 2 * 2**20},
-)
-
-
-# ---- A07 -------------------------------------------------------------------------------------------------------------
-def _ev_table_times(*, batch: int = 1024, features: int = 512, devices: tuple[str, ...] = ("cpu", "meta")) -> Facts:
-    """The expand half on every device named (expand is host work: it runs only ``aten.expand``, no kernel,
-    so its time does not depend on the device); the repeat half only on a CUDA GPU (it writes memory)."""
-    facts: Facts = {"cuda": torch.cuda.is_available(), "device_name": None}
-    facts["repeat_median_s"] = facts["repeat_iqr_s"] = facts["expand_median_s"] = facts["expand_iqr_s"] = None
-    facts["expand_ops"], expand_times = [], {}
-    probe = torch.randn(1, features)  # the two halves do the same work: the same values, one viewed, one written
-    facts["same_result"] = same_result(probe.expand(batch, features), probe.repeat(batch, 1))
-    for dev in devices + (("cuda",) if facts["cuda"] else ()):
-        row = torch.randn(1, features, device=dev)
-        with OpNames() as seen:
-            row.expand(batch, features)
-        expand_times[dev] = timing(lambda row=row: row.expand(batch, features))
-        facts["expand_ops"] = sorted(set(seen.names))
-    if expand_times:
-        slowest = max(expand_times.values(), key=lambda t: t["median_s"])
-        facts["expand_median_s"], facts["expand_iqr_s"] = slowest["median_s"], slowest["iqr_s"]
-    facts["expand_devices"] = sorted(expand_times)
-    if facts["cuda"]:
-        row = torch.randn(1, features, device="cuda")
-        facts["device_name"] = torch.cuda.get_device_name()
-        t = timing(lambda: row.repeat(batch, 1))
-        facts["repeat_median_s"], facts["repeat_iqr_s"] = t["median_s"], t["iqr_s"]
-    return facts
-
-
-def _j_table_times(f: Mapping[str, Any]) -> Verdict:
-    if not f["same_result"]:
-        return not_the_same_work("expand's view and repeat's copy hold different values")
-    if f["expand_median_s"] is None:
-        return nothing_tried("no device named for the expand half")
-    expand_v, expand_why = judge_claimed_times(f, {"expand": 0.12e-3})
-    if f["expand_ops"] == ["expand"] and f["expand_median_s"] < 0.12e-3 / 5:  # a busy machine widens the spread,
-        median = fmt_us(f["expand_median_s"])  # never a metadata-only op's median: one wording on any machine
-        expand_v, expand_why = "false", f"expand's median ({median}) is below a fifth of the claimed 120 us"
-    expand_why += f" (slowest of {', '.join(f['expand_devices'])}; expand runs only {', '.join(f['expand_ops'])})"
-    if f["repeat_median_s"] is None:
-        if expand_v == "false":
-            return "false", f"the expand half is wrong on any device: {expand_why}; the repeat half needs a CUDA GPU"
-        return (
-            NOT_CHECKABLE,
-            f"needs a CUDA GPU for the repeat half (the article's RTX 3090); expand half: {expand_why}",
-        )
-    verdict, why = judge_claimed_times(f, {"repeat": 0.45e-3, "expand": 0.12e-3})
-    return verdict, f"on {f['device_name']} (not the article's RTX 3090), {why}; expand launches no kernel"
-
-
-A07 = claim_row(
-    "A07",
-    A,
-    "1 Views and copies (table)",
-    "speed",
-    "Time on an RTX 3090 for the same case: repeat 0.45 ms, expand 0.12 ms.",
-    _ev_table_times,
-    _j_table_times,
-    not_checkable_here={"repeat_median_s": None, "expand_median_s": 0.1e-3, "expand_iqr_s": 1e-6},
-    false={"repeat_median_s": None, "expand_median_s": 2e-6, "expand_iqr_s": 1e-7},
-    true={
-        "cuda": True,
-        "device_name": "a GPU",
-        "repeat_median_s": 0.4e-3,
-        "repeat_iqr_s": 1e-5,
-        "expand_median_s": 0.1e-3,
-        "expand_iqr_s": 1e-6,
-    },
-)
-
-
 # ---- A08 -------------------------------------------------------------------------------------------------------------
 def _ev_inplace_reaches(*, ops: tuple[str, ...] = tuple(INPLACE_OPS)) -> Facts:
     """Each named in-place operation of :data:`~._evidence.INPLACE_OPS` on a (1, 4) row expanded to (3, 4)."""
@@ -532,8 +391,6 @@ CLAIMS: tuple[Claim, ...] = (
     A03,
     A04,
     A05,
-    A06,
-    A07,
     A08,
     A09,
     A28,

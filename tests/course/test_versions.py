@@ -1,4 +1,4 @@
-"""The torch floor is declared once in code (viewlab.versions) and the same in pyproject and environment.yml;
+"""The torch floor is declared once in code (viewlab.course.versions) and the same in pyproject and environment.yml;
 every version-dependent behaviour the course relies on holds on the torch installed here."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from tests.conftest import ROOT
-from viewlab.versions import BEHAVIOURS, TORCH_FLOOR, check_torch, torch_at_least
+from viewlab.course.versions import BEHAVIOURS, TORCH_FLOOR, check_torch, torch_at_least
 
 pytestmark = pytest.mark.colab  # these run in the Colab-stack suite too
 

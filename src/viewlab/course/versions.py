@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import entry, problem, type_error
+from .._checks import entry, problem, type_error
 
 __all__ = ["TORCH_FLOOR", "BEHAVIOURS", "Behaviour", "torch_at_least", "check_torch"]
 
