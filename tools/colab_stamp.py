@@ -97,14 +97,13 @@ if "google.colab" in sys.modules:
     importlib.invalidate_caches()
 
 import torch
-import viewlab
-from viewlab.course.versions import TORCH_FLOOR, check_torch
+import viewlab.course.versions  # binds viewlab (the toolbox) and loads the course's torch floor
 
 device = f"CUDA ({{torch.cuda.get_device_name(0)}})" if torch.cuda.is_available() else "CPU"
 print(f"Verified with torch {{torch.__version__}} on {{device}} (viewlab {{viewlab.__version__}})")
-differs = check_torch()  # behaviours this course relies on that this torch lacks
+differs = viewlab.course.versions.check_torch()  # behaviours this course relies on that this torch lacks
 if differs:
-    print(f"Warning: the course needs torch>={{TORCH_FLOOR}}; here these differ:", *differs, sep="\\n- ")'''
+    print(f"Warning: the course needs torch>={{viewlab.course.versions.TORCH_FLOOR}}; here these differ:", *differs, sep="\\n- ")'''
 
 
 def _title_cell(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
