@@ -15,6 +15,7 @@ from torch.nn.attention.bias import causal_lower_right
 
 from tests.conftest import RULE_SETTINGS
 from tests.course.learner_inputs import TENSOR_KINDS, attention_cases, learner_tensors
+from viewlab import measure
 from viewlab.attention import causal_mask, merge_heads, padding_mask, scaled_dot_product_attention
 
 pytestmark = pytest.mark.nb04
@@ -59,6 +60,36 @@ def test_matmul_broadcasts_over_the_leading_dims(case, one_b, one_h):
     for i in range(b):
         for j in range(h):
             torch.testing.assert_close(out[i, j], q[i, j] @ k[0 if one_b else i, 0 if one_h else j])
+
+
+def _merges_as_a_view(t: torch.Tensor, batch: tuple[int, ...]) -> bool:
+    try:
+        t.expand(*batch, *t.shape[-2:]).view(-1, *t.shape[-2:])
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.rule(
+    "04",
+    "Unlike element-wise broadcasting, this can copy: matmul merges the leading dims into one with `reshape`, which "
+    "copies an operand whose leading dims cannot merge as a view, at the full `B·H` batch size.",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), one_b=st.booleans(), one_h=st.booleans(), contiguous_q=st.booleans())
+def test_matmul_copies_each_operand_whose_broadcast_leading_dims_cannot_merge(case, one_b, one_h, contiguous_q):
+    q, k, _, b, h, lq, lk = _unpack(case)
+    q = q.contiguous() if contiguous_q else q
+    k = k.transpose(-2, -1)[: 1 if one_b else b, : 1 if one_h else h]  # shared across batch items and/or heads
+    with measure(device="cpu") as m:
+        out = q @ k
+    copied = sum(
+        0 if _merges_as_a_view(t, (b, h)) else b * h * t.shape[-2] * t.shape[-1] * t.element_size() for t in (q, k)
+    )
+    assert m.allocated_bytes == out.untyped_storage().nbytes()
+    assert m.peak_bytes - m.allocated_bytes == copied  # the temporaries: each copied operand at the full batch
+    if one_h and not one_b and b > 1 and h > 1:
+        assert copied >= h * k.nbytes  # keys (B, 1, Dh, Lk) shared across heads: at least H times their size
 
 
 @pytest.mark.rule(
@@ -187,8 +218,8 @@ def test_merging_heads_is_a_view_exactly_when(out):
 )
 @pytest.mark.rule(
     "04",
-    "the merge copies a contiguous `(B, H, L, Dh)` output (ours, SDPA on CPU) unless `L`, `H` or `Dh` is 1, and is "
-    "a view when `out.transpose(1, 2)` is contiguous.",
+    "it copies a contiguous `(B, H, L, Dh)` output (ours; SDPA on CPU for a contiguous `q`) unless `L`, `H` or `Dh` "
+    "is 1, and is a view when `out.transpose(1, 2)` is contiguous (SDPA on CPU for split-head `q`).",
 )
 @RULE_SETTINGS
 @given(b=st.integers(0, 2), h=dims, length=dims, dh=dims)
@@ -199,6 +230,26 @@ def test_merging_a_contiguous_output_copies_unless_a_dim_is_one(b, h, length, dh
     merged = merge_heads(out)
     view = merged._base is not None
     assert view == (1 in (length, h, dh) or out.numel() == 0)
+
+
+@pytest.mark.rule(
+    "04",
+    "our attention and SDPA's MATH kernel return a contiguous tensor; SDPA's default CPU kernel returns one for a "
+    "contiguous `q` and a position-major one for heads from `split_heads`",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(layouts=("contiguous", "split_heads")))
+def test_the_output_layout_is_the_kernels_and_decides_the_merge(case):
+    q, k, v, *_ = _unpack(case)
+    with sdpa_kernel(SDPBackend.MATH):
+        by_math = F.scaled_dot_product_attention(q, k, v)
+    default = F.scaled_dot_product_attention(q, k, v)
+    assert scaled_dot_product_attention(q, k, v).is_contiguous() and by_math.is_contiguous()
+    if case.layout == "contiguous":
+        assert default.is_contiguous()
+    else:
+        assert default.transpose(1, 2).is_contiguous()
+        assert merge_heads(default)._base is not None  # so its merge is a view
 
 
 @st.composite
