@@ -110,8 +110,8 @@ def test_the_scores_outgrow_keys_and_queries_only_past_the_head_dim(case):
 
 @pytest.mark.rule(
     "04",
-    "The gradients of `q` and `k` stay finite only if the mask was applied with `masked_fill`, which passes no "
-    "gradient to the masked scores; an added `0` / `-inf` float mask passes it, so they are NaN too",
+    "The gradients of `q` and `k` stay finite only if the mask selects (`masked_fill`, `torch.where`), which passes "
+    "no gradient to the masked scores; an added `0` / `-inf` float mask passes it, so they are NaN too",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(), data=st.data())
@@ -122,10 +122,14 @@ def test_a_dead_row_gives_nan_gradients_to_q_and_k_only_through_an_added_mask(ca
     assume((lengths == 0).any())  # at least one empty sequence: a row with no key
     keep = padding_mask(lengths, lk)
     added = torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
-    for form in ("masked_fill", "added"):
+    selects = {
+        "masked_fill": lambda s: s.masked_fill(~keep, float("-inf")),
+        "where": lambda s: s.where(keep, -math.inf),
+    }
+    for form in ("masked_fill", "where", "added"):
         qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
         s = qg @ kg.transpose(-2, -1)
-        s = s.masked_fill(~keep, float("-inf")) if form == "masked_fill" else s + added
+        s = selects[form](s) if form in selects else s + added
         (s.softmax(-1) @ vg).sum().backward()
         assert torch.isnan(vg.grad).any()
         assert torch.isnan(qg.grad).any() == torch.isnan(kg.grad).any() == (form == "added")
@@ -521,7 +525,11 @@ def test_expand_as_and_broadcasting_are_identical(b, c, hh, w):
     assert a.numel() == 0 or a.stride() == e.stride()  # (an empty tensor's strides mean nothing)
 
 
-@pytest.mark.rule("04", "On CPU the flash kernel **does** take a mask; only `MATH` and flash run.")
+@pytest.mark.rule(
+    "04",
+    "Measured here (CPU, torch 2.13) with `is_causal=True`, a boolean and a `0` / `-inf` causal mask: the flash kernel "
+    "**does** take a mask; only `MATH` and flash run.",
+)
 @RULE_SETTINGS
 @given(case=attention_cases(), kind=st.sampled_from(["none", "bool", "float", "causal"]))
 def test_on_cpu_flash_takes_masks(case, kind):
