@@ -15,6 +15,7 @@ from torch.nn.attention.bias import causal_lower_right
 
 from tests.conftest import RULE_SETTINGS
 from tests.course.learner_inputs import TENSOR_KINDS, attention_cases, learner_tensors
+from viewlab import measure
 from viewlab.attention import causal_mask, merge_heads, padding_mask, scaled_dot_product_attention
 
 pytestmark = pytest.mark.nb04
@@ -61,6 +62,36 @@ def test_matmul_broadcasts_over_the_leading_dims(case, one_b, one_h):
             torch.testing.assert_close(out[i, j], q[i, j] @ k[0 if one_b else i, 0 if one_h else j])
 
 
+def _merges_as_a_view(t: torch.Tensor, batch: tuple[int, ...]) -> bool:
+    try:
+        t.expand(*batch, *t.shape[-2:]).view(-1, *t.shape[-2:])
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.rule(
+    "04",
+    "Unlike element-wise broadcasting, this can copy: matmul merges the leading dims into one with `reshape`, which "
+    "copies an operand whose leading dims cannot merge as a view, at the full `B·H` batch size.",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), one_b=st.booleans(), one_h=st.booleans(), contiguous_q=st.booleans())
+def test_matmul_copies_each_operand_whose_broadcast_leading_dims_cannot_merge(case, one_b, one_h, contiguous_q):
+    q, k, _, b, h, lq, lk = _unpack(case)
+    q = q.contiguous() if contiguous_q else q
+    k = k.transpose(-2, -1)[: 1 if one_b else b, : 1 if one_h else h]  # shared across batch items and/or heads
+    with measure(device="cpu") as m:
+        out = q @ k
+    copied = sum(
+        0 if _merges_as_a_view(t, (b, h)) else b * h * t.shape[-2] * t.shape[-1] * t.element_size() for t in (q, k)
+    )
+    assert m.allocated_bytes == out.untyped_storage().nbytes()
+    assert m.peak_bytes - m.allocated_bytes == copied  # the temporaries: each copied operand at the full batch
+    if one_h and not one_b and b > 1 and h > 1:
+        assert copied >= h * k.nbytes  # keys (B, 1, Dh, Lk) shared across heads: at least H times their size
+
+
 @pytest.mark.rule(
     "04",
     "The scores are `(B, H, Lq, Lk)`, the only tensor that grows with `Lq·Lk`: bigger than the keys when `Lq > E`, "
@@ -79,8 +110,8 @@ def test_the_scores_outgrow_keys_and_queries_only_past_the_head_dim(case):
 
 @pytest.mark.rule(
     "04",
-    "The gradients of `q` and `k` stay finite only if the mask was applied with `masked_fill`, which passes no "
-    "gradient to the masked scores; an added `0` / `-inf` float mask passes it, so they are NaN too",
+    "The gradients of `q` and `k` stay finite only if the mask selects (`masked_fill`, `torch.where`), which passes "
+    "no gradient to the masked scores; an added `0` / `-inf` float mask passes it, so they are NaN too",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(), data=st.data())
@@ -91,10 +122,14 @@ def test_a_dead_row_gives_nan_gradients_to_q_and_k_only_through_an_added_mask(ca
     assume((lengths == 0).any())  # at least one empty sequence: a row with no key
     keep = padding_mask(lengths, lk)
     added = torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
-    for form in ("masked_fill", "added"):
+    selects = {
+        "masked_fill": lambda s: s.masked_fill(~keep, float("-inf")),
+        "where": lambda s: s.where(keep, -math.inf),
+    }
+    for form in ("masked_fill", "where", "added"):
         qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
         s = qg @ kg.transpose(-2, -1)
-        s = s.masked_fill(~keep, float("-inf")) if form == "masked_fill" else s + added
+        s = selects[form](s) if form in selects else s + added
         (s.softmax(-1) @ vg).sum().backward()
         assert torch.isnan(vg.grad).any()
         assert torch.isnan(qg.grad).any() == torch.isnan(kg.grad).any() == (form == "added")
@@ -187,8 +222,8 @@ def test_merging_heads_is_a_view_exactly_when(out):
 )
 @pytest.mark.rule(
     "04",
-    "the merge copies a contiguous `(B, H, L, Dh)` output (ours, SDPA on CPU) unless `L`, `H` or `Dh` is 1, and is "
-    "a view when `out.transpose(1, 2)` is contiguous.",
+    "it copies a contiguous `(B, H, L, Dh)` output (ours; SDPA on CPU for a contiguous `q`) unless `L`, `H` or `Dh` "
+    "is 1, and is a view when `out.transpose(1, 2)` is contiguous (SDPA on CPU for split-head `q`).",
 )
 @RULE_SETTINGS
 @given(b=st.integers(0, 2), h=dims, length=dims, dh=dims)
@@ -199,6 +234,26 @@ def test_merging_a_contiguous_output_copies_unless_a_dim_is_one(b, h, length, dh
     merged = merge_heads(out)
     view = merged._base is not None
     assert view == (1 in (length, h, dh) or out.numel() == 0)
+
+
+@pytest.mark.rule(
+    "04",
+    "our attention and SDPA's MATH kernel return a contiguous tensor; SDPA's default CPU kernel returns one for a "
+    "contiguous `q` and a position-major one for heads from `split_heads`",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(layouts=("contiguous", "split_heads")))
+def test_the_output_layout_is_the_kernels_and_decides_the_merge(case):
+    q, k, v, *_ = _unpack(case)
+    with sdpa_kernel(SDPBackend.MATH):
+        by_math = F.scaled_dot_product_attention(q, k, v)
+    default = F.scaled_dot_product_attention(q, k, v)
+    assert scaled_dot_product_attention(q, k, v).is_contiguous() and by_math.is_contiguous()
+    if case.layout == "contiguous":
+        assert default.is_contiguous()
+    else:
+        assert default.transpose(1, 2).is_contiguous()
+        assert merge_heads(default)._base is not None  # so its merge is a view
 
 
 @st.composite
@@ -470,7 +525,11 @@ def test_expand_as_and_broadcasting_are_identical(b, c, hh, w):
     assert a.numel() == 0 or a.stride() == e.stride()  # (an empty tensor's strides mean nothing)
 
 
-@pytest.mark.rule("04", "On CPU the flash kernel **does** take a mask; only `MATH` and flash run.")
+@pytest.mark.rule(
+    "04",
+    "Measured here (CPU, torch 2.13) with `is_causal=True`, a boolean and a `0` / `-inf` causal mask: the flash kernel "
+    "**does** take a mask; only `MATH` and flash run.",
+)
 @RULE_SETTINGS
 @given(case=attention_cases(), kind=st.sampled_from(["none", "bool", "float", "causal"]))
 def test_on_cpu_flash_takes_masks(case, kind):

@@ -13,6 +13,7 @@ import tracemalloc
 import weakref
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -82,13 +83,16 @@ def _result_bytes(t: torch.Tensor) -> int:
 
 @pytest.mark.rule(
     "06",
-    "`expand`, slicing, `view`, `t()` make none; `repeat`, `contiguous()` of a non-contiguous view and out-of-place"
-    " arithmetic do (`numel × element size` of the result; an in-place `x += 1` makes none).",
+    "`expand`, basic slicing, `view`, `t()` make none; `repeat`, `contiguous()` of a non-contiguous view and"
+    " out-of-place arithmetic do (`numel × element size` of the result; an in-place `x += 1` makes none).",
 )
 @RULE_SETTINGS
 @given(tensors(), st.lists(st.integers(0, 3), min_size=3, max_size=3))
 def test_copies_allocate_numel_times_element_size_and_views_and_in_place_nothing(x, reps):
     reps = tuple(reps[: x.ndim]) + (1,) * max(0, x.ndim - 3) if x.ndim else tuple(reps[:1])
+    with measure(device="cpu") as m_views:
+        views = [x.expand(2, *x.shape), x[1:] if x.ndim else x[...], x.view(x.shape), x.t() if x.ndim <= 2 else x.mT]
+    assert m_views.allocated_bytes == m_views.peak_bytes == 0 and len(views) == 4
     with measure(device="cpu") as m_rep:
         r = x.repeat(reps)
     with measure(device="cpu") as m_mat:
@@ -147,19 +151,35 @@ def test_allocated_and_peak_count_only_storages_made_inside_the_block(old, n_new
     assert m.peak_bytes == sum(sizes)  # all were alive at once, whatever the old storage's fate
 
 
-@pytest.mark.rule("06", "Do not measure tensors with `tracemalloc`: it cannot see them.")
+@pytest.mark.rule(
+    "06",
+    "Do not measure tensors with `tracemalloc`: it sees NumPy's buffers (a `torch.from_numpy` tensor's), not the "
+    "storages PyTorch allocates.",
+)
+@pytest.mark.rule(
+    "06",
+    "A tensor made by `torch.from_numpy` borrows NumPy's buffer: tracemalloc sees all of it, and `measure` none of it.",
+)
 @RULE_SETTINGS
 @given(st.integers(0, 2_000_000), dtypes)
-def test_tracemalloc_sees_the_same_few_bytes_whatever_the_tensor_size(n, dtype):
+def test_tracemalloc_sees_numpys_buffers_and_not_pytorchs_storages(n, dtype):
+    np_dtype = None if dtype == torch.bfloat16 else torch.empty(0, dtype=dtype).numpy().dtype  # NumPy has no bf16
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         t = torch.zeros(n, dtype=dtype)
         seen = tracemalloc.get_traced_memory()[0] - before
+        if np_dtype is not None:
+            with measure(device="cpu") as m:
+                borrowed = torch.from_numpy(np.zeros(n, dtype=np_dtype))
+            seen_np = tracemalloc.get_traced_memory()[0] - before - seen
     finally:
         tracemalloc.stop()
     assert seen < 1024  # the Python object only: the same for 0 bytes of storage as for 16 MB
     assert t.untyped_storage().nbytes() == n * t.element_size()
+    if np_dtype is not None:
+        assert borrowed.nbytes <= seen_np < borrowed.nbytes + 4096  # the whole buffer, plus the few objects
+        assert m.allocated_bytes == m.peak_bytes == 0  # measure counts storages PyTorch makes
 
 
 def _profiled(fn) -> tuple[int, int]:
@@ -398,8 +418,9 @@ def test_release_returns_exactly_the_bytes_only_ipython_held(frozen_gc, entries)
 
 @pytest.mark.rule(
     "06",
-    "That is the phase's true peak when it frees nothing made before it, as in the three phases above. Otherwise it"
-    " is a lower bound, as for the ordinary rebinding `h = h * 2`: the new `h` exists before the old one is freed.",
+    "That is the phase's true peak when it frees nothing made before it, as forward and the optimiser step do. "
+    "Otherwise it is a lower bound, as for the ordinary rebinding `h = h * 2`: the new `h` exists before the old one "
+    "is freed.",
 )
 @RULE_SETTINGS
 @given(st.integers(0, 1000), st.integers(0, 1000), st.integers(0, 1000), st.booleans())
