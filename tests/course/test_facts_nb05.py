@@ -73,6 +73,10 @@ def _write(op) -> tuple[bool, list[float]]:
     ],
 )
 def test_p2_expanded_write_rule_is_per_operator(name, op, raises, base_after):
+    if name.startswith("e.index_put_"):  # an advanced-index write: not refused, only warned about
+        with pytest.warns(UserWarning, match="expanded tensors is deprecated"):
+            assert _write(op) == (raises, base_after), f"P2 in notebook 05 states the rule for {name}; torch disagrees"
+        return
     assert _write(op) == (raises, base_after), f"P2 in notebook 05 states the rule for {name}; torch disagrees"
 
 

@@ -554,6 +554,18 @@ def test_a_view_holds_the_whole_storage_after_del_and_a_clone_holds_its_own_byte
     assert kept.untyped_storage().nbytes() == kept.numel() * kept.element_size() and kept._base is None
 
 
+@pytest.mark.rule("05", "(not `contiguous()`: a contiguous slice, `acts[0]`, stays a view)")
+@RULE_SETTINGS
+@given(strided(min_dims=1), st.data())
+def test_contiguous_returns_a_contiguous_slice_itself_storage_and_all(x, data):
+    dim = data.draw(st.integers(0, x.ndim - 1))
+    part = x.narrow(dim, 0, min(1, x.shape[dim]))
+    kept = part.contiguous()
+    assert (kept is part) == part.is_contiguous()  # only a slice that is not contiguous yet gets copied
+    if part.is_contiguous():
+        assert kept.untyped_storage().nbytes() == x.untyped_storage().nbytes()
+
+
 @pytest.mark.rule("05", "Broadcasting may stretch the *other* operand, never the one being written.")
 @pytest.mark.rule(
     "05",
@@ -766,7 +778,9 @@ def test_only_stride_0_overlap_raises_overlapping_windows_are_written_silently(n
 
 
 @pytest.mark.rule(
-    "05", "Same block: compare `untyped_storage().data_ptr()` (two unrelated empty storages both report 0)."
+    "05",
+    "Same block: compare `untyped_storage().data_ptr()` (two unrelated empty storages, or any two meta tensors, both"
+    " report 0).",
 )
 @RULE_SETTINGS
 @given(strided(), strided(), st.booleans())
@@ -776,3 +790,5 @@ def test_storage_pointers_are_equal_exactly_for_one_block_or_two_empty_ones(x, o
     both_empty = x.untyped_storage().nbytes() == y.untyped_storage().nbytes() == 0
     equal = x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
     assert equal == (same_block or both_empty)
+    metas = (torch.ones(x.shape, device="meta"), torch.zeros(other.shape, device="meta"))  # unrelated, any size
+    assert metas[0].untyped_storage().data_ptr() == metas[1].untyped_storage().data_ptr() == 0
