@@ -58,9 +58,25 @@ def _write(op) -> tuple[bool, list[float]]:
         ("e.add_(1)", lambda e: e.add_(1), True, [0.0, 0.0, 0.0]),
         ("e.mul_(2)", lambda e: e.mul_(2), True, [0.0, 0.0, 0.0]),
         ("e.copy_(ones)", lambda e: e.copy_(torch.ones(3, 4)), True, [0.0, 0.0, 0.0]),
+        (
+            "e.index_add_ column 0",
+            lambda e: e.index_add_(1, torch.tensor([0]), torch.ones(3, 1)),
+            True,
+            [0.0, 0.0, 0.0],
+        ),
+        (
+            "e.index_put_ column 0",
+            lambda e: e.index_put_((torch.arange(3), torch.zeros(3, dtype=torch.int64)), torch.ones(3)),
+            False,
+            [1.0, 1.0, 1.0],
+        ),
     ],
 )
 def test_p2_expanded_write_rule_is_per_operator(name, op, raises, base_after):
+    if name.startswith("e.index_put_"):  # an advanced-index write: not refused, only warned about
+        with pytest.warns(UserWarning, match="expanded tensors is deprecated"):
+            assert _write(op) == (raises, base_after), f"P2 in notebook 05 states the rule for {name}; torch disagrees"
+        return
     assert _write(op) == (raises, base_after), f"P2 in notebook 05 states the rule for {name}; torch disagrees"
 
 
@@ -79,6 +95,14 @@ def test_p16_an_inplace_write_bumps_the_version_autograd_checks():
     assert h._version == before + 1
     with pytest.raises(RuntimeError, match=f"is at version {before + 1}; expected version {before}"):
         h.sum().backward()
+
+
+def test_p16_a_write_through_data_is_not_counted_and_backward_runs():
+    w = torch.randn(3, requires_grad=True)
+    h = w.sigmoid()
+    h.data[0] = 2.0
+    (grad,) = torch.autograd.grad(h.sum(), w)
+    assert h._version == 0 and grad[0].item() == -2.0
 
 
 PITFALL_LINK = re.compile(r"notebook 05, (P\d+)")

@@ -72,7 +72,9 @@ def test_reshape_views_exactly_when_view_works(x):
 
 # P2: the overlap check. A write of a *basic* index region (ints, slices) and in-place arithmetic are refused
 # exactly when the region has a stride-0 dimension of size > 1; a Python number through fill_/zero_ is never
-# refused; advanced-index writes (mask, index lists, index_put_, masked_fill_, index_fill_) are never refused.
+# refused; advanced-index writes (mask, index lists, index_put_, masked_fill_, index_fill_) are never refused;
+# the other indexed writes (index_add_, index_copy_, scatter_, scatter_add_, put_, masked_scatter_) refuse a
+# target with a stride-0 dimension of size > 1 whatever the indices.
 @st.composite
 def expanded_and_region(draw):
     rows, cols = draw(st.integers(1, 3)), draw(st.integers(0, 4))
@@ -157,8 +159,8 @@ def test_in_place_writes_refuse_stride_0_only_and_other_overlap_is_written_once_
 
 @pytest.mark.rule(
     "05",
-    "Advanced-index writes (a mask as in `e[e >= 0] = 7`, index lists, `index_put_`, `masked_fill_`, `index_fill_`)"
-    " are never refused: they only warn, and where two indices name one stored element, which value stays is undefined"
+    "A write through a mask (`e[e >= 0] = 7`) or index lists, or by `index_put_`, `masked_fill_` or `index_fill_`, is"
+    " never refused: it only warns, and where two indices name one stored element, which value stays is undefined"
     " (the `index_put_` docs, P13); the cell checks only that it is one of the values written.",
 )
 @RULE_SETTINGS
@@ -180,6 +182,46 @@ def test_advanced_index_writes_into_expanded_memory_warn_and_one_colliding_value
     # the last write: n indices of row 0 name one stored element; which of the n values stays is undefined
     written = {torch.tensor(v).item() for v in values[:n]}  # as float32 stores them
     assert base[0, 0].item() in written and base[1:].eq(3.0).all()  # rows 1..: index_fill_
+
+
+@pytest.mark.rule(
+    "05",
+    "The other indexed writes, `index_add_`, `index_copy_`, `scatter_`, `scatter_add_`, `put_` and `masked_scatter_`,"
+    " refuse a target with a stride-0 dimension of size > 1 whatever the indices: `e.index_add_` into column 0 alone,"
+    " three distinct elements, raises.",
+)
+@RULE_SETTINGS
+@given(
+    learner_tensors(dims=(1, 4), side=(0, 4), dtypes=(torch.float32, torch.float64, torch.int64, torch.complex64)),
+    st.data(),
+)
+def test_the_other_indexed_writes_refuse_a_stride_0_target_whatever_the_indices(x, data):
+    t = x.detach()  # the same memory; a leaf that requires grad refuses in-place writes for another reason
+    k = data.draw(st.integers(0, min(1, t.shape[0])))  # one index, or none at all
+    rest = t.shape[1:]
+    src, where = torch.ones((k, *rest), dtype=t.dtype), torch.zeros((k, *rest), dtype=torch.int64)
+    flat = torch.arange(min(k, t.numel()))
+    writes = {
+        "index_add_": lambda: t.index_add_(0, torch.arange(k), src),
+        "index_copy_": lambda: t.index_copy_(0, torch.arange(k), src),
+        "scatter_": lambda: t.scatter_(0, where, 1),
+        "scatter_add_": lambda: t.scatter_add_(0, where, src),
+        "put_": lambda: t.put_(flat, torch.ones(len(flat), dtype=t.dtype)),
+        "masked_scatter_": lambda: t.masked_scatter_(
+            torch.zeros(t.shape, dtype=torch.bool), torch.ones(t.numel(), dtype=t.dtype)
+        ),
+    }
+    refused = {}
+    for name, write in writes.items():
+        try:
+            write()
+            refused[name] = False
+        except RuntimeError as err:
+            assert OVERLAP in str(err), (name, str(err))
+            refused[name] = True
+    assert refused == dict.fromkeys(writes, _checked_write_raises(t)), (t.shape, t.stride(), k)
+    e = torch.zeros(3, 1).expand(3, 4)  # the sentence's example: column 0 is three distinct elements
+    assert e[:, 0].stride() == (1,) and _raises(lambda: e.index_add_(1, torch.tensor([0]), torch.ones(3, 1)))
 
 
 @pytest.mark.rule(
@@ -341,6 +383,11 @@ def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim
 # SDPA's zeros for a fully masked row are SDPA's: MultiheadAttention gives nan there on its default path
 # (need_weights=True), and with need_weights=False only its output bias.
 @pytest.mark.rule("05", "`nn.MultiheadAttention` may not (P6).")
+@pytest.mark.rule(
+    "05",
+    "the last query has every key blocked and becomes `nan` (P7) on the default path; with `need_weights=False` that"
+    " row is 0 (or the output bias), so no `nan` gives the wrong mask away.",
+)
 @RULE_SETTINGS
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4), st.booleans(), st.booleans(), st.data())
 def test_multihead_attention_gives_nan_for_a_fully_blocked_query_only_when_it_returns_weights(
@@ -362,6 +409,9 @@ def test_multihead_attention_gives_nan_for_a_fully_blocked_query_only_when_it_re
     assert torch.equal(weighted[0].isnan().all(-1), empty) and not weighted[0, ~empty].isnan().any()
     assert not other.isnan().any() and torch.equal(other[0, empty], out_bias.expand(int(empty.sum()), d))
     assert sdpa[0, empty].eq(0).all()
+    with torch.no_grad():
+        default, _ = mha(q, k, v, attn_mask=blocked)  # need_weights=True is the default
+    assert torch.allclose(default, weighted, equal_nan=True)
 
 
 def _saved_bytes(obj) -> int:
@@ -422,15 +472,11 @@ def test_from_numpy_refuses_exactly_the_arrays_with_a_negative_stride(shape, dat
     "05",
     "`t.numpy()` is the same memory as `t`, so an in-place `t += 10` shows in the array; `t = t + 1` makes a new tensor, which the array never sees.",
 )
-@pytest.mark.rule(
-    "05",
-    "A tensor that requires grad refuses `.numpy()` (the error says to call `.detach().numpy()`),",
-)
 @RULE_SETTINGS
 @given(strided())
 def test_numpy_shares_memory_in_place_writes_show_and_rebinding_does_not(x):
     t = x
-    if t.requires_grad:
+    if t.requires_grad:  # refused (notebook 01, section 7 shows it); detach() is the same memory
         with pytest.raises(RuntimeError, match=r"requires grad\. Use tensor\.detach\(\)\.numpy\(\) instead"):
             t.numpy()
         t = t.detach()  # the same memory, without the grad
@@ -506,6 +552,18 @@ def test_a_view_holds_the_whole_storage_after_del_and_a_clone_holds_its_own_byte
     del acts
     assert part.untyped_storage().nbytes() == whole
     assert kept.untyped_storage().nbytes() == kept.numel() * kept.element_size() and kept._base is None
+
+
+@pytest.mark.rule("05", "(not `contiguous()`: a contiguous slice, `acts[0]`, stays a view)")
+@RULE_SETTINGS
+@given(strided(min_dims=1), st.data())
+def test_contiguous_returns_a_contiguous_slice_itself_storage_and_all(x, data):
+    dim = data.draw(st.integers(0, x.ndim - 1))
+    part = x.narrow(dim, 0, min(1, x.shape[dim]))
+    kept = part.contiguous()
+    assert (kept is part) == part.is_contiguous()  # only a slice that is not contiguous yet gets copied
+    if part.is_contiguous():
+        assert kept.untyped_storage().nbytes() == x.untyped_storage().nbytes()
 
 
 @pytest.mark.rule("05", "Broadcasting may stretch the *other* operand, never the one being written.")
@@ -655,24 +713,50 @@ def _write_in_place(t: torch.Tensor, op: str) -> None:
         t.fill_(3)
     elif op == "setitem":
         t[...] = 0.5
-    else:  # zero_, on h or on a view of it
+    else:  # zero_, on h, on a view of it or on h.detach()
         t.zero_()
 
 
 @pytest.mark.rule(
     "05",
-    "each in-place write adds one, autograd records the version it saved, and backward refuses when the two differ",
+    "each in-place write through `t`, a view of it or `t.detach()` adds one, autograd records the version it saved, and"
+    " backward refuses when the two differ",
 )
 @RULE_SETTINGS
-@given(st.integers(0, 4), st.lists(st.sampled_from(["add_", "mul_", "zero_", "fill_", "setitem", "view"]), max_size=4))
+@given(
+    st.integers(0, 4),
+    st.lists(st.sampled_from(["add_", "mul_", "zero_", "fill_", "setitem", "view", "detach"]), max_size=4),
+)
 def test_each_in_place_write_adds_one_and_backward_refuses_any(n, writes):
     w = torch.randn(n, requires_grad=True)
     h = w.sigmoid()
     saved = h._version
     for op in writes:
-        _write_in_place(h[: max(n - 1, 0)] if op == "view" else h, op)
+        _write_in_place({"view": h[: max(n - 1, 0)], "detach": h.detach()}.get(op, h), op)
     assert h._version == saved + len(writes)
     assert _raises(lambda: h.sum().backward()) == bool(writes)
+
+
+@pytest.mark.rule(
+    "05",
+    "A write through `t.data` is not counted: the version stays 0, backward runs, and the gradient is silently wrong",
+)
+@RULE_SETTINGS
+@given(
+    st.integers(1, 4), st.lists(st.sampled_from(["add_", "mul_", "zero_", "fill_", "setitem"]), min_size=1, max_size=4)
+)
+def test_a_write_through_data_is_not_counted_and_backward_uses_the_written_value(n, writes):
+    w = torch.randn(n, requires_grad=True)
+    h = w.sigmoid()
+    true = (h * (1 - h)).detach()  # sigmoid's gradient: in (0, 0.25] for every input
+    for op in writes:
+        _write_in_place(h.data, op)
+    assert h._version == 0
+    (grad,) = torch.autograd.grad(h.sum(), w)  # no error: backward reads the saved output as written
+    written = h.detach()
+    assert torch.allclose(grad, written * (1 - written))
+    outside = (written <= 0) | (written >= 1)  # no input of sigmoid gives such an output
+    assert not outside.any() or grad[outside].le(0).all() and not torch.allclose(grad, true)
 
 
 @pytest.mark.rule(
@@ -694,7 +778,9 @@ def test_only_stride_0_overlap_raises_overlapping_windows_are_written_silently(n
 
 
 @pytest.mark.rule(
-    "05", "Same block: compare `untyped_storage().data_ptr()` (two unrelated empty storages both report 0)."
+    "05",
+    "Same block: compare `untyped_storage().data_ptr()` (two unrelated empty storages, or any two meta tensors, both"
+    " report 0).",
 )
 @RULE_SETTINGS
 @given(strided(), strided(), st.booleans())
@@ -704,3 +790,5 @@ def test_storage_pointers_are_equal_exactly_for_one_block_or_two_empty_ones(x, o
     both_empty = x.untyped_storage().nbytes() == y.untyped_storage().nbytes() == 0
     equal = x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
     assert equal == (same_block or both_empty)
+    metas = (torch.ones(x.shape, device="meta"), torch.zeros(other.shape, device="meta"))  # unrelated, any size
+    assert metas[0].untyped_storage().data_ptr() == metas[1].untyped_storage().data_ptr() == 0

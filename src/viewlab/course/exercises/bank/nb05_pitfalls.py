@@ -42,8 +42,8 @@ register(
         memory="view",
         hints=(
             "Which op stretches a size-1 dimension to any size without writing anything?",
-            "That op stretches size-1 dims only, and sample has none to spare. What must you add first, and where? "
-            "Then, which size does each dim of the result ask for?",
+            "That op stretches size-1 dims and can also add new dims at the front (or add the dim yourself first, then "
+            "stretch it). Which size does each dim of the result ask for?",
         ),
         why=(
             "expand gives the new dim stride 0, so all n entries read the same storage: a view, 0 bytes.",
