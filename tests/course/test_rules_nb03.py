@@ -220,6 +220,19 @@ def test_as_strided_checks_only_the_stride_sign_and_the_storage_bounds(stored, o
         assert ok == (not reachable or last < stored + 3)  # the whole storage, not the tensor's 'stored' elements
 
 
+@pytest.mark.rule("03", "Its sizes and strides count storage elements, whatever the input's strides.")
+@RULE_SETTINGS
+@given(rows=st.integers(1, 4), cols=st.integers(1, 4), start=st.integers(0, 3), data=st.data())
+def test_as_strided_counts_in_storage_elements(rows, cols, start, data):
+    flat = torch.arange(float(rows * cols + start))
+    t = flat[start:].view(rows, cols).t()  # own strides (1, cols), storage offset start
+    k = data.draw(st.integers(0, rows * cols + start))
+    step = data.draw(st.integers(0, 2))
+    assume(k == 0 or (k - 1) * step < flat.numel())
+    got = torch.as_strided(t, (k,), (step,), 0)
+    assert got.tolist() == flat[torch.arange(k) * step].tolist()  # storage elements 0, step, 2*step, ...
+
+
 @pytest.mark.rule(
     "03",
     "`memory_format=torch.channels_last` keeps the **shape** and stores it NHWC, the `C` channels of one pixel side "
