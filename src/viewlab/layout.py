@@ -238,13 +238,22 @@ def _memory_range(obj: Any, arg: str) -> tuple[str, int, int, object]:
 def shares_storage(a: Any, b: Any) -> bool:
     """True if ``a`` and ``b`` read and write the same underlying memory.
 
-    Two tensors share storage when one is a view of the other (any offset), or both are views of a
-    third. NumPy arrays are accepted too, so ``torch.from_numpy`` and ``Tensor.numpy()`` sharing
-    can be checked: there, "same memory" means the byte ranges of the buffers overlap.
+    It compares memory *blocks*, not elements: True when both use the same storage object (a view of the
+    other, any offset, or both views of a third, even where their elements are disjoint), else when the byte
+    ranges of their blocks overlap. A tensor's block is its whole storage; a NumPy array's is the buffer of
+    the array that owns it (its ``.base`` chain). ``torch.from_numpy(arr)`` makes a storage of its own that
+    spans ``arr``'s bytes only, so two rows taken through ``from_numpy`` may not share where the same rows of
+    one tensor, or of one array, do. For shared *elements*, ask ``np.shares_memory``.
 
     >>> x = torch.arange(6)
     >>> shares_storage(x, x[2:].view(2, 2)), shares_storage(x, x.clone()), shares_storage(x, x.numpy())
     (True, False, True)
+    >>> import numpy as np
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> shares_storage(torch.from_numpy(a)[0], torch.from_numpy(a)[1]), shares_storage(a[0], a[1])
+    (True, True)
+    >>> shares_storage(torch.from_numpy(a[0]), torch.from_numpy(a[1]))  # two storages, disjoint bytes
+    False
     """
     dev_a, lo_a, hi_a, id_a = _memory_range(a, "a")
     dev_b, lo_b, hi_b, id_b = _memory_range(b, "b")

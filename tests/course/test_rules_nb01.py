@@ -156,6 +156,26 @@ def test_shares_storage_is_the_storage_pointer_except_for_empty_storages(a, b):
     assert shares_storage(arr, a) == (a.numel() > 0) and shares_storage(a.detach().clone().numpy(), a) is False
 
 
+@pytest.mark.rule(
+    "01",
+    "Each `from_numpy` makes a storage over only that array's bytes, so two rows taken through it do not share where "
+    "`x[1]` and `x[2]` do;",
+)
+@pytest.mark.nb01
+@RULE_SETTINGS
+@given(numpy_cases(dims=(2, 3), side=(2, 4), kinds=("contiguous", "fortran", "read_only", "stepped", "broadcast")))
+def test_from_numpy_rows_get_a_storage_each(case):
+    import numpy as np
+
+    arr = case.array
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a read-only array is shared with a warning
+        x, row1, row2 = torch.from_numpy(arr), torch.from_numpy(arr[0]), torch.from_numpy(arr[1])
+    assert row2.untyped_storage().data_ptr() == row2.data_ptr() == arr[1].ctypes.data  # its own storage, at the row
+    assert shares_storage(x[0], x[1]) and shares_storage(row2, x)  # one storage; bytes inside x's block
+    assert shares_storage(row1, row2) == np.may_share_memory(arr[0], arr[1])
+
+
 # ----- 2. which operations return views -------------------------------------------------------------------------
 def _outcome(result: torch.Tensor, source: torch.Tensor) -> str:
     if result is source:
@@ -510,10 +530,7 @@ def test_overlapping_windows_write_shared_elements_twice(n, size, step):
     assert torch.equal(x, times)  # each element raised once per window that holds it
 
 
-@pytest.mark.rule(
-    "01",
-    "Not by all: `fill_` with a Python number writes one value everywhere and is let through",
-)
+# Notebook 03, section 5, states this rule for expanded tensors (and binds it there); here on every overlap.
 @pytest.mark.nb01
 @RULE_SETTINGS
 @given(layouts(dims=(1, 3), side=(0, 4), kinds=("expanded", "as_strided", "sliced", "permuted")), st.integers(-5, 5))

@@ -192,17 +192,17 @@ def test_unfold_window_count_and_sharing(n, size, step):
 
 @pytest.mark.rule(
     "03",
-    "`unfold` checks its arguments against the tensor; `as_strided` checks only that every element it can reach "
-    "lies inside the **storage**.",
+    "`unfold` checks its arguments against the tensor; `as_strided` checks only that its strides are non-negative "
+    "and that every element it can reach lies inside the **storage**.",
 )
 @RULE_SETTINGS
 @given(
     stored=st.integers(0, 12),
     offset=st.integers(0, 3),
     size=st.lists(st.integers(0, 4), min_size=1, max_size=3),
-    stride=st.lists(st.integers(0, 4), min_size=3, max_size=3),
+    stride=st.lists(st.integers(-2, 4), min_size=3, max_size=3),
 )
-def test_as_strided_checks_only_the_storage_bounds(stored, offset, size, stride):
+def test_as_strided_checks_only_the_stride_sign_and_the_storage_bounds(stored, offset, size, stride):
     storage = torch.arange(float(stored + 3))[3:]  # a tensor with storage offset 3: as_strided ignores it
     stride = stride[: len(size)]
     last = offset + sum((n - 1) * s for n, s in zip(size, stride))
@@ -211,9 +211,26 @@ def test_as_strided_checks_only_the_storage_bounds(stored, offset, size, stride)
         torch.as_strided(storage, size, stride, offset)
         ok = True
     except RuntimeError as err:
-        assert "out of bounds for storage" in str(err)
+        negative = any(s < 0 for s in stride)
+        assert ("Negative strides are not supported" if negative else "out of bounds for storage") in str(err)
         ok = False
-    assert ok == (not reachable or last < stored + 3)  # the whole storage, not the tensor's 'stored' elements
+    if any(s < 0 for s in stride):
+        assert not ok  # refused even when no element is reachable (size 0)
+    else:
+        assert ok == (not reachable or last < stored + 3)  # the whole storage, not the tensor's 'stored' elements
+
+
+@pytest.mark.rule("03", "Its sizes and strides count storage elements, whatever the input's strides.")
+@RULE_SETTINGS
+@given(rows=st.integers(1, 4), cols=st.integers(1, 4), start=st.integers(0, 3), data=st.data())
+def test_as_strided_counts_in_storage_elements(rows, cols, start, data):
+    flat = torch.arange(float(rows * cols + start))
+    t = flat[start:].view(rows, cols).t()  # own strides (1, cols), storage offset start
+    k = data.draw(st.integers(0, rows * cols + start))
+    step = data.draw(st.integers(0, 2))
+    assume(k == 0 or (k - 1) * step < flat.numel())
+    got = torch.as_strided(t, (k,), (step,), 0)
+    assert got.tolist() == flat[torch.arange(k) * step].tolist()  # storage elements 0, step, 2*step, ...
 
 
 @pytest.mark.rule(
@@ -389,6 +406,28 @@ def test_scalar_fill_and_zero_skip_the_check(rows, cols, value, zero):
 
 @pytest.mark.rule(
     "03",
+    "**`tril_` and `triu_` skip it too, silently and wrongly**: no error, no warning, and the zeros they write into "
+    "shared rows land in rows still to be read (`tensor([[1.], [2.], [3.]]).expand(3, 3).tril_()` leaves `base` "
+    "`[0, 0, 3]`, checked below).",
+)
+@RULE_SETTINGS
+@given(rows=st.integers(1, 5), cols=st.integers(1, 5), upper=st.booleans(), along=st.booleans())
+def test_tril_and_triu_skip_the_overlap_check_and_corrupt(rows, cols, upper, along):
+    base = torch.arange(1.0, rows + 1).reshape(rows, 1) if not along else torch.arange(1.0, cols + 1)
+    e = base.expand(rows, cols)
+    want = e.clone().triu_() if upper else e.clone().tril_()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        e.triu_() if upper else e.tril_()  # never raises, though e has a stride-0 dim
+    assert not caught
+    assert torch.equal(e, base.expand(rows, cols))  # still one element per row (or column): the rows alias
+    assert torch.equal(e, want) == (want == want[:1] if along else want == want[:, :1]).all().item()
+    if not along and not upper:
+        assert base.flatten().tolist() == [0.0 if i < cols - 1 else i + 1.0 for i in range(rows)]
+
+
+@pytest.mark.rule(
+    "03",
     "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`): they warn "
     "(the warning is printed in full below), and where two indices meet one location one value wins, with no error "
     "(`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves `base[0] == 2`).",
@@ -409,9 +448,10 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
 
 @pytest.mark.rule(
     "03",
-    "A write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1; scalar "
-    "`fill_`/`zero_` and the advanced-index writes of section 5 (masks, index lists, `index_put_`, `masked_fill_`, "
-    "`index_fill_`) skip the check, and no other overlap is detected.",
+    "A write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1 and its "
+    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` (wrong values) and the "
+    "advanced-index writes of section 5 (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`) do not, and "
+    "no other overlap is detected.",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 4), cols=st.integers(1, 4), index=st.sampled_from(["e", "e[0]", "e[0, 0]", "e[:, 0]"]))
@@ -427,6 +467,7 @@ def test_summary_of_writes_into_an_expanded_tensor(rows, cols, index):
         except RuntimeError:
             raised = True
         assert raised == stretched
+    region.tril_() if region.dim() == 2 else None  # tril_: never refused either
     region.fill_(3)  # a Python number: never refused
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,10 +1,13 @@
+import warnings
+
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import viewlab
+from tests.course.learner_inputs import numpy_arrays
 from viewlab import OP_CASES, layout, shares_storage, storage_indices
 
 
@@ -182,6 +185,25 @@ def test_numpy_round_trips_share_memory():
     arr = np.arange(6.0)
     assert shares_storage(torch.from_numpy(arr), arr[::2])
     assert not shares_storage(torch.tensor(arr), arr)  # torch.tensor always copies
+
+
+@settings(max_examples=150, deadline=None)
+@given(arr=numpy_arrays(dims=(1, 3), side=(1, 4)), picks=st.tuples(st.integers(0, 3), st.integers(0, 3)))
+def test_blocks_not_elements_and_from_numpy_makes_a_storage_per_call(arr, picks):
+    # Rows of one buffer: views of one array or of one tensor share its block; each from_numpy row is a
+    # storage of its own spanning that row's bytes, so two of them share exactly when their bytes overlap.
+    assume(arr.size > 0)
+    i, j = (slice(p % arr.shape[0], p % arr.shape[0] + 1) for p in picks)  # slices: a 1-D row stays an array
+    assert shares_storage(arr[i], arr[j])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # a read-only array is shared with a warning
+            whole, rows = torch.from_numpy(arr), (torch.from_numpy(arr[i]), torch.from_numpy(arr[j]))
+    except (ValueError, TypeError, RuntimeError):  # negative strides, foreign byte order: from_numpy refuses
+        return
+    assert rows[0].untyped_storage().data_ptr() == rows[0].data_ptr()  # the row's own storage starts at it
+    assert shares_storage(whole[i], whole[j]) and shares_storage(rows[0], whole)
+    assert shares_storage(*rows) == np.may_share_memory(arr[i], arr[j])
 
 
 @pytest.mark.cuda
