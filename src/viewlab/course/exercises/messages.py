@@ -179,7 +179,9 @@ def memory_problem(memory: str | None, inputs: list[torch.Tensor], outputs: list
         if memory == "copy" and shared:
             return (
                 f"breaks rule `must_copy`: {where} shares memory with the input, so writing to it would change the "
-                "input. The exercise asks for an independent copy: add .clone() (or .contiguous() after an expand)."
+                "input. The exercise asks for an independent copy: add .clone(), which always copies (.contiguous() "
+                "returns its input itself when the layout is contiguous already, as after an expand that stretches "
+                "nothing)."
             )
     return None
 
