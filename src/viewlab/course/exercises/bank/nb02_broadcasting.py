@@ -185,7 +185,8 @@ register(
         title="The gradient that reaches a broadcast bias",
         statement=(
             "y = x + bias, where bias has shape (D,) and x (and y) have shape (*, D). Given grad_out = dL/dy "
-            "(same shape as y), return dL/dbias, shape (D,): what autograd computes for bias.grad."
+            "(same shape as y), return dL/dbias, shape (D,): what autograd computes for bias.grad. Any size may be 0, "
+            "D included."
         ),
         signature="def bias_grad(grad_out: torch.Tensor) -> torch.Tensor",
         reference=_bias_grad,

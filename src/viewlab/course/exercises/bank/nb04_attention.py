@@ -87,7 +87,8 @@ register(
         statement=(
             "Given x of shape (B, L, D) and num_heads H dividing D, return a tensor of shape (B, H, L, D // H) "
             "where head h holds features h*D//H ... (h+1)*D//H - 1 of every position. It must be a view of x "
-            "(sharing its memory: nothing copied), whatever x's memory layout (transposed, offset, expanded)."
+            "(sharing its memory: nothing copied), whatever x's memory layout (transposed, offset, expanded). B, L "
+            "and D may be 0."
         ),
         signature="def heads_view(x: torch.Tensor, num_heads: int) -> torch.Tensor",
         reference=_split_heads,
