@@ -248,9 +248,9 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(B, H, L, Dh)`` -> ``(B, L, H * Dh)``, the inverse of :func:`split_heads`.
 
-    On a contiguous ``(B, H, L, Dh)`` tensor with ``L > 1`` (what attention returns) this copies: after the
-    transpose one head's features and the next head's are ``L * Dh`` apart, so ``reshape`` must gather
-    them. When ``x.transpose(1, 2)`` is contiguous it is a view: heads straight from :func:`split_heads`,
+    On a contiguous ``(B, H, L, Dh)`` tensor with ``H``, ``L`` and ``Dh`` all above 1 (what attention returns)
+    this copies: after the transpose one head's features and the next head's are ``L * Dh`` apart, so
+    ``reshape`` must gather them (with one head, one position or one feature a head there is nothing to gather). When ``x.transpose(1, 2)`` is contiguous it is a view: heads straight from :func:`split_heads`,
     or an output a fused kernel wrote position by position, ``(B, L, H, Dh)`` in memory.
 
     >>> x, out = torch.randn(2, 5, 6), torch.randn(2, 3, 5, 2)  # out: e.g. attention's output

@@ -37,6 +37,9 @@ def _why_not_a_view(func: Any, args: tuple, kwargs: dict) -> str:
     short = name.rsplit(".", 1)[-1]
     base = next((a for a in args if isinstance(a, torch.Tensor)), None)
     if base is None:
+        inside = tensors_in(args)  # torch.cat, torch.stack: the inputs come in a list
+        if inside:
+            return f"it copies its {len(inside)} input tensors into new memory, which always allocates"
         return "it creates a tensor from scratch, which always allocates"
     desc = f"shape {tuple(base.shape)}, " + (
         f"stride {tuple(base.stride())}, offset {base.storage_offset()}"

@@ -411,3 +411,10 @@ def test_a_mode_under_a_guard_still_sees_the_learners_operators_as_the_learners(
         remove_mode(below)
     assert mine and not any(v for _, v in seen[:mine]), seen[:mine]
     assert seen[mine:] and all(v for _, v in seen[mine:]), seen[mine:]
+
+
+def test_views_only_says_cat_copies_its_inputs_rather_than_creating_from_scratch():
+    x = torch.ones(2, 3)
+    with pytest.raises(CopyError, match=r"Why: it copies its 2 input tensors into new memory"):
+        with views_only():
+            torch.cat([x, x])
