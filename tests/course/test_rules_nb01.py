@@ -516,7 +516,7 @@ def test_in_place_writes_are_refused_only_for_a_stride_0(t):
 
 @pytest.mark.rule(
     "01",
-    "PyTorch looks for stride 0 only: overlapping windows such as `torch.arange(6.0).unfold(0, 4, 2)` (strides "
+    "and those that do check stride 0 only: overlapping windows such as `torch.arange(6.0).unfold(0, 4, 2)` (strides "
     "`(2, 1)`) pass, and an in-place write through them updates the shared elements twice, silently",
 )
 @pytest.mark.nb01
