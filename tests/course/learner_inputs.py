@@ -82,6 +82,22 @@ class TensorCase:
         )
 
 
+def is_dense(t: torch.Tensor) -> bool:
+    """No gaps and no overlaps: ignoring size-1 dims, the strides sorted are the row-major strides of some order.
+
+    The layout PyTorch's internal-overlap check can reason about (the rule tests of notebooks 01 and 02 use it).
+
+    >>> is_dense(torch.zeros(2, 3).t()), is_dense(torch.zeros(2, 3)[:, ::2]), is_dense(torch.zeros(1, 3).expand(2, 3))
+    (True, False, False)
+    """
+    expected = 1
+    for stride, size in sorted((s, k) for s, k in zip(t.stride(), t.shape) if k != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 def _filled(n: int, dtype: torch.dtype) -> torch.Tensor:
     """A 1-D storage of ``n`` elements holding 0, 1, 2, ... in ``dtype``."""
     return torch.arange(n).to(dtype)

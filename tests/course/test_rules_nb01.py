@@ -19,7 +19,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.conftest import RULE_SETTINGS
-from tests.course.learner_inputs import learner_tensors, numpy_cases
+from tests.course.learner_inputs import is_dense, learner_tensors, numpy_cases
 from viewlab import shares_storage
 
 # The notebook's kinds of layout, each drawn from the shared learner strategy (tests/course/learner_inputs.py).
@@ -377,16 +377,6 @@ def test_advanced_indexing_copies_except_a_0d_integer_tensor(case):
         assert result.shape == (int(index.item()), *t.shape)  # a mask of one: a leading dim of size 0 or 1
 
 
-def _dense(t: torch.Tensor) -> bool:
-    """No gaps and no overlaps: ignoring size-1 dims, the strides sorted are the row-major strides of some order."""
-    expected = 1
-    for stride, size in sorted((s, k) for s, k in zip(t.stride(), t.shape) if k != 1):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
-
-
 def _reads_each_element_once(t: torch.Tensor) -> bool:
     index = torch.arange(t.untyped_storage().nbytes() // t.element_size())
     reached = index.as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1)
@@ -406,7 +396,7 @@ def test_a_shift_into_itself_raises_exactly_when_both_sides_are_dense_and_meet(t
     dst, src = t[1:], t[:-1]
     d0, s0 = dst.data_ptr(), src.data_ptr()  # a dense tensor fills [data_ptr, data_ptr + nbytes)
     meet = dst.numel() > 0 and d0 < s0 + src.nbytes and s0 < d0 + dst.nbytes
-    caught = _dense(dst) and _dense(src) and meet
+    caught = is_dense(dst) and is_dense(src) and meet
     before = t.clone()
     try:
         dst.copy_(src)  # what t[1:] = t[:-1] runs

@@ -17,7 +17,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.conftest import RULE_SETTINGS
-from tests.course.learner_inputs import learner_cases, learner_tensors
+from tests.course.learner_inputs import is_dense, learner_cases, learner_tensors
 from viewlab import watch_broadcasts
 from viewlab.errors import BroadcastStretchError
 
@@ -282,16 +282,6 @@ def test_in_place_casts_down_within_a_kind_and_refuses_a_change_of_kind(case, va
         assert not _in_place_works(big, small.to(torch.float32)), case  # int <- float changes kind: refused
 
 
-def _dense(t: torch.Tensor) -> bool:
-    """No gaps and no overlaps: ignoring size-1 dims, the strides sorted are the row-major strides of some order."""
-    expected = 1
-    for stride, size in sorted((s, k) for s, k in zip(t.stride(), t.shape) if k != 1):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
-
-
 @pytest.mark.rule(
     "02",
     "`small` must not be a part of `big` either (`x += x[0]` raises), but PyTorch sees that only when both are "
@@ -307,11 +297,11 @@ def _dense(t: torch.Tensor) -> bool:
 def test_in_place_refuses_a_part_of_the_target_only_when_both_are_dense(case, row):
     big = case.tensor
     assume(not any(s == 0 and k > 1 for s, k in zip(big.stride(), big.shape)))  # no stride 0: the other rule
-    assume(_dense(big) or big.numel() == len(set(_storage_indices(big))))  # as_strided: no element read twice
+    assume(is_dense(big) or big.numel() == len(set(_storage_indices(big))))  # as_strided: no element read twice
     i = row % big.shape[0]
     before = big.clone()
     part = big[i]  # inside big's memory, so it overlaps big whenever both have elements
-    caught = _dense(big) and _dense(part) and part.numel() > 0
+    caught = is_dense(big) and is_dense(part) and part.numel() > 0
     assert _in_place_works(big, part) == (not caught), case
     fresh = before.clone()
     assert _in_place_works(fresh, fresh[i].clone()) and torch.equal(fresh, before + before[i])  # the fix
