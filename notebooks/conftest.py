@@ -51,7 +51,8 @@ import json as _vl_json
 import torch as _vl_torch
 from torch.utils._python_dispatch import TorchDispatchMode as _VlMode
 from viewlab import watch_broadcasts as _vl_watch_broadcasts
-from viewlab._dispatch import called_from_viewlab as _vl_from_viewlab, enter_mode as _vl_enter
+from viewlab._dispatch import enter_mode as _vl_enter
+from viewlab._learner import called_from_viewlab as _vl_from_viewlab
 from viewlab.sentinels import _mutual_stretch as _vl_mutual
 _vl_reports, _vl_stretches = [], []
 _vl_state = __import__("types").ModuleType("_vl_state")  # a module: viewlab.ipython's walk does not enter one

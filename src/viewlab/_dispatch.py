@@ -1,8 +1,7 @@
 """Dispatch-mode plumbing shared by every tool that watches operators (measure, the monitor, the
 sentinels, the course's rule recorder): push and remove a mode (dispatch or torch-function) by identity, find
 the tensors and the storages behind an operator's arguments. The learner's own line of code
-(``learner_line``, ``called_from_viewlab``) is :mod:`viewlab._learner`'s, re-exported here for
-:mod:`viewlab.sentinels`, which imports it from this module.
+(``learner_line``, ``called_from_viewlab``) is :mod:`viewlab._learner`'s.
 
 Nothing here is started at import; a mode is active only between :func:`enter_mode` and :func:`remove_mode`.
 Mode stacks are per thread: what another thread ends (a tracker stopped there, a guard's block closed there)
@@ -32,10 +31,6 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
-
-# "is this the learner's code?" is answered in viewlab._learner; these names stay importable from here
-from ._learner import called_from_viewlab as called_from_viewlab
-from ._learner import learner_line as learner_line
 
 Mode = TorchDispatchMode | TorchFunctionMode
 

@@ -24,8 +24,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ._checks import entry, require_bool, type_error, value_error
-from ._dispatch import called_from_viewlab, learner_line, storages_of, tensors_in
+from ._dispatch import storages_of, tensors_in
 from ._guard import _CallRecorder, _Guard, _public_name
+from ._learner import called_from_viewlab, learner_line
 from ._stretch import _BroadcastWatch, _mutual_stretch  # noqa: F401 - _mutual_stretch: notebooks/conftest.py
 from .errors import BroadcastStretchError, BroadcastWarning, CopyError
 
