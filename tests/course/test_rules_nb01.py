@@ -671,7 +671,7 @@ def test_numpy_bridges_share_or_copy_as_stated(case, other):
 
 @pytest.mark.rule(
     "01",
-    "`t.numpy()` works on the CPU only: a tensor on any other device is refused, its message says to copy it with "
+    "`t.numpy()` works on the CPU only: a tensor on any other device is refused; its message says to copy with "
     "`.cpu()` first (on the CPU, `x.cpu()` is `x`).",
 )
 @pytest.mark.rule(
