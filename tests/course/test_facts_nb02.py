@@ -5,10 +5,13 @@
   keepdim=True is right for both.
 - Section 7: torch.matmul copies an operand exactly when its expanded batch dims cannot be flattened into one
   as a view (what matmul does before its single bmm); otherwise it allocates only the result.
+- Section 8: NumPy and torch broadcast 2,000 seeded random sets of 2-3 shapes (ranks 0-4, sizes 0-3) to the same
+  shape, and refuse the same sets (the notebook reads six named cases).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -103,3 +106,22 @@ def test_the_fold_check_is_stricter_than_a_view_on_a_size_1_dim():
     with measure(device="cpu", log_ops=True) as m:
         lone @ torch.randn(4, 6)
     assert "bmm" in [op.name.split(".")[1] for op in m.ops]
+
+
+def _broadcast(library, shapes):
+    try:
+        return tuple(library.broadcast_shapes(*shapes))
+    except (ValueError, RuntimeError):  # NumPy raises ValueError, torch RuntimeError
+        return "refused"
+
+
+def test_numpy_and_torch_agree_on_2000_seeded_sets_of_shapes():
+    rng = np.random.default_rng(0)  # 2-3 shapes of rank 0-4, sizes 0-3
+    samples = [
+        [tuple(rng.integers(0, 4, size=rng.integers(0, 5)).tolist()) for _ in range(rng.integers(2, 4))]
+        for _ in range(2000)
+    ]
+    outcomes = [(_broadcast(np, s), _broadcast(torch, s)) for s in samples]
+    assert all(n == t for n, t in outcomes), [(s, o) for s, o in zip(samples, outcomes) if o[0] != o[1]][:3]
+    refused = sum(n == "refused" for n, _ in outcomes)
+    assert 0 < refused < len(samples)  # both outcomes occur, so the sweep compares refusals and shapes alike

@@ -143,8 +143,8 @@ def test_the_transpose_of_a_matrix_is_contiguous_only_with_a_size_0_or_1(shape):
 
 @pytest.mark.rule(
     "01",
-    "it also accepts NumPy arrays (section 7), and it does not call two *empty* tensors shared although both "
-    "their storage pointers are 0.",
+    "`shares_storage(a, b)` compares blocks, not elements: one storage, or overlapping storages (an array's block: "
+    "its owner's buffer).",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -158,8 +158,8 @@ def test_shares_storage_is_the_storage_pointer_except_for_empty_storages(a, b):
 
 @pytest.mark.rule(
     "01",
-    "Each `from_numpy` makes a storage over only that array's bytes, so two rows taken through it do not share where "
-    "`x[1]` and `x[2]` do;",
+    "`shares_storage(a, b)` compares blocks, not elements: one storage, or overlapping storages (an array's block: "
+    "its owner's buffer).",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -338,7 +338,8 @@ def test_basic_indexing_returns_a_view(case):
 @st.composite
 def advanced_indices(draw, shape: tuple[int, ...]):
     k = shape[0]
-    kind = draw(st.sampled_from(["list", "tensor", "mask", "bool scalar", "0-d int tensor", "0-d uint8 tensor"]))
+    kinds = ["list", "tensor", "mask", "bool scalar", "python bool", "0-d int tensor", "0-d uint8 tensor"]
+    kind = draw(st.sampled_from(kinds))
     if kind == "list":
         return kind, draw(st.lists(st.integers(0, k - 1), max_size=4))
     if kind == "tensor":
@@ -347,6 +348,8 @@ def advanced_indices(draw, shape: tuple[int, ...]):
         return kind, torch.tensor(draw(st.lists(st.booleans(), min_size=k, max_size=k)), dtype=torch.bool)
     if kind == "bool scalar":
         return kind, torch.tensor(draw(st.booleans()))
+    if kind == "python bool":  # an int subclass, yet read as a mask, not as the integer 0 or 1
+        return kind, draw(st.booleans())
     if kind == "0-d uint8 tensor":  # read as a mask, not as an integer
         return kind, torch.tensor(draw(st.integers(0, 1)), dtype=torch.uint8)
     if draw(st.booleans()):
@@ -361,6 +364,7 @@ def advanced_indices(draw, shape: tuple[int, ...]):
 )
 @pytest.mark.rule("01", "A 0-d integer tensor is the exception: `x[torch.tensor(1)]` counts as `x[1]`, a view.")
 @pytest.mark.rule("01", "But a 0-d `uint8` tensor is read as a mask, as `bool` is: a copy with a new leading dim.")
+@pytest.mark.rule("01", "A Python `True` is a mask too, not the integer 1.")
 @pytest.mark.rule(
     "01",
     "Basic indexing views (a 0-d integer tensor index too, `uint8` aside); advanced indexing copies; `x[idx] = v` is "
@@ -373,8 +377,8 @@ def test_advanced_indexing_copies_except_a_0d_integer_tensor(case):
     t, (kind, index) = case
     result = t[index]
     assert _same_storage(result, t) == (kind == "0-d int tensor")
-    if kind in ("0-d uint8 tensor", "bool scalar"):
-        assert result.shape == (int(index.item()), *t.shape)  # a mask of one: a leading dim of size 0 or 1
+    if kind in ("0-d uint8 tensor", "bool scalar", "python bool"):
+        assert result.shape == (int(index), *t.shape)  # a mask of one: a leading dim of size 0 or 1
 
 
 def _reads_each_element_once(t: torch.Tensor) -> bool:
@@ -482,7 +486,7 @@ def test_views_share_one_version_counter(t, data):
 @pytest.mark.rule(
     "01",
     "Writes through a view where **several indices reach the same memory element** are refused by most in-place "
-    "operations when a stride is 0, as after `expand`.",
+    "operations when a dimension longer than 1 has stride 0, as after `expand`.",
 )
 @pytest.mark.rule("01", "An empty tensor passes too:")
 @pytest.mark.rule(
@@ -667,8 +671,18 @@ def test_numpy_bridges_share_or_copy_as_stated(case, other):
 
 @pytest.mark.rule(
     "01",
-    "`t.numpy()` works on the CPU only: a tensor on any other device is refused, and `.cpu()` copies it first. It also "
-    "refuses a tensor that requires grad, and a dtype NumPy lacks, such as `bfloat16`.",
+    "`t.numpy()` works on the CPU only: a tensor on any other device is refused; its message says to copy with "
+    "`.cpu()` first (on the CPU, `x.cpu()` is `x`).",
+)
+@pytest.mark.rule(
+    "01",
+    "It also refuses a tensor that requires grad, one with the conjugate bit set (`.conj()` of a complex tensor), and "
+    "a dtype NumPy lacks, such as `bfloat16`.",
+)
+@pytest.mark.rule(
+    "01",
+    "`t.numpy(force=True)` is `t.detach().cpu().resolve_conj().resolve_neg().numpy()`: it shares only where none of "
+    "these copies.",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -682,8 +696,18 @@ def test_numpy_shares_on_the_cpu_and_refuses_grad_and_bfloat16(t, dtype):
         t.detach().double().clone().requires_grad_(True).numpy()
     with pytest.raises(TypeError):
         t.to(torch.bfloat16).numpy()
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"Use Tensor\.cpu\(\) to copy the tensor to host memory first"):
         torch.zeros(2, device="meta").numpy()
+    assert t.cpu() is t
+    tracked = t.detach().double().clone().requires_grad_(True)
+    assert tracked.numpy(force=True).ctypes.data == tracked.data_ptr()  # detach alone copies nothing
+    for made in (t.to(torch.complex64).conj(), t.to(torch.complex64).conj().imag):
+        bit = "conjugate" if made.is_conj() else "negative"  # the imaginary part of a conj view has the neg bit
+        with pytest.raises(RuntimeError, match=f"{bit} bit set"):
+            made.numpy()
+        forced = made.numpy(force=True)
+        assert forced.ctypes.data != made.data_ptr() or made.numel() == 0  # resolving the bit copies
+        assert forced.tolist() == made.resolve_conj().resolve_neg().tolist()
 
 
 @pytest.mark.rule(
@@ -720,7 +744,7 @@ def test_every_constructor_refuses_a_negative_stride(case):
 # ----- 8. save ------------------------------------------------------------------------------------------------
 @pytest.mark.rule(
     "01",
-    "`torch.save` saves storages, so that views saved together still share memory when loaded.",
+    "`torch.save` saves storages, so that views saved together still share memory when loaded",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS

@@ -196,8 +196,8 @@ def _in_place_works(big: torch.Tensor, small: torch.Tensor) -> bool:
 )
 @pytest.mark.rule(
     "02",
-    "`big` must have no stride-0 dim (not an `expand`). PyTorch checks only that: a `big` made of overlapping "
-    "`unfold` windows passes, and the shared elements are written twice, silently.",
+    "`big` must have no stride-0 dim longer than 1 (an `expand` that stretches). PyTorch checks only that: a `big` "
+    "made of overlapping `unfold` windows passes, and the shared elements are written twice, silently",
 )
 @pytest.mark.rule(
     "02",
