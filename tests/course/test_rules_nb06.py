@@ -355,7 +355,7 @@ def test_adam_step_peaks_at_two_of_one_parameter_plus_the_previous_denominator(s
     assert m.allocated_bytes == 0 and m.peak_bytes == max(2 * now + before for before, now in zip([0, *b], b))
 
 
-@pytest.mark.rule("06", "`zero_grad(set_to_none=True)` returns the gradients.")
+@pytest.mark.rule("06", "`zero_grad(set_to_none=True)` frees the gradients (sets `.grad` to None).")
 @RULE_SETTINGS
 @given(param_shapes)
 def test_zero_grad_set_to_none_frees_every_gradient(shapes_):
