@@ -15,7 +15,7 @@ import torch
 from .._checks import entry, problem, require_str, require_tensor
 from .._format import cell_value
 from ..layout import layout, storage_indices
-from ._cells import UNUSED, Cell, colour, draw_cells
+from ._cells import REPEATS_NOTE, UNUSED, Cell, colour, draw_cells, fit_to_content, grid_rows, place_axes
 
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
     from matplotlib.figure import Figure
@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fas
 __all__ = ["draw_layout", "MAX_DRAWN_ELEMENTS"]
 
 MAX_DRAWN_ELEMENTS = 64
+_VIEW_CELL, _STRIP_CELL = 0.62, 0.45  # inches per cell of the view grid and of the storage strip
 
 
 @entry("draw_layout")
@@ -64,33 +65,40 @@ def draw_layout(t: Any, title: str | None = None) -> Figure:
 
     cols = (t.shape[-1] if t.dim() >= 2 else info.numel) if info.numel else 0
     rows = info.numel // cols if cols else 1
-    fig = Figure(figsize=(max(cols, hi - lo, 4) * 0.62 + 1.6, 1.0 + 0.55 * rows + 1.4), facecolor="white")
-    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [max(rows, 1), 1.2]})
-
-    view = [Cell(cell_value(v), colour(k), note=f"@{k}") for v, k in zip(data.cpu().reshape(-1).tolist(), idx)]
-    # Row labels name the leading indices; a zero-size tensor has no rows to label.
-    leading = tuple(t.shape[:-1]) if t.dim() >= 2 and info.numel else ()
-    labels = [str(r) for r in range(rows)] if len(leading) == 1 else None
-    if len(leading) > 1:
-        labels = [str(tuple(int(i) for i in torch.unravel_index(torch.tensor(r), leading))) for r in range(rows)]
-    grid = [view[r * cols : (r + 1) * cols] for r in range(rows)] if cols else [[]]
-    heading = title or f"view: shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {t.storage_offset()}"
-    draw_cells(top, grid, title=heading, title_size=10, row_labels=labels, xlim=(-1.2, max(cols, 1) + 0.2))
-
+    n = hi - lo
     offset = t.storage_offset()
+    # Fixed inches per cell, so a cell is as big in every layout figure; the figure is then cropped to what is
+    # drawn (fit_to_content), never wider than its content and never with a blank band.
+    view_w, view_h = (max(cols, 1) + 1.4) * _VIEW_CELL, (max(rows, 1) + 0.2) * _VIEW_CELL
+    ylim = (-1.05 if offset else -0.5, 1.45)
+    strip_w, strip_h = (max(n, 1) + 0.4) * _STRIP_CELL, (ylim[1] - ylim[0]) * _STRIP_CELL
+    view = [Cell(cell_value(v), colour(k), note=f"@{k}") for v, k in zip(data.cpu().reshape(-1).tolist(), idx)]
+    labels, dims = grid_rows(tuple(t.shape))
+    grid = [view[r * cols : (r + 1) * cols] for r in range(rows)] if cols else [[]]
+    heading = title or f"view: shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {offset}"
+
     cells = []
     for k, v in zip(range(lo, hi), strip):
         below = f"x{reads[k]}" if reads[k] > 1 else ""
         cells.append(Cell(cell_value(v), colour(k) if reads[k] else UNUSED, above=str(k), below=below))
     shown = f"storage elements {lo}..{hi - 1} of {n_storage}" if hi > lo else f"storage: {n_storage} elements"
-    # Two short lines: a one-line caption is wider than the strip for small tensors and gets clipped.
-    caption = f"{shown}\nindex above, value inside, xN below = read N times"
-    ylim = (-1.05 if offset else -0.5, 1.45)
-    draw_cells(bottom, [cells], title=caption, xlim=(-0.2, max(hi - lo, 1) + 0.2), ylim=ylim)
+    # The legend says only what is drawn: "xN" when some element is read more than once, the repeat of the
+    # palette when two drawn cells (view or strip) share a colour.
+    legend = "index above, value inside" + (", xN below = read N times" if max(reads.values(), default=0) > 1 else "")
+    drawn = {k for k in idx} | {k for k in range(lo, hi) if reads[k]}
+    repeats = len({colour(k) for k in drawn}) < len(drawn)
+    caption = "\n".join([shown, legend] + ([REPEATS_NOTE] if repeats else []))  # short lines: never clipped
+    gap = 0.15 + 0.16 * (caption.count("\n") + 1)  # room for the caption: its lines of 9 pt
+    width, height = max(view_w, strip_w) + 8.0, view_h + strip_h + gap + 2.0  # room for titles; cropped below
+    fig = Figure(figsize=(width, height), facecolor="white")
+    # The strip is centred under the view's cells (the view's axes has room for row labels on its left).
+    top = place_axes(fig, ((width - view_w) / 2, 0.5 + strip_h + gap, view_w, view_h))
+    bottom = place_axes(fig, ((width - strip_w) / 2 + 0.5 * _VIEW_CELL, 0.5, strip_w, strip_h))
+    draw_cells(top, grid, title=f"{heading}\n{dims}", title_size=10, row_labels=labels, xlim=(-1.2, max(cols, 1) + 0.2))
+    draw_cells(bottom, [cells], title=caption, xlim=(-0.2, max(n, 1) + 0.2), ylim=ylim)
     if offset and lo <= offset < hi:  # mark where the view starts reading, and what it skips
         x0, x1 = max(-lo, 0), offset - lo
         arrow = {"arrowstyle": "->", "color": "#444444", "lw": 1}
         bottom.annotate("", xy=(x1, -0.62), xytext=(x0, -0.62), arrowprops=arrow)
         bottom.text((x0 + x1) / 2, -0.85, f"offset {offset}", ha="center", va="center", fontsize=7)
-    fig.tight_layout()
-    return fig
+    return fit_to_content(fig)
