@@ -183,3 +183,41 @@ def test_layout_figures_draw_a_cell_at_one_size_and_are_as_wide_as_what_they_dra
         sizes.append((round(x1 - x0, 3), round(y1 - y0, 3)))
     assert len(set(sizes)) == 1, sizes
     assert all(fig.get_size_inches()[0] * 100 <= 800 for fig in figs)  # shown unscaled in a notebook column
+
+
+@pytest.mark.parametrize(
+    "t",
+    [
+        torch.arange(10.0, 22.0).view(3, 4),
+        torch.arange(10.0, 22.0).view(3, 4)[1:, ::2],  # offset 4, grey 0..3, 5, 7, 9 and 11 (none "in between")
+        torch.arange(4).expand(3, 4),
+        torch.arange(4).as_strided((2, 2), (1, 1)),  # element 1 read twice, element 3 never
+        torch.arange(20)[9:12],
+        torch.arange(4).view(1, 2, 1, 2),
+        torch.zeros(2, 0, 3),
+    ],
+)
+def test_describe_layout_says_what_the_figure_draws_and_nothing_else(t):
+    """The alt text is made from the figure's numbers: the grey elements it lists are the grey cells drawn, the
+    offset arrow and the xN counts are mentioned exactly when drawn, the palette's repeat when the legend says it."""
+    from matplotlib.colors import to_hex
+
+    from viewlab.draw import describe_layout
+    from viewlab.draw._cells import REPEATS_NOTE, UNUSED
+    from viewlab.draw.layout import _ranges
+
+    alt, fig = describe_layout(t), draw_layout(t)
+    strip, texts = fig.axes[1], _texts(fig)
+    assert f"shape {tuple(t.shape)}, stride {t.stride()}, offset {t.storage_offset()}" in alt
+    arrow = any(getattr(tx, "arrow_patch", None) is not None for tx in strip.texts)
+    assert ("An arrow" in alt) == arrow == any(s.startswith("offset ") for s in texts)
+    cells = [p for p in strip.patches if p.get_fill()]
+    indices = [int(tx.get_text()) for tx in strip.texts if tx.get_position()[1] > 1]  # the index above each cell
+    grey = [k for k, cell in zip(indices, cells) if to_hex(cell.get_facecolor()).upper() == UNUSED]
+    assert len(indices) == len(cells) and (" grey, never read" in alt) == bool(grey)
+    if grey:
+        assert f"{_ranges(grey)} {'is' if len(grey) == 1 else 'are'} grey" in alt and "in between" not in alt
+    drawn = {s for s in texts if s.startswith("x") and s[1:].isdigit()}
+    said = {w.strip(").;,") for w in alt.split() if w.startswith("(x")}
+    assert {f"(x{s[1:]}" for s in drawn} == said
+    assert ("Colours repeat every 7" in alt) == (REPEATS_NOTE in strip.get_title())
