@@ -428,7 +428,9 @@ def test_figure_names_the_result_dims_on_the_grids():
     assert [t.get_text() for t in fig.axes[0].texts].count("sequence b") == 1
     default = [t.get_text() for ax in draw_broadcast(torch.ones(2, 1), torch.ones(3)).axes for t in ax.texts]
     assert "dim 0" in default and "dim 1" in default
-    with pytest.raises(TypeError, match=r"draw_broadcast\(\): `dims` must be 2 str, one name per dim of the result"):
+    with pytest.raises(
+        TypeError, match=r"draw_broadcast\(\): `dims` must be a list of 2 str, one name per dim of the result"
+    ):
         draw_broadcast(keys, lengths, dims=["key j"])
 
 

@@ -42,10 +42,9 @@ def _require_dims(dims: Sequence[str] | None, shape: tuple[int, ...]) -> tuple[s
     """The result's dim names, one per dim (``dim 0``, ``dim 1`` unless given)."""
     if dims is None:
         return tuple(f"dim {d}" for d in range(len(shape)))
-    if isinstance(dims, str) or not all(isinstance(d, str) for d in dims) or len(dims) != len(shape):
-        want = (
-            f"{len(shape)} str, one name per dim of the result {shape}, e.g. {[f'dim {d}' for d in range(len(shape))]}"
-        )
+    if not isinstance(dims, (list, tuple)) or not all(isinstance(d, str) for d in dims) or len(dims) != len(shape):
+        example = [f"dim {d}" for d in range(len(shape))]
+        want = f"a list of {len(shape)} str, one name per dim of the result {shape}, e.g. {example}"
         raise type_error("dims", want, dims)
     return tuple(dims)
 
