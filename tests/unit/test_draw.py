@@ -221,3 +221,11 @@ def test_describe_layout_says_what_the_figure_draws_and_nothing_else(t):
     said = {w.strip(").;,") for w in alt.split() if w.startswith("(x")}
     assert {f"(x{s[1:]}" for s in drawn} == said
     assert ("Colours repeat every 7" in alt) == (REPEATS_NOTE in strip.get_title())
+
+
+def test_describe_layout_of_overlapping_windows_counts_every_element():
+    from viewlab.draw import describe_layout
+
+    alt = describe_layout(torch.arange(10.0).unfold(0, 4, 2))  # windows of 4, step 2: elements 2..7 read twice
+    assert "row 1 reads elements 2 to 5 (values 2, 3, 4, 5)" in alt
+    assert "elements 2 to 7 read 2 times (x2); elements 0, 1, 8 and 9 once." in alt

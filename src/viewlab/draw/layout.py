@@ -179,6 +179,8 @@ def describe_layout(t: Any) -> str:
             text += "; " + "; ".join(
                 f"{_elements([k for k in reads if reads[k] == n])} read {n} times (x{n})" for n in many
             )
+            once = [k for k in reads if reads[k] == 1]
+            text += f"; {_elements(once)} once" if once else ""
         elif reads:
             text += "; the view reads each at most once" if grey else ", each read once"
         text += f"; {_elements(grey)} {'is' if len(grey) == 1 else 'are'} grey, never read." if grey else "."
