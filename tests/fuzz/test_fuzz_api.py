@@ -90,6 +90,14 @@ def oracle_draw_layout(kw: dict, result: Any, data: Any) -> None:
     assert len(cells) == kw["t"].numel()
 
 
+def oracle_describe_layout(kw: dict, result: Any, data: Any) -> None:
+    t = kw["t"]
+    assert isinstance(result, str) and f"shape {tuple(t.shape)}, stride {t.stride()}" in result
+    assert ("An arrow" in result) == any(
+        x.get_text().startswith("offset ") for x in public("draw_layout")(t).axes[1].texts
+    )
+
+
 def oracle_draw_broadcast(kw: dict, result: Any, data: Any) -> None:
     assert isinstance(result, Figure) and len(result.axes) == len(kw["*"]) + 1
 
@@ -402,6 +410,14 @@ TARGETS: list[Target] = [
         _merge(_fixed(t=drawable()), _optional(title=st.just("a title"))),
         oracle_draw_layout,
         examples=40,
+        tensor_args=("t",),
+    ),
+    Target(
+        "describe_layout",
+        public("describe_layout"),
+        _fixed(t=drawable()),
+        oracle_describe_layout,
+        examples=30,
         tensor_args=("t",),
     ),
     Target(

@@ -339,7 +339,9 @@ def test_public_names():
 # draw_broadcast
 # --------------------------------------------------------------------------------------------------
 def _texts(ax) -> list[str]:
-    return [t.get_text() for t in ax.texts]
+    """The texts inside the grid's cells (not the indices and dim names around it)."""
+    right, top = ax.get_xlim()[1], ax.get_ylim()[1]
+    return [t.get_text() for t in ax.texts if 0 < t.get_position()[0] < right and 0 < t.get_position()[1] < top]
 
 
 def _hatched(ax) -> int:
@@ -355,7 +357,7 @@ def test_figure_shows_stored_cells_virtual_copies_and_result():
     assert _hatched(a) == 9 and _hatched(b) == 8 and _hatched(r) == 0  # 12 cells minus stored ones
     assert _texts(a).count("2") == 4  # value 2 stored once, shown in its 3 virtual copies too
     assert _texts(r) == [str(int(v)) for v in (col + row).reshape(-1)]
-    assert "stride after expand (1, 0)" in a.get_title() and "9 virtual copies" in a.get_title()
+    assert "stride after expand (1, 0)" in a.get_title() and "3 stored cells + 9 virtual-copy cells" in a.get_title()
     assert r.get_title().startswith("col + row: shape (3, 4)")
     assert any("hatched = virtual copy" in t.get_text() for t in fig.texts)
 
@@ -409,3 +411,46 @@ def test_explanation_lookup_by_bad_key_is_explained():
         e[[0]]
     with pytest.raises(IndexError, match="there are 2 operands"):
         e[2]
+
+
+def _inches(fig, artist):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    box = artist.get_window_extent(FigureCanvasAgg(fig).get_renderer())
+    return box.x0 / fig.dpi, box.y0 / fig.dpi, box.x1 / fig.dpi, box.y1 / fig.dpi
+
+
+def test_figure_names_the_result_dims_on_the_grids():
+    keys, lengths = torch.arange(5)[None, :], torch.tensor([5, 3, 1])[:, None]
+    fig = draw_broadcast(keys, lengths, names=["key position j", "length[b]"], op="<", dims=["sequence b", "key j"])
+    result = [t.get_text() for t in fig.axes[-1].texts]
+    assert {"sequence b", "key j", "0", "4"} <= set(result)  # rows and columns named on the mask itself
+    assert [t.get_text() for t in fig.axes[0].texts].count("sequence b") == 1
+    default = [t.get_text() for ax in draw_broadcast(torch.ones(2, 1), torch.ones(3)).axes for t in ax.texts]
+    assert "dim 0" in default and "dim 1" in default
+    with pytest.raises(
+        TypeError, match=r"draw_broadcast\(\): `dims` must be a list of 2 str, one name per dim of the result"
+    ):
+        draw_broadcast(keys, lengths, dims=["key j"])
+
+
+def test_figure_counts_cells_not_copies_of_rows():
+    """A (1, 5) row broadcast to (3, 5): 5 stored cells and 10 cells that read them again (it said "10 virtual
+    copies", which reads as ten copies of the row)."""
+    fig = draw_broadcast(torch.arange(5)[None, :], torch.tensor([5, 3, 1])[:, None], op="<")
+    assert fig.axes[0].get_title().endswith("5 stored cells + 10 virtual-copy cells")
+    assert fig.axes[1].get_title().endswith("3 stored cells + 12 virtual-copy cells")
+    assert "virtual copies" not in fig.axes[0].get_title()
+
+
+@pytest.mark.parametrize("shapes", [((3, 1), (4,)), ((1, 5), (3, 1)), ((), (4,)), ((5, 1), (1, 5))])
+def test_figure_has_no_blank_band_and_no_clipped_text(shapes):
+    fig = draw_broadcast(*(torch.ones(s) for s in shapes))
+    width, height = fig.get_size_inches()
+    for text in [t for ax in fig.axes for t in [*ax.texts, ax.title]] + list(fig.texts):
+        x0, y0, x1, y1 = _inches(fig, text)
+        assert x0 >= 0 and y0 >= 0 and x1 <= width and y1 <= height, text.get_text()
+    caption_top = _inches(fig, fig.texts[0])[3]
+    lowest = min(_inches(fig, t)[1] for ax in fig.axes for t in ax.texts)  # the lowest label above the caption
+    assert 0 < lowest - caption_top < 0.3, (lowest, caption_top)  # no band between the grids and the caption
+    assert height - (_inches(fig, fig.axes[0].title)[3] - _inches(fig, fig.texts[0])[1]) < 0.3

@@ -4,6 +4,7 @@ and threads: test_monitor_cells.py, test_monitor_kernel.py, test_monitor_threads
 from __future__ import annotations
 
 import gc
+import itertools
 import threading
 import weakref
 
@@ -329,3 +330,72 @@ def test_the_plot_is_800_px_wide_with_legend_text_of_at_least_10_px():
         legend = plot.figure(samples, cells=cells, backend="b").axes[0].get_legend()
         sizes = [t.get_fontsize() * plot.DPI / 72 for t in [*legend.get_texts(), legend.get_title()]]
         assert width >= 800 and min(sizes) >= 10, (width, sizes)
+
+
+# ---------------------------------------------------------------- where the labels of marks and cells go
+
+
+def _notebook_06_plots():
+    """The two monitored runs of notebook 06, as plain records: expand vs repeat (5 marks, "del copies" where the
+    dashed peak line goes on at 17 MB) and one training step ("zero_grad" at the very end of the time axis)."""
+    from viewlab.monitor import CellRecord, Mark, Sample, plot
+
+    mb = 1_000_000
+    steps = [
+        (0.0, 0, 0),
+        (0.01, mb, mb),
+        (0.81, 9 * mb, 9 * mb),
+        (1.21, 17 * mb, 17 * mb),
+        (1.62, mb, 17 * mb),
+        (2.02, mb, 17 * mb),
+    ]
+    names = [(0.01, "base"), (0.41, "expand"), (0.81, "repeat"), (1.21, "contiguous"), (1.62, "del copies")]
+    adam = [
+        (0.0, 0, 0),
+        (0.01, 130_000, 250_000),
+        (0.32, 520_000, 650_000),
+        (0.63, 1_600_000, 2_600_000),
+        (0.93, 1_050_000, 2_600_000),
+    ]
+    phases = [(0.01, "forward"), (0.32, "backward"), (0.63, "optimizer step"), (0.93, "zero_grad")]
+    cells = [
+        CellRecord("[3] x = torch.ones(1000)", 0.0, 0.5, 4000, 8000),
+        CellRecord("[4] y = x * 2", 0.5, 0.93, 4000, 4000),
+    ]
+    runs = [(steps, names, []), (adam, phases, []), (adam, phases, cells)]
+    for samples, marks, cell_records in runs:
+        samples = [Sample(*s) for s in samples]
+        yield plot.figure(
+            samples, [Mark(t, label, 0) for t, label in marks], cell_records, backend="tensor storages (cpu)"
+        )
+
+
+def test_mark_labels_are_whole_inside_the_axes_and_cross_no_line_nor_each_other():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for fig in _notebook_06_plots():
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        ax = fig.axes[0]
+        frame = ax.get_window_extent(renderer)
+        boxes = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+        assert "zero_grad" in boxes or "del copies" in boxes
+        highest = max(
+            max(line.get_ydata())
+            for line in ax.get_lines()
+            if line.get_linestyle() != "None" and len(line.get_ydata()) > 1
+        )
+        top_of_lines = ax.transData.transform((0, highest))[1]  # the peak line is the highest line drawn
+        for text, box in boxes.items():
+            assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and box.y1 <= frame.y1, (text, box, frame)  # not cut
+            assert box.y0 > top_of_lines, (text, box.y0, top_of_lines)  # above the dashed peak line
+        for (a, box_a), (b, box_b) in itertools.combinations(boxes.items(), 2):
+            assert not box_a.overlaps(box_b), (a, b)
+        # each label starts (or, at the right edge, ends) beside its own line
+        for line in ax.get_lines():
+            if (
+                line.get_linestyle() != "None"
+                and len(line.get_xdata()) == 2
+                and line.get_xdata()[0] == line.get_xdata()[1]
+            ):
+                x = ax.transData.transform((line.get_xdata()[0], 0))[0]
+                assert any(abs(box.x0 - x) < 8 or abs(box.x1 - x) < 8 for box in boxes.values()), x

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # matplotlib is imported lazily so `import viewlab` stays fast
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-__all__ = ["Cell", "draw_cells", "colour", "ink_on", "PALETTE", "UNUSED", "RESULT", "INK", "INK_ON_DARK", "DARK_FILLS"]
+__all__ = ["Cell", "draw_cells", "colour", "ink_on", "grid_rows", "place_axes", "fit_to_content", "REPEATS_NOTE"]
+__all__ += ["PALETTE", "UNUSED", "RESULT", "INK", "INK_ON_DARK", "DARK_FILLS"]
 
 # Colour-blind-safe palette (Okabe-Ito); every cell also carries its numbers, so colour is never the
 # only cue. UNUSED greys storage the view never reads; RESULT is new memory (the broadcast result).
@@ -45,6 +47,73 @@ def ink_on(fill: str) -> str:
 def colour(k: int) -> str:
     """The palette's colour number ``k``, repeating every 7 (the numbers in the cells tell repeats apart)."""
     return PALETTE[k % len(PALETTE)]
+
+
+# Said in a figure's legend whenever two of its cells share a colour: the colour is a hint, the number the fact.
+REPEATS_NOTE = f"colours repeat every {len(PALETTE)}: the index, not the colour, names the element"
+
+
+def grid_rows(shape: Sequence[int]) -> tuple[list[str] | None, str]:
+    """How a tensor of ``shape`` is drawn as a grid (its last dim across, the others stacked as rows): the row
+    labels (None for rank 0 and 1) and a line that names the dims, for a figure's title.
+
+    >>> grid_rows((3, 4))
+    (['0', '1', '2'], 'rows: dim 0, columns: dim 1')
+    >>> grid_rows((1, 2, 1, 2))
+    (['(0, 0, 0)', '(0, 1, 0)'], 'rows: (dim 0, dim 1, dim 2), columns: dim 3')
+    >>> grid_rows((5,)), grid_rows(())
+    ((None, 'one row: dim 0'), (None, 'one cell: a 0-d tensor'))
+    """
+    import itertools
+
+    shape = tuple(int(n) for n in shape)
+    if len(shape) < 2:
+        return None, ("one row: dim 0" if shape else "one cell: a 0-d tensor")
+    last = len(shape) - 1
+    lead = "dim 0" if last == 1 else "(" + ", ".join(f"dim {d}" for d in range(last)) + ")"
+    names = f"rows: {lead}, columns: dim {last}"
+    if 0 in shape:
+        return None, names
+    rows = itertools.product(*map(range, shape[:-1]))
+    labels = [str(r[0]) if last == 1 else str(r) for r in rows]
+    return labels, names
+
+
+def place_axes(fig: Figure, box: tuple[float, float, float, float]) -> Axes:
+    """An axes at ``box`` = (left, bottom, width, height) in inches on ``fig``, which must not be resized
+    before :func:`fit_to_content` (the one call that resizes it and keeps every axes' size in inches)."""
+    width, height = fig.get_size_inches()
+    left, bottom, w, h = box
+    return fig.add_axes((left / width, bottom / height, w / width, h / height))
+
+
+def fit_to_content(fig: Figure, pad: float = 0.12) -> Figure:
+    """Crop ``fig`` to what is drawn on it plus ``pad`` inches on each side: no blank band, no clipped text.
+
+    Axes keep their size in inches (so a cell is as big in every figure), figure texts their place.
+
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(10, 10))
+    >>> _ = place_axes(fig, (2, 2, 1, 1)).axis("off")
+    >>> [round(float(v), 2) for v in fit_to_content(fig, pad=0.5).get_size_inches()]
+    [2.0, 2.0]
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    old_w, old_h = fig.get_size_inches()
+    box = fig.get_tightbbox(FigureCanvasAgg(fig).get_renderer())  # inches
+    new_w, new_h = box.width + 2 * pad, box.height + 2 * pad
+
+    def moved(x: float, y: float) -> tuple[float, float]:
+        return (x * old_w - box.x0 + pad) / new_w, (y * old_h - box.y0 + pad) / new_h
+
+    for ax in fig.axes:
+        x0, y0, w, h = ax.get_position().bounds
+        ax.set_position((*moved(x0, y0), w * old_w / new_w, h * old_h / new_h))
+    for text in fig.texts:
+        text.set_position(moved(*text.get_position()))
+    fig.set_size_inches(new_w, new_h)
+    return fig
 
 
 @dataclass(frozen=True)

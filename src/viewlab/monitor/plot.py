@@ -36,7 +36,8 @@ def figure(
 ) -> Figure:  # fmt: skip
     """The plot as a matplotlib ``Figure`` (Agg; no pyplot state is touched): allocated, peak (unless ``peak_line`` is
     False), reserved and RSS where measured, marks as labelled lines, cells as shaded spans plus a panel of one labelled
-    bar per cell (a quick cell is a sliver on the timeline). ``running``: the axis of a live plot starts 1 s wide."""
+    bar per cell (a quick cell is a sliver on the timeline). ``running``: the axis of a live plot starts 1 s wide.
+    The labels of marks and cells sit in rows above the highest line, none crossing another or the axes' edge."""
     from matplotlib.figure import Figure
 
     samples = list(samples)  # at most ~800 points to draw; the last (exact) sample is always kept
@@ -46,10 +47,8 @@ def figure(
     peak_all = max([max(s.peak, s.allocated, s.reserved or 0, s.rss or 0) for s in samples] or [1])
     scale, unit = next(((f, u) for f, u in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")) if peak_all >= f), (1, "B"))
     ts = [s.t for s in samples]
-    on_top = {"xycoords": ax.get_xaxis_transform(), "textcoords": "offset points", "va": "top"}  # labels hang from it
     for idx, cell in enumerate(cells):
         ax.axvspan(cell.start, cell.end, color="#56B4E9" if idx % 2 else "#E69F00", alpha=0.15, lw=0)
-        ax.annotate(cell.label, (cell.start, 1.0), xytext=(1, -2), fontsize=9, color="#444444", **on_top)
     if samples:
         steps = {"drawstyle": "steps-post"}
         measured = {key: any(getattr(s, key) is not None for s in samples) for key in ("reserved", "rss")}
@@ -62,22 +61,25 @@ def figure(
             if shown:
                 values = [(getattr(s, key) or 0) / scale for s in samples]
                 ax.plot(ts, values, label=f"{name}: {exact_bytes(getattr(samples[-1], key))}", **style)
-    box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
-    for idx, mark in enumerate(marks):
+    for mark in marks:
         ax.axvline(mark.t, color="#CC79A7", lw=1)
-        # Staggered heights and a white box, so neighbouring labels neither overlap nor vanish into a line.
-        y = 0.92 - 0.17 * (idx % 4)
-        ax.annotate(mark.label, (mark.t, y), xytext=(3, 0), fontsize=9, color="#6a3d5a", bbox=box, **on_top)
-    top = max(peak_all, 1) / scale * 1.12 if samples else 1.0  # never a zero-height axis (the first frame has peak 0)
     right = max(ts[-1] if ts else 0.0, 1.0 if running else 1e-3) * 1.02  # live: 1 s wide at first, later the data's
-    ax.set(xlabel="seconds since start", ylabel=unit, ylim=(0, top), xlim=(0, right))
+    ax.set(xlabel="seconds since start", ylabel=unit, xlim=(0, right))
+    if bars is None:
+        fig.subplots_adjust(left=0.09, right=0.98, top=0.76, bottom=0.16)  # fixed: tight_layout costs a frame's time
+    else:
+        fig.subplots_adjust(left=0.09, right=0.98, top=0.84, bottom=0.07, hspace=0.6)
+    labels = [(c.start, c.label, "#444444") for c in cells] + [(m.t, m.label, "#6a3d5a") for m in marks]
+    band = _place_labels(fig, ax, labels)  # the labels' band on top: lines stay under it
+    highest = max(peak_all, 1) / scale if samples else 0.0
+    top = highest / (1.0 - band) if samples else 1.0  # never a zero-height axis (the first frame has peak 0)
+    ax.set_ylim(0, top)
     fig.suptitle(title or f"memory: {backend}", fontsize=12)
     if samples:  # above the plot, so it never hides a line or a mark
         legend = {"title_fontsize": LEGEND_PT, "frameon": False, "alignment": "left"}
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=LEGEND_PT, title=backend, **legend)
     ax.grid(alpha=0.3)
     if bars is None:
-        fig.subplots_adjust(left=0.09, right=0.98, top=0.76, bottom=0.16)  # fixed: tight_layout costs a frame's time
         return fig
     xs = range(len(cells))
     bars.bar(xs, [c.peak_bytes / scale for c in cells], color="#D55E00", alpha=0.35, label="peak inside the cell")
@@ -89,11 +91,44 @@ def figure(
     bars.set_xticks(list(xs), [c.label for c in cells], fontsize=9)
     top = max([c.peak_bytes for c in cells] + [1]) / scale * 1.45
     bars.set(ylabel=unit, ylim=(0, top), xlim=(-0.6, len(cells) - 0.4))
-    bars.set_title("per cell", fontsize=10)
-    bars.legend(loc="upper left", fontsize=LEGEND_PT)
+    bars.set_title("per cell", fontsize=10, loc="right")
+    # Above the panel, as the timeline's legend: inside it covered the first bar's label.
+    bars.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=LEGEND_PT, frameon=False)
     bars.grid(alpha=0.3, axis="y")
-    fig.subplots_adjust(left=0.09, right=0.98, top=0.84, bottom=0.07, hspace=0.6)
     return fig
+
+
+def _place_labels(fig: Figure, ax: Any, labels: Sequence[tuple[float, str, str]]) -> float:
+    """Write each ``(t, text, colour)`` label beside its line at ``t``, in rows at the top of ``ax``: a label goes right
+    of its line, or left of it where it would cross the axes' right edge (no "zero_grad" cut to "zero_"), in the first
+    row where it overlaps no label already placed. Returns the fraction of the axes' height the rows take, so the caller
+    puts every line below them (no label written over the peak line). ``ax``'s x limits and place must be final."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not labels:
+        return 0.1  # a little air above the highest line
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    box = ax.get_window_extent(renderer)
+    gap = 3 * fig.dpi / 72  # 3 points, in pixels
+    style = {"xycoords": ax.get_xaxis_transform(), "textcoords": "offset points", "va": "top", "fontsize": 9}
+    white = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
+    ends: list[float] = []  # per row, the right end (pixels) of its last label
+    row_height = 0.0
+    for t, text, colour in sorted(labels, key=lambda item: item[0]):
+        note = ax.annotate(text, (t, 1.0), xytext=(3, -2), color=colour, bbox=white, **style)
+        extent = note.get_window_extent(renderer)
+        width, row_height = extent.width, max(row_height, extent.height + 2)
+        x = ax.transData.transform((t, 0))[0]
+        left = x + gap if x + gap + width <= box.x1 else x - gap - width
+        if left < x:
+            note.set_horizontalalignment("right")
+            note.xyann = (-3, -2)
+        row = next((r for r, end in enumerate(ends) if end + gap < left), len(ends))
+        if row == len(ends):
+            ends.append(0.0)
+        ends[row] = left + width
+        note.xy = (t, 1.0 - row * row_height / box.height)
+    return min((len(ends) * row_height + 6) / box.height, 0.6)
 
 
 def png(samples: Samples, marks: Marks = (), cells: Cells = (), **labels: Any) -> bytes:
