@@ -124,7 +124,7 @@ register(
         wrong=(
             (lambda x: x.element_size(), "expected"),
             (lambda x: x.numel() * x.element_size(), "expected"),
-            (_measured_peak_of_doubled_sum, "rule `predict_without_running`"),
+            (lambda x: _measured_peak_of_doubled_sum(x), "rule `predict_without_running`"),  # runs the line
         ),
         examples=((torch.ones(100),),),
     )
@@ -180,7 +180,7 @@ register(
         wrong=(
             (lambda shapes: sum(2 * math.prod(s) * 4 for s in shapes), "expected"),
             (lambda shapes: sum(math.prod(s) * 4 for s in shapes), "expected"),
-            (_measured_adam_state_bytes, "rule `predict_without_running`"),
+            (lambda shapes: _measured_adam_state_bytes(shapes), "rule `predict_without_running`"),  # steps Adam
         ),
         examples=(([(3, 4), (4,)],),),
     )

@@ -2,11 +2,12 @@
 
 >>> from viewlab.course.exercises import exercise_ids
 >>> exercise_ids("07")
-['07-faster-beyond-spread', '07-mask-tokens', '07-safe-copy']
+['07-expand-as-by-strides', '07-faster-beyond-spread', '07-mask-tokens', '07-safe-copy']
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -160,5 +161,107 @@ register(
             ),
         ),
         examples=((1e-6, 5e-7, 1.2e-6, 5e-7),),
+    )
+)
+
+
+def _expand_pairs() -> Any:
+    from hypothesis import strategies as st
+
+    def pair(target: tuple[int, ...], lead: int, ones: tuple[bool, ...], bad: int) -> Any:
+        # x's shape: other's shape without `lead` leading dims, some dims made 1 (those are stretched, or kept
+        # when other's is 1 too); `bad` breaks it: 1 gives x a dim neither 1 nor other's, 2 one dim too many
+        shape = [1 if one else t for t, one in zip(target[lead:], ones)]
+        if bad == 1 and shape:
+            shape[-1] = target[-1] + 2
+        elif bad == 2:
+            shape = [2, *target]
+        other = torch.zeros(target)
+        layouts = ("contiguous", "transposed", "offset", "expanded")
+        return st.tuples(tensors(shape=tuple(shape), layouts=layouts), st.just(other))
+
+    def draw(target: tuple[int, ...]) -> Any:
+        ones = st.tuples(*[st.booleans()] * len(target))
+        return st.tuples(st.just(target), st.integers(0, len(target)), ones, st.sampled_from((0, 0, 0, 1, 2)))
+
+    target = st.lists(st.integers(0, 3), min_size=0, max_size=3).map(tuple)  # 0-d, size 0 and size 1 included
+    return target.flatmap(draw).flatmap(lambda p: pair(p[0], p[1], p[2][: len(p[0]) - p[1]], p[3]))
+
+
+def _expand_as(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    return x.expand_as(other)
+
+
+def _expand_as_by_strides(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    lead = other.dim() - x.dim()
+    if lead < 0:
+        raise ValueError(f"x has {x.dim()} dims, more than other's {other.dim()}: it cannot expand to {other.shape}")
+    strides = [0] * lead  # a new leading dim reads the same elements again
+    for dim, (size, stride, want) in enumerate(zip(x.shape, x.stride(), other.shape[lead:])):
+        if size != want and size != 1:
+            raise ValueError(f"x's dim {dim} has size {size}: only a size-1 dim stretches, not to {want}")
+        strides.append(stride if size == want else 0)
+    return x.as_strided(other.shape, strides)
+
+
+def _stretches_any_size(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:  # never refuses
+    lead = other.dim() - x.dim()
+    strides = [0] * max(lead, 0) + [s if n == w else 0 for n, s, w in zip(x.shape, x.stride(), other.shape[lead:])]
+    return x.as_strided(other.shape, strides[-other.dim() :] if other.dim() else [])
+
+
+def _assumes_contiguous(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:  # x's own strides ignored
+    lead = other.dim() - x.dim()
+    if lead < 0 or any(n not in (1, w) for n, w in zip(x.shape, other.shape[lead:])):
+        raise RuntimeError(f"{tuple(x.shape)} does not expand to {tuple(other.shape)}")
+    row_major = [math.prod(x.shape[d + 1 :]) for d in range(x.dim())]
+    strides = [0] * lead + [s if n == w else 0 for n, s, w in zip(x.shape, row_major, other.shape[lead:])]
+    return x.as_strided(other.shape, strides)
+
+
+register(
+    Exercise(
+        id="07-expand-as-by-strides",
+        title="expand_as, from its behaviour",
+        statement=(
+            "Describe first, in two sentences, what x.expand_as(other) does to the shape and the strides of x; "
+            "then write the smallest code with that behaviour. Given tensors x and other, return a view of x "
+            "with other's shape (nothing copied, no new bytes): the shapes line up from the right; each new "
+            "leading dim, and each size-1 dim of x where other's size differs, gets stride 0; a dim of the same "
+            "size keeps x's own stride. Refuse shapes that do not expand that way (x has more dims than other, or "
+            "a dim of x is neither 1 nor other's size): raise RuntimeError or ValueError. Rules: no expand (nor "
+            "expand_as or broadcast_to); as_strided may set the strides."
+        ),
+        signature="def expand_as_by_strides(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor",
+        reference=_expand_as,
+        answer=_expand_as_by_strides,
+        inputs=_expand_pairs,
+        rules=Rules(forbid=("expand",), must_view=True),
+        raises=(RuntimeError, ValueError),
+        examples=(
+            (torch.arange(6.0).view(3, 2).t(), torch.zeros(4, 2, 3)),  # transposed x, a new leading dim
+            (torch.arange(3.0).view(3, 1), torch.zeros(3, 4)),  # a size-1 dim stretched
+            (torch.arange(3.0), torch.zeros(2, 4)),  # refused: 3 is neither 1 nor 4
+        ),
+        hints=(
+            "Line the two shapes up from the right: for each dim of other, which dim of x (if any) does it read, "
+            "and how far must one step along it move in x's storage?",
+            "A dim that x does not have, or has with size 1 while other's is bigger, repeats the same elements: "
+            "what stride does that take? And which comparisons of the sizes must make you raise before building "
+            "anything?",
+        ),
+        why=(
+            "expand_as writes other's shape over x's storage: a stretched or new dim gets stride 0, so every "
+            "index along it reads the same element; the other dims keep x's strides. Nothing is copied.",
+            "Only a size-1 dim can stretch (a stride-0 dim repeats one element), so any other mismatch, or x "
+            "having more dims, is refused.",
+        ),
+        wrong=(
+            (lambda x, other: x.expand_as(other), "rule `forbid expand`"),
+            (lambda x, other: torch.broadcast_to(x, other.shape), "rule `forbid expand`"),
+            (lambda x, other: _expand_as_by_strides(x, other).contiguous(), "rule `must_view`"),
+            (_assumes_contiguous, "values differ"),  # only a transposed or expanded x shows it
+            (_stretches_any_size, "must refuse"),
+        ),
     )
 )
