@@ -15,11 +15,13 @@ from viewlab.course.exercises import get, solution_source
 EXERCISES = [
     "02-pairwise-diff",
     "03-grad-of-expand",
+    "03-windows-by-strides",
     "04-causal-mask",
     "05-batch-view",
     "05-count-labels",
     "05-flatten-any",
     "06-repeat-bytes",
+    "07-expand-as-by-strides",
     "07-safe-copy",
 ]
 PASS = (True, "")
@@ -43,6 +45,16 @@ RIGHT_OTHER_WAY = {
     ),
     "04-causal-mask": "import torch\n\ndef causal(q_len, k_len):\n    return torch.arange(q_len)[:, None] >= torch.arange(k_len)[None, :]",
     "03-grad-of-expand": "def grad_of_expand(upstream):\n    return upstream.sum(0, keepdim=True)",
+    "07-expand-as-by-strides": (  # refuses with its own ValueError where the reference raises RuntimeError
+        "class ShapeError(ValueError):\n    pass\n\n"
+        "def expand_as_by_strides(x, other):\n"
+        "    pad = other.dim() - x.dim()\n"
+        "    if pad < 0:\n        raise ShapeError('x has more dims than other')\n"
+        "    sizes, strides = (1,) * pad + tuple(x.shape), (0,) * pad + tuple(x.stride())\n"
+        "    if any(n not in (1, w) for n, w in zip(sizes, other.shape)):\n"
+        "        raise ShapeError('the shapes do not expand')\n"
+        "    return x.as_strided(other.shape, [s if n == w else 0 for n, s, w in zip(sizes, strides, other.shape)])"
+    ),
 }
 
 WRONG = {
@@ -51,6 +63,19 @@ WRONG = {
     "07-safe-copy": ("def safe_copy(x):\n    return x", "breaks rule `must_copy`"),
     "06-repeat-bytes": ("def repeat_bytes(x, reps):\n    return x.numel() * x.element_size()", "the result is"),
     "03-grad-of-expand": ("def grad_of_expand(upstream):\n    return upstream.sum(0)", "the result has shape"),
+    "07-expand-as-by-strides": (  # never refuses
+        "def expand_as_by_strides(x, other):\n"
+        "    pad = other.dim() - x.dim()\n"
+        "    strides = [0] * pad + [s if n == w else 0 for n, s, w in zip(x.shape, x.stride(), other.shape[pad:])]\n"
+        "    return x.as_strided(other.shape, strides)",
+        "on these inputs your function must refuse (raise RuntimeError or ValueError)",
+    ),
+    "03-windows-by-strides": (  # ignores x's storage offset
+        "def windows_by_strides(x, size, step):\n"
+        "    s = x.stride(0)\n"
+        "    return x.as_strided(((len(x) - size) // step + 1, size), (step * s, s), 0)",
+        "values differ",
+    ),
 }
 
 RULE_BREAKING = {
@@ -81,6 +106,14 @@ RULE_BREAKING = {
     ),
     "07-safe-copy": ("def safe_copy(x):\n    return x.contiguous()", "breaks rule `must_copy`"),
     "05-flatten-any": ("def flatten_any(x):\n    return x.clone().view(-1)", "breaks rule `view_when_possible`"),
+    "03-windows-by-strides": (
+        "def windows_by_strides(x, size, step):\n    return x.unfold(0, size, step)",
+        "breaks rule `forbid unfold`: your function ran aten.unfold.default at line 2 of this cell",
+    ),
+    "07-expand-as-by-strides": (
+        "def expand_as_by_strides(x, other):\n    return x.expand_as(other)",
+        "breaks rule `forbid expand`",
+    ),
 }
 
 LOOPS = {

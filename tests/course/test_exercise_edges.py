@@ -57,6 +57,17 @@ def _tie(a: tuple[float, ...]) -> bool:
     return abs(mb - ma) == ia + ib
 
 
+def _aligned(a: tuple[Any, ...]) -> tuple[Any, ...]:
+    """x's sizes lined up from the right under other's (None where x has no dim)."""
+    x, other = a
+    return (None,) * (other.dim() - x.dim()) + tuple(x.shape)
+
+
+def _expands(a: tuple[Any, ...]) -> bool:
+    x, other = a
+    return x.dim() <= other.dim() and all(n in (None, 1, w) for n, w in zip(_aligned(a), other.shape))
+
+
 # exercise id -> edge name -> predicate on one generated argument tuple
 EDGES: dict[str, dict[str, Any]] = {
     "01-channels-first": {
@@ -94,6 +105,16 @@ EDGES: dict[str, dict[str, Any]] = {
         "stride 0": expanded(),
     },
     "03-grad-of-expand": {"size 0": empty(), "one row": lambda a: a[0].shape[0] == 1},
+    "03-windows-by-strides": {
+        "one window": lambda a: a[0].shape[0] == a[1],
+        "size 1": lambda a: a[1] == 1,
+        "offset, stride 1": lambda a: a[0].storage_offset() > 0 and a[0].stride() == (1,),
+        "stride 2, no offset": lambda a: a[0].stride() == (2,) and a[0].storage_offset() == 0,
+        "offset and stride": lambda a: a[0].storage_offset() > 0 and a[0].stride()[0] > 1,
+        "stride 0": lambda a: a[0].stride() == (0,) and a[0].shape[0] > 1,
+        "overlapping": lambda a: a[2] < a[1],
+        "gaps": lambda a: a[2] > a[1] and a[0].shape[0] >= a[1] + a[2],
+    },
     "03-writes-into-expand": {w: _is(w) for w in ("e.fill_(7)", "e[:, 0] += 1", "e[0] = 5")},
     "04-causal-mask": {
         "q_len 0": lambda a: a[0] == 0,
@@ -146,6 +167,19 @@ EDGES: dict[str, dict[str, Any]] = {
         "size 0": empty(),
         "V == 1": lambda a: a[0].shape[2] == 1,
         "L == V": lambda a: a[0].shape[1] == a[0].shape[2] > 1,
+    },
+    "07-expand-as-by-strides": {
+        "new leading dim": lambda a: _expands(a) and a[1].dim() > a[0].dim(),
+        "size 1 stretched": lambda a: _expands(a) and any(n == 1 < w for n, w in zip(_aligned(a), a[1].shape)),
+        "size 1 kept": lambda a: _expands(a) and any(n == 1 == w for n, w in zip(_aligned(a), a[1].shape)),
+        "to size 0": lambda a: _expands(a) and 0 in a[1].shape,
+        "0-d other": lambda a: a[1].dim() == 0,
+        "x transposed": lambda a: (
+            _expands(a) and a[0].dim() > 1 and not a[0].is_contiguous() and 0 not in a[0].stride()
+        ),
+        "x expanded": lambda a: _expands(a) and 0 in a[0].stride() and a[0].numel() > 1,
+        "refused: a size neither 1 nor other's": lambda a: not _expands(a) and a[0].dim() <= a[1].dim(),
+        "refused: more dims": lambda a: a[0].dim() > a[1].dim(),
     },
     "07-faster-beyond-spread": {
         "tie, a slower": lambda a: _tie(a) and a[0] > a[2],
@@ -217,6 +251,16 @@ EDGE_WRONG = [
         lambda x, n: x.as_strided((x.shape[0], n), (1, 0)),
         lambda a: a[0].stride() != (1,) or a[0].storage_offset(),
     ),
+    # the storage offset ignored fails where x starts past its storage's start, and on stride 1 (an example)
+    ("03-windows-by-strides", ex.get("03-windows-by-strides").wrong[2][0], lambda a: a[0].storage_offset() > 0),
+    # x's stride ignored fails where x steps by 2 from the storage's start (an example)
+    (
+        "03-windows-by-strides",
+        ex.get("03-windows-by-strides").wrong[3][0],
+        lambda a: a[0].stride() == (2,) and a[0].storage_offset() == 0,
+    ),
+    ("07-expand-as-by-strides", ex.get("07-expand-as-by-strides").wrong[3][0], lambda a: not a[0].is_contiguous()),
+    ("07-expand-as-by-strides", ex.get("07-expand-as-by-strides").wrong[4][0], lambda a: not _expands(a)),
 ]
 
 
@@ -306,6 +350,28 @@ def _sdpa_einsum(q, k, v, keep):
     return torch.einsum("bhqk,bhkd->bhqd", w.masked_fill(keep.logical_not(), float("-inf")).softmax(-1), v)
 
 
+def _expand_by_padding_the_shape(x, other):
+    if x.dim() > other.dim():
+        raise RuntimeError("x has more dims than other")
+    pad = other.dim() - x.dim()
+    sizes, strides = (1,) * pad + tuple(x.shape), (0,) * pad + tuple(x.stride())
+    if any(n not in (1, w) for n, w in zip(sizes, other.shape)):
+        raise RuntimeError(f"{tuple(x.shape)} does not expand to {tuple(other.shape)}")
+    return x.as_strided(other.shape, [s if n == w else 0 for n, s, w in zip(sizes, strides, other.shape)])
+
+
+def _expand_by_zipping_from_the_right(x, other):
+    strides = []
+    for i in range(1, other.dim() + 1):
+        n, s = (x.shape[-i], x.stride(-i)) if i <= x.dim() else (1, 0)
+        if n not in (1, other.shape[-i]):
+            raise ValueError(f"dim -{i}: size {n} does not stretch to {other.shape[-i]}")
+        strides.insert(0, s if n == other.shape[-i] else 0)
+    if x.dim() > other.dim():
+        raise ValueError("too many dims")
+    return torch.as_strided(x, other.shape, strides, x.storage_offset())
+
+
 def _write_by_region(write):
     scalar_fill = write in ("e.fill_(7)", "e.zero_()")
     return "goes through" if scalar_fill or write.startswith(("e[0]", "e[0,")) else "raises"
@@ -326,6 +392,12 @@ RIGHT: dict[str, tuple[Any, ...]] = {
     "03-interleave-view": (
         lambda x, n: x.unsqueeze(1).expand(x.shape[0], n),
         lambda x, n: x.as_strided((x.shape[0], n), (x.stride(0), 0)),
+    ),
+    "03-windows-by-strides": (
+        lambda x, size, step: torch.as_strided(
+            x, ((len(x) - size) // step + 1, size), (x.stride(0) * step, x.stride(0)), x.storage_offset()
+        ),
+        lambda x, size, step: x.as_strided((1 + (x.numel() - size) // step, size), (step * x.stride(0), x.stride(0))),
     ),
     "03-grad-of-expand": (lambda g: g.sum(0)[None], lambda g: torch.ones(1, g.shape[0]) @ g),
     "03-writes-into-expand": (
@@ -379,6 +451,7 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda loss, keep: loss.masked_fill(keep[:, :, None] == 0, 0),
         lambda loss, keep: torch.where(keep[:, :, None].bool(), loss, 0.0),
     ),
+    "07-expand-as-by-strides": (_expand_by_padding_the_shape, _expand_by_zipping_from_the_right),
     "07-faster-beyond-spread": (
         lambda ma, ia, mb, ib: "unclear" if abs(mb - ma) <= ia + ib else ("a" if ma < mb else "b"),
         lambda ma, ia, mb, ib: "a" if mb - ma > ia + ib else "b" if ma - mb > ia + ib else "unclear",

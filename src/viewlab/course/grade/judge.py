@@ -68,6 +68,7 @@ class Plan:
             "predict_without_running": r.predict_without_running,
             "allow_viewlab": list(r.allow_viewlab),
             "memory": self.ex.memory,
+            "refuses": bool(self.ex.raises),  # some inputs must raise: a raise does not end the run (which: not said)
         }
 
     def job(self) -> dict[str, Any]:
@@ -118,14 +119,11 @@ def _expected(ex: Exercise, args: tuple[Any, ...]) -> Any:
         return Refused(tuple(t.__name__ for t in ex.raises), str(exc).strip().split("\n")[0])
 
 
-def _raised_name(error: str, allowed: tuple[str, ...]) -> str:
-    """The allowed name ``error`` (an exception type's name, from the answer's process) is or derives from: a
-    builtin error is matched through its base classes, any other by name; else ``error`` itself."""
-    import builtins
-
-    found = getattr(builtins, error, None)
-    names = [c.__name__ for c in found.__mro__] if isinstance(found, type) else [error]
-    return next((n for n in names if n in allowed), error)
+def _raised_name(record: dict[str, Any], allowed: tuple[str, ...]) -> str:
+    """The allowed name that the error the answer's process reported is or derives from (its type's name, then
+    its base classes' names as that process listed them), else the type's own name."""
+    names = [record["error"], *[n for n in record.get("bases", []) if isinstance(n, str)]]
+    return next((n for n in names if n in allowed), record["error"])
 
 
 @dataclass
@@ -216,7 +214,7 @@ def _one(plan: Plan, i: int, record: dict[str, Any]) -> tuple[str, str, str] | N
         error = f"{record['error']}: {record['message']}"
         reason = seam.forbidden(ex.rules, watch)
         if reason is None and isinstance(expected, Refused):
-            reason = refusal_problem(expected, _raised_name(record["error"], expected.allowed))
+            reason = refusal_problem(expected, _raised_name(record, expected.allowed))
             if reason is None:
                 return None  # refused as it must be
         reason = reason or f"your function raised {error}"

@@ -168,24 +168,34 @@ register(
 def _expand_pairs() -> Any:
     from hypothesis import strategies as st
 
-    def pair(target: tuple[int, ...], lead: int, ones: tuple[bool, ...], bad: int) -> Any:
+    def pair(target: tuple[int, ...], lead: int, ones: tuple[bool, ...], bad: int, layouts: tuple[str, ...]) -> Any:
         # x's shape: other's shape without `lead` leading dims, some dims made 1 (those are stretched, or kept
         # when other's is 1 too); `bad` breaks it: 1 gives x a dim neither 1 nor other's, 2 one dim too many
         shape = [1 if one else t for t, one in zip(target[lead:], ones)]
-        if bad == 1 and shape:
-            shape[-1] = target[-1] + 2
+        if bad == 1:
+            shape = [*shape[:-1], target[-1] + 2] if shape else [target[-1] + 2]
         elif bad == 2:
             shape = [2, *target]
-        other = torch.zeros(target)
-        layouts = ("contiguous", "transposed", "offset", "expanded")
-        return st.tuples(tensors(shape=tuple(shape), layouts=layouts), st.just(other))
+        return st.tuples(tensors(shape=tuple(shape), layouts=layouts), st.just(torch.zeros(target)))
 
-    def draw(target: tuple[int, ...]) -> Any:
-        ones = st.tuples(*[st.booleans()] * len(target))
-        return st.tuples(st.just(target), st.integers(0, len(target)), ones, st.sampled_from((0, 0, 0, 1, 2)))
+    def kind(sides: Any, bad: int, layouts: tuple[str, ...], dims: tuple[int, int] = (0, 3), ones: bool = True) -> Any:
+        target = st.integers(*dims).flatmap(lambda k: st.tuples(*[sides] * k))
+        return target.flatmap(
+            lambda t: st.tuples(
+                st.just(t),
+                st.integers(0, len(t)) if ones else st.integers(0, len(t) - 2),
+                st.tuples(*[st.booleans() if ones else st.just(False)] * len(t)),
+            ).flatmap(lambda p: pair(p[0], p[1], p[2][: len(p[0]) - p[1]], bad, layouts))
+        )
 
-    target = st.lists(st.integers(0, 3), min_size=0, max_size=3).map(tuple)  # 0-d, size 0 and size 1 included
-    return target.flatmap(draw).flatmap(lambda p: pair(p[0], p[1], p[2][: len(p[0]) - p[1]], p[3]))
+    any_side, wide = st.integers(0, 3), st.integers(2, 3)
+    return st.one_of(
+        kind(any_side, 0, ("contiguous", "offset")),  # 0-d, size 0, size 1 kept or stretched, new leading dims
+        kind(wide, 0, ("transposed", "expanded"), dims=(2, 3), ones=False),  # x's own strides (0 too) kept
+        kind(wide, 0, ("transposed", "expanded")),
+        kind(any_side, 1, ("contiguous",), dims=(1, 3)),  # refused: a size neither 1 nor other's
+        kind(any_side, 2, ("contiguous",)),  # refused: more dims than other
+    )
 
 
 def _expand_as(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
