@@ -380,7 +380,10 @@ def _write_by_region(write):
 RIGHT: dict[str, tuple[Any, ...]] = {
     "01-channels-first": (lambda im: im.movedim(3, 1), lambda im: im.transpose(1, 3).transpose(2, 3)),
     "01-odd-positions": (lambda x: x[1:][::2], _odd_by_narrow),
-    "01-independent-flat": (lambda x: x.flatten().clone(), lambda x: x.clone().reshape(-1)),
+    "01-independent-flat": (
+        lambda x: torch.empty_like(x, memory_format=torch.contiguous_format).copy_(x).view(-1),
+        lambda x: x.clone(memory_format=torch.contiguous_format).flatten(),
+    ),
     "02-center-rows": (lambda x: x - x.mean(1)[:, None], lambda x: x - x.sum(1, keepdim=True) / x.shape[1]),
     "02-pairwise-diff": (lambda p: p[:, None, :] - p[None, :, :], lambda p: torch.sub(p.unsqueeze(1), p.unsqueeze(0))),
     "02-per-sample-error": (lambda pred, t: (pred[:, 0] - t) ** 2, lambda pred, t: (pred.view(-1) - t).square()),

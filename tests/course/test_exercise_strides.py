@@ -124,3 +124,31 @@ def test_check_refuses_what_is_not_a_tuple_of_exception_types():
     r = check(lambda n: n, lambda n: [][n], inputs=[(0,)], raises=(IndexError,))
     assert r.status == FAILED and "must refuse (raise IndexError)" in r.reason
     assert check(lambda n: [1][n + 1], lambda n: [][n], inputs=[(0,)], raises=(IndexError,)).passed
+
+
+# --- 01-independent-flat copies once (review 3.5b) ----------------------------------------------------------
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: x.reshape(-1).clone(), lambda x: x.flatten().clone(), lambda x: x.clone().reshape(-1)],
+    ids=["reshape-clone", "flatten-clone", "clone-reshape"],
+)
+def test_a_flat_copy_that_copies_twice_is_refused_by_its_peak(fn):
+    r = _failed("01-independent-flat", fn)
+    assert r.reason.startswith("breaks rule `max_new_bytes`: while your function ran, new tensors peaked at"), r.reason
+    x = r.failing_input[0]
+    assert not x.is_contiguous() and f"allows {x.numel() * x.element_size():,} B" in r.reason
+
+
+def test_the_review_case_peaks_at_96_bytes_twice_and_48_once():
+    from viewlab import measure
+
+    x = torch.arange(12.0).view(4, 3).t()  # a transposed 3x4 float32
+    peaks = []
+    for fn in (lambda x: x.reshape(-1).clone(), ex.get("01-independent-flat").reference):
+        with measure(device="cpu") as m:
+            fn(x)
+        peaks.append(m.peak_bytes)
+    assert peaks == [96, 48]
+    assert ex.check_exercise(
+        "01-independent-flat", lambda x: x.clone(memory_format=torch.contiguous_format).view(-1)
+    ).passed
