@@ -417,7 +417,7 @@ RIGHT: dict[str, tuple[Any, ...]] = {
     ),
     "04-masked-token-mean": (
         lambda loss, m: (loss * m.unsqueeze(-1)).sum() / (m.sum() * loss.shape[-1]),
-        lambda loss, m: loss[m].mean(),
+        lambda loss, m: torch.where(m[..., None], loss, 0.0).sum() / (m.sum() * loss.shape[-1]),
     ),
     "04-sdpa-by-hand": (
         lambda q, k, v, keep: (

@@ -168,3 +168,25 @@ def _pairs_by_np_tile(p):
     a = p.numpy()
     n = a.shape[0]
     return torch.from_numpy(np.tile(a[:, None], (1, n, 1)) - np.tile(a[None], (n, 1, 1)))
+
+
+# ----- 04-masked-token-mean: broadcasting, not gathering (review T-2) ----------------------------------------
+@pytest.mark.parametrize(
+    ("fn", "op"),
+    [
+        (lambda loss, mask: loss[mask].mean(), "aten.index.Tensor"),
+        (lambda loss, mask: loss.masked_select(mask[..., None]).mean(), "aten.masked_select"),
+        (lambda loss, mask: loss[mask.nonzero(as_tuple=True)].mean(), "aten.nonzero"),
+        (lambda loss, mask: loss.flatten(0, 1).index_select(0, mask.flatten().nonzero()[:, 0]).mean(), "aten.nonzero"),
+    ],
+    ids=["bool-index", "masked_select", "nonzero-index", "index_select"],
+)
+def test_gathering_the_real_tokens_is_refused_with_the_operator_named(fn, op):
+    msg = _fails("04-masked-token-mean", fn, "breaks rule `forbid gather`")
+    assert f"your function ran {op}" in msg and "each copies the entries it picks" in msg, msg
+    assert "size-1 dim" in msg and "instead" in msg, msg
+
+
+def test_weighting_by_a_broadcast_mask_passes():
+    _passes("04-masked-token-mean", lambda loss, mask: (loss * mask[..., None]).sum() / (mask.sum() * loss.shape[-1]))
+    _passes("04-masked-token-mean", lambda loss, m: torch.where(m[..., None], loss, 0.0).mean() * m.numel() / m.sum())

@@ -147,12 +147,13 @@ register(
             "shape (B, L) (True = real token, False = padding; at least one True), return the mean of `loss` over "
             "all entries of real tokens, as a 0-dim tensor (V >= 1). Use broadcasting: put the mask's singleton dim "
             "where V is. Rules: no repeat (nor tile or repeat_interleave) and no expand (nor expand_as or "
-            "broadcast_to), on the mask or any other tensor."
+            "broadcast_to), on the mask or any other tensor, and no gathering the real tokens' entries by indexing "
+            "(loss[mask], masked_select, nonzero, index_select): each copies the entries it picks."
         ),
         signature="def masked_token_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor",
         reference=_masked_mean,
         inputs=_loss_inputs,
-        rules=Rules(forbid=("repeat", "expand")),
+        rules=Rules(forbid=("repeat", "expand", "gather")),
         examples=((torch.ones(2, 3, 3), torch.tensor([[True, True, False], [True, False, False]])),),
         hints=(
             "Shapes align from the right: which dims of (B, L, V) must the (B, L) mask meet, and where does it need "
@@ -177,6 +178,7 @@ register(
                 lambda loss, mask: (loss * mask[:, :, None].expand_as(loss)).sum() / (mask.sum() * loss.shape[-1]),
                 "rule `forbid expand`",
             ),
+            (lambda loss, mask: loss[mask].mean(), "rule `forbid gather`"),  # copies the (n, V) real entries
         ),
     )
 )
