@@ -43,7 +43,11 @@ RIGHT_OTHER_WAY = {
         "    counts = torch.zeros(num_classes)\n"
         "    return counts.index_put_((labels,), torch.ones(labels.shape[0]), accumulate=True)"
     ),
-    "04-causal-mask": "import torch\n\ndef causal(q_len, k_len):\n    return torch.arange(q_len)[:, None] >= torch.arange(k_len)[None, :]",
+    "04-causal-mask": (
+        "import torch\n\ndef causal(q_len, k_len, window):\n"
+        "    d = torch.arange(q_len)[:, None] - torch.arange(k_len)[None, :]\n"
+        "    return (d >= 0) & (d < window)"
+    ),
     "03-grad-of-expand": "def grad_of_expand(upstream):\n    return upstream.sum(0, keepdim=True)",
     "07-expand-as-by-strides": (  # refuses with its own ValueError where the reference raises RuntimeError
         "class ShapeError(ValueError):\n    pass\n\n"
@@ -90,7 +94,8 @@ RULE_BREAKING = {
         "breaks rule `forbid bincount`",
     ),
     "04-causal-mask": (
-        "import torch\n\ndef causal(q_len, k_len):\n    return torch.ones(q_len, k_len, dtype=torch.bool).tril()",
+        "import torch\n\ndef causal(q_len, k_len, window):\n    m = torch.ones(q_len, k_len, dtype=torch.bool)\n"
+        "    return m.tril() & ~m.tril(-window)",
         "breaks rule `forbid tril`",
     ),
     "03-grad-of-expand": (
@@ -127,8 +132,9 @@ LOOPS = {
         "breaks rule `no_python_loops`: your function has a for loop",
     ),
     "04-causal-mask": (
-        "import torch\n\ndef causal(q_len, k_len):\n    out = torch.zeros(q_len, k_len, dtype=torch.bool)\n"
-        "    i = 0\n    while i < q_len:\n        out[i, : i + 1] = True\n        i += 1\n    return out",
+        "import torch\n\ndef causal(q_len, k_len, window):\n    out = torch.zeros(q_len, k_len, dtype=torch.bool)\n"
+        "    i = 0\n    while i < q_len:\n        out[i, max(0, i - window + 1) : i + 1] = True\n        i += 1\n"
+        "    return out",
         "breaks rule `no_python_loops`: your function has a while loop",
     ),
 }

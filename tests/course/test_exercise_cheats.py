@@ -78,8 +78,8 @@ def _count_by_np_add_at(labels, c):
     return torch.from_numpy(counts)
 
 
-def _causal_by_np_tri(q, k):
-    return torch.from_numpy(np.tri(q, k, dtype=bool))
+def _causal_by_np_tri(q, k, w):
+    return torch.from_numpy(np.tri(q, k, dtype=bool) & ~np.tri(q, k, -w, dtype=bool))
 
 
 def _peak_by_numpy_temporary(r):  # the temporary r * 2 lives in numpy: the data leaving torch is what is seen
@@ -120,8 +120,8 @@ def test_memory_borrowed_from_numpy_counts_as_new_bytes():
 
 
 # ----- the course's own helpers --------------------------------------------------------------------------------
-def _causal_by_helper(q, k):
-    return viewlab.attention.causal_mask(q, k)
+def _causal_by_helper(q, k, w):
+    return viewlab.attention.causal_mask(q, k) & (torch.arange(q)[:, None] - torch.arange(k) < w)
 
 
 def _sdpa_by_helper(q, k, v, keep):
@@ -236,8 +236,8 @@ def _count_recursively(labels, c):
     return out.index_put_((labels[:1],), torch.ones(1), accumulate=True)
 
 
-def _causal_by_map(q, k):
-    return torch.stack(list(map(lambda i: torch.arange(k) <= i, range(q)))).reshape(q, k)
+def _causal_by_map(q, k, w):
+    return torch.stack(list(map(lambda i: (torch.arange(k) <= i) & (i - torch.arange(k) < w), range(q)))).reshape(q, k)
 
 
 def _outer_in_a_while_that_runs_once(a, b):  # a fixed bound: the loop runs once whatever the size
@@ -277,16 +277,16 @@ def test_loops_are_seen_in_the_source(exercise_id, fn, kind):
 
 
 # a helper whose loop is outside the answer's own source: the helpers it calls by name are read too
-def _rows_of_a_causal_mask(q, k):
+def _rows_of_a_causal_mask(q, k, w):
     rows, i = bytearray(), 0
     while i < q:
-        rows += bytes(j <= i for j in range(k))
+        rows += bytes(j <= i and i - j < w for j in range(k))
         i += 1
     return rows
 
 
-def _causal_by_a_looping_helper(q, k):
-    rows = _rows_of_a_causal_mask(q, k) + bytearray(1)  # one spare byte: a buffer may not be empty
+def _causal_by_a_looping_helper(q, k, w):
+    rows = _rows_of_a_causal_mask(q, k, w) + bytearray(1)  # one spare byte: a buffer may not be empty
     return torch.frombuffer(rows, dtype=torch.bool)[: q * k].view(q, k).clone()
 
 
@@ -347,7 +347,12 @@ def test_right_answers_with_multi_line_expressions_and_helpers_called_twice_pass
     passes("03-outer-sum", outer)
     passes("03-outer-sum", lambda a, b: col(a) + col(b).t())  # the same helper twice: not recursion
     passes("02-pairwise-diff", lambda p: col(p) - p[None])
-    passes("04-causal-mask", lambda q, k: torch.arange(k)[None, :] <= col(torch.arange(q)))
+    passes(
+        "04-causal-mask",
+        lambda q, k, w: (
+            (torch.arange(k)[None, :] <= col(torch.arange(q))) & (col(torch.arange(q)) - torch.arange(k) < w)
+        ),
+    )
     passes(
         "05-count-labels",
         lambda labels, c: torch.zeros(c).index_put_((labels,), torch.ones(len(labels)), accumulate=True),

@@ -119,8 +119,11 @@ EDGES: dict[str, dict[str, Any]] = {
     "04-causal-mask": {
         "q_len 0": lambda a: a[0] == 0,
         "k_len 0": lambda a: a[1] == 0,
-        "size 1": lambda a: 1 in a,
+        "size 1": lambda a: 1 in a[:2],
         "square": lambda a: a[0] == a[1] > 1,
+        "window 1": lambda a: a[2] == 1 and min(a[:2]) > 1,
+        "window cuts": lambda a: 1 < a[2] < min(a[:2]),
+        "window past every key": lambda a: a[2] >= max(a[:2]) > 1,
     },
     "04-split-heads": {
         "size 0": empty(),
@@ -408,8 +411,14 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda w: "raises" if w.startswith(("e.", "e[:")) and w not in ("e.fill_(7)", "e.zero_()") else "goes through",
     ),
     "04-causal-mask": (
-        lambda q, k: torch.arange(q)[:, None] >= torch.arange(k),
-        lambda q, k: (torch.arange(k)[None, :] - torch.arange(q)[:, None]) <= 0,
+        lambda q, k, w: (
+            (torch.arange(q)[:, None] >= torch.arange(k)) & (torch.arange(q)[:, None] < torch.arange(k) + w)
+        ),
+        lambda q, k, w: (
+            ((torch.arange(q)[:, None] - torch.arange(k)[None, :]) % (q + k + w) < w)
+            if q * k
+            else torch.zeros(q, k, dtype=torch.bool)
+        ),
     ),
     "04-split-heads": (
         lambda x, h: x.unflatten(-1, (h, x.shape[-1] // h)).transpose(1, 2),

@@ -58,7 +58,7 @@ def test_a_view_exercise_answered_through_a_list_breaks_must_view():
 
 
 # ----- names the operator count alone would miss ----------------------------------------------------------
-def _causal_by_inplace_tril_op(q, k):
+def _causal_by_inplace_tril_op(q, k, w):
     return torch.ops.aten.tril_(torch.ones(q, k, dtype=torch.bool))
 
 

@@ -18,47 +18,62 @@ from viewlab.course.exercises import Exercise, Rules, register, tensors
 def _causal_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(st.integers(0, 6), st.integers(0, 6))
+    return st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(1, 7))  # a window of 1 and one past L too
 
 
-def _causal(q_len: int, k_len: int) -> torch.Tensor:
-    return torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None]
+def _causal(q_len: int, k_len: int, window: int) -> torch.Tensor:
+    i, j = torch.arange(q_len)[:, None], torch.arange(k_len)[None, :]
+    return (j <= i) & (i - j < window)
 
 
-def _causal_by_list(q_len: int, k_len: int) -> torch.Tensor:  # rule-breaking: right values, Python lists
-    rows = [[j <= i for j in range(k_len)] for i in range(q_len)]
+def _causal_by_list(q_len: int, k_len: int, window: int) -> torch.Tensor:  # rule-breaking: right values, lists
+    rows = [[j <= i and i - j < window for j in range(k_len)] for i in range(q_len)]
     return torch.tensor(rows, dtype=torch.bool).reshape(q_len, k_len)
+
+
+def _causal_by_tril(q_len: int, k_len: int, window: int) -> torch.Tensor:  # rule-breaking: right values, tril
+    ones = torch.ones(q_len, k_len, dtype=torch.bool)
+    return ones.tril() & ~ones.tril(-window)
 
 
 register(
     Exercise(
         id="04-causal-mask",
-        title="A causal mask by broadcasting",
+        title="A sliding-window causal mask by broadcasting",
         statement=(
-            "Given ints q_len and k_len (>= 0), return a bool tensor of shape (q_len, k_len) that is True exactly "
-            "where key position j <= query position i (query i may look at itself and the past; top-left aligned, "
-            "query 0 beside key 0, as is_causal=True does when q_len != k_len). The way to build it: compare a "
-            "column of query positions with a row of key positions. Rules: no Python loop or list, no tril (nor "
-            "triu)."
+            "Given ints q_len and k_len (>= 0) and window (>= 1), return a bool tensor of shape (q_len, k_len) that "
+            "is True exactly where query i may attend to key j in sliding-window causal attention: j <= i (itself "
+            "and the past; top-left aligned, query 0 beside key 0, as is_causal=True does when q_len != k_len) and "
+            "i - j < window (only the window most recent keys, itself included: older ones fall out). The way to "
+            "build it: compare a column of query positions with a row of key positions. Rules: no Python loop or "
+            "list, no tril (nor triu)."
         ),
-        signature="def causal(q_len: int, k_len: int) -> torch.Tensor",
+        signature="def causal(q_len: int, k_len: int, window: int) -> torch.Tensor",
         reference=_causal,
         inputs=_causal_inputs,
-        rules=Rules(forbid=("tril",), no_python_loops=lambda n: (n, n + 1)),
-        examples=((3, 3), (2, 4)),
+        rules=Rules(forbid=("tril",), no_python_loops=lambda n: (n, n + 1, 2)),
+        examples=((4, 4, 2), (2, 5, 3), (3, 3, 5)),
         hints=(
-            "Which comparison between query position i and key position j says that query i may see key j?",
-            "A column of query positions compared with a row of key positions broadcasts to (q_len, k_len). Which "
-            "range makes each, where does each get its size-1 dim, and which comparison operator?",
+            "Which two conditions on query position i and key position j must both hold for query i to see key j?",
+            "A column of query positions and a row of key positions broadcast to (q_len, k_len): one comparison of "
+            "them is the causal rule, and the window limits their difference. How do you keep only the entries "
+            "where both bool tables are True, and is the limit on the difference strict or not?",
         ),
         why=(
-            "A (1, k_len) row compared with a (q_len, 1) column broadcasts to (q_len, k_len): entry [i, j] is j <= i.",
-            "tril builds the same table from a full matrix; the comparison states the rule itself.",
+            "A (q_len, 1) column and a (1, k_len) row broadcast to (q_len, k_len): [i, j] compares query i with key "
+            "j, once for j <= i and once for i - j < window, and & keeps the entries where both hold.",
+            "tril builds the causal half from a full matrix (and tril(-window) the part that fell out); the "
+            "comparisons state the rule itself, and the window is the only new term.",
         ),
         wrong=(
-            (lambda q, k: torch.arange(k)[None, :] < torch.arange(q)[:, None], "values differ"),
-            (lambda q, k: torch.arange(k)[None, :] >= torch.arange(q)[:, None], "values differ"),
-            (lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), "rule `forbid tril`"),
+            (lambda q, k, w: torch.arange(k)[None, :] <= torch.arange(q)[:, None], "values differ"),  # no window
+            (
+                lambda q, k, w: (
+                    (torch.arange(k) <= torch.arange(q)[:, None]) & (torch.arange(q)[:, None] - torch.arange(k) <= w)
+                ),
+                "values differ",
+            ),  # one key too many
+            (_causal_by_tril, "rule `forbid tril`"),
             (_causal_by_list, "rule `no_python_loops`"),
         ),
     )
