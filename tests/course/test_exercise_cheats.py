@@ -125,7 +125,7 @@ def _causal_by_helper(q, k, w):
 
 
 def _sdpa_by_helper(q, k, v, keep):
-    return viewlab.attention.scaled_dot_product_attention(q, k, v, keep)
+    return viewlab.attention.scaled_dot_product_attention(q, k, v, keep, is_causal=True)
 
 
 def _can_expand_by_helper(a, b):

@@ -140,6 +140,8 @@ EDGES: dict[str, dict[str, Any]] = {
         "size 0": empty(),
         "one key": lambda a: a[1].shape[2] == 1,
         "padding": lambda a: not a[3].all(),
+        "more queries than keys": lambda a: a[0].shape[2] > a[1].shape[2] and a[0].numel() > 0,
+        "fewer queries than keys": lambda a: 0 < a[0].shape[2] < a[1].shape[2] and a[0].numel() > 0,
     },
     "05-batch-view": {"0-d": zero_d(), "n == 0": lambda a: a[1] == 0, "size 0": empty(), "strided": non_contiguous()},
     "05-count-labels": {
@@ -350,7 +352,8 @@ def _odd_by_narrow(x):
 
 def _sdpa_einsum(q, k, v, keep):
     w = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
-    return torch.einsum("bhqk,bhkd->bhqd", w.masked_fill(keep.logical_not(), float("-inf")).softmax(-1), v)
+    future = torch.arange(k.shape[2])[None, :] > torch.arange(q.shape[2])[:, None]
+    return torch.einsum("bhqk,bhkd->bhqd", w.masked_fill(keep.logical_not() | future, float("-inf")).softmax(-1), v)
 
 
 def _expand_by_padding_the_shape(x, other):
@@ -430,7 +433,13 @@ RIGHT: dict[str, tuple[Any, ...]] = {
     ),
     "04-sdpa-by-hand": (
         lambda q, k, v, keep: (
-            torch.softmax((q @ k.mT) * q.shape[-1] ** -0.5 + torch.where(keep, 0.0, float("-inf")), -1) @ v
+            torch.softmax(
+                (q @ k.mT) * q.shape[-1] ** -0.5
+                + torch.where(keep, 0.0, float("-inf"))
+                + torch.where(torch.arange(k.shape[2]) <= torch.arange(q.shape[2])[:, None], 0.0, float("-inf")),
+                -1,
+            )
+            @ v
         ),
         _sdpa_einsum,
     ),

@@ -204,10 +204,9 @@ def _sdpa_inputs() -> Any:
 
     def build(b: int, h: int, lq: int, lk: int, d: int) -> Any:
         small = dict(values=(-2, 2), layouts=("contiguous", "transposed"))
-        keep = (
-            st.lists(st.booleans(), min_size=b * lk, max_size=b * lk)
-            .map(lambda bits: torch.tensor(bits, dtype=torch.bool).view(b, 1, 1, lk))
-            .filter(lambda m: bool(m.any(dim=-1).all()))
+        # key 0 is never padding (padding comes after the real keys), so every query keeps key 0 at least
+        keep = st.lists(st.booleans(), min_size=b * lk, max_size=b * lk).map(
+            lambda bits: torch.tensor(bits, dtype=torch.bool).view(b, 1, 1, lk).index_fill(-1, torch.tensor([0]), True)
         )
         return st.tuples(
             tensors(shape=(b, h, lq, d), **small),
@@ -217,28 +216,48 @@ def _sdpa_inputs() -> Any:
         )
 
     # B, H and Lq may be 0 (an empty result) or 1; Lk >= 1 (every batch keeps a key)
-    sizes = st.tuples(*[st.integers(0, 2)] * 2, st.integers(0, 3), st.integers(1, 4), st.integers(1, 3))
+    # (0 drawn less often than the rest, so that most draws have queries and keys to mask)
+    small = st.sampled_from((1, 2, 1, 2, 0))
+    lq, lk = st.sampled_from((2, 3, 1, 0)), st.sampled_from((3, 4, 1, 2))
+    sizes = st.tuples(small, small, lq, lk, st.integers(1, 3))
     return sizes.flatmap(lambda s: build(*s))
 
 
 def _sdpa_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()  # is_causal's mask, top-left
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep & causal)
 
 
 def _sdpa_by_hand(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
-    return scores.masked_fill(~keep, float("-inf")).softmax(dim=-1) @ v
+    causal = torch.arange(k.shape[-2]) <= torch.arange(q.shape[-2])[:, None]  # (Lq, Lk)
+    allowed = keep & causal  # (B, 1, 1, Lk) & (Lq, Lk) broadcast to (B, 1, Lq, Lk)
+    return scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1) @ v
+
+
+def _sdpa_causal_only(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    causal = torch.arange(k.shape[-2]) <= torch.arange(q.shape[-2])[:, None]
+    return scores.masked_fill(~causal, float("-inf")).softmax(dim=-1) @ v
+
+
+def _sdpa_unscaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    causal = torch.arange(k.shape[-2]) <= torch.arange(q.shape[-2])[:, None]
+    return (q @ k.transpose(-2, -1)).masked_fill(~(keep & causal), float("-inf")).softmax(dim=-1) @ v
 
 
 register(
     Exercise(
         id="04-sdpa-by-hand",
-        title="Scaled dot-product attention with a padding mask, by hand",
+        title="Causal attention with a padding mask, by hand",
         statement=(
             "Given q (B, H, Lq, d), k and v (B, H, Lk, d) and a bool padding mask `keep` of shape (B, 1, 1, Lk) "
-            "(True = this key may be attended; every batch has at least one), return softmax(q k^T / sqrt(d)) v "
-            "with the masked-out keys given zero weight: shape (B, H, Lq, d). The check compares with "
-            "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep), which you may not call."
+            "(True = this key is real; key 0 always is), return causal attention over the real keys: "
+            "softmax(q k^T / sqrt(d)) v where query i gives zero weight to every padded key and to every key j > i "
+            "(top-left aligned, as is_causal=True), shape (B, H, Lq, d). Both masks must hold at once: combine the "
+            "(B, 1, 1, Lk) padding mask with an (Lq, Lk) causal one by broadcasting. The check compares with "
+            "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep & causal), which you may "
+            "not call."
         ),
         signature="def sdpa_by_hand(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor",
         reference=_sdpa_reference,
@@ -258,25 +277,40 @@ register(
                 torch.arange(6.0).view(1, 1, 3, 2),
                 torch.tensor([True, True, False]).view(1, 1, 1, 3),
             ),
+            (  # three queries, two batches: the causal mask and each batch's padding both matter
+                torch.arange(12.0).view(2, 1, 3, 2) / 4,
+                torch.arange(16.0).view(2, 1, 4, 2) / 4,
+                torch.arange(16.0).view(2, 1, 4, 2),
+                torch.tensor([[True, True, True, False], [True, False, True, True]]).view(2, 1, 1, 4),
+            ),
         ),
         hints=(
-            "Which product gives one score per (query, key) pair, shape (B, H, Lq, Lk), and how does the (B, 1, 1, Lk) "
-            "mask line up with it?",
-            "Scale the scores by 1 / sqrt(d); a masked key must get weight 0 after the softmax, so what score gives e^s = 0?",
+            "Which product gives one score per (query, key) pair, shape (B, H, Lq, Lk), and what shape does each "
+            "of the two masks need to line up with it?",
+            "The causal mask is a comparison of a column of query positions with a row of key positions, (Lq, Lk); "
+            "the padding mask is (B, 1, 1, Lk). Which logical operation keeps a key only when both allow it, what "
+            "shape does it broadcast to, and what score gives a weight of exactly 0 after the softmax?",
         ),
         why=(
-            "q @ k.transpose(-2, -1) scores every query against every key; the (B, 1, 1, Lk) mask broadcasts over "
-            "heads and queries.",
-            "Filling masked scores with -inf makes their softmax weight exactly 0, so only kept keys mix into v.",
+            "q @ k.transpose(-2, -1) scores every query against every key; the (Lq, Lk) causal mask and the "
+            "(B, 1, 1, Lk) padding mask broadcast together (&) to (B, 1, Lq, Lk), and on over every head.",
+            "Filling the scores the combined mask refuses with -inf makes their softmax weight exactly 0, so each "
+            "query mixes only real keys at or before it into v.",
         ),
         wrong=(
             (lambda q, k, v, keep: (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).softmax(-1) @ v, "values differ"),
-            (
-                lambda q, k, v, keep: (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf")).softmax(-1) @ v,
+            (  # the padding mask alone: query i still sees the keys after it
+                lambda q, k, v, keep: (
+                    (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).masked_fill(~keep, float("-inf")).softmax(-1) @ v
+                ),
                 "values differ",
             ),
+            (_sdpa_causal_only, "values differ"),  # the causal mask alone: padded keys get weight
+            (_sdpa_unscaled, "values differ"),
             (
-                lambda q, k, v, keep: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+                lambda q, k, v, keep: torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, attn_mask=keep & (torch.arange(k.shape[-2]) <= torch.arange(q.shape[-2])[:, None])
+                ),
                 "rule `forbid sdpa`",
             ),
         ),
