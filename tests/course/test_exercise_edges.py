@@ -161,7 +161,12 @@ EDGES: dict[str, dict[str, Any]] = {
         "a 0 rep": lambda a: 0 in a[1],
         "float16": lambda a: a[0].dtype == torch.float16,
     },
-    "06-doubled-sum-peak": {"0-d": zero_d(), "size 0": empty()},
+    "06-doubled-sum-peak": {
+        "0-d": zero_d(),
+        "size 0": empty(),
+        "one element, 1-d": lambda a: tuple(a[0].shape) in ((1,), (1, 1)),
+        "float16": lambda a: a[0].dtype == torch.float16,
+    },
     "06-adam-state-bytes": {
         "0-d parameter": lambda a: () in a[0],
         "empty parameter": lambda a: any(0 in s for s in a[0]),
@@ -458,8 +463,8 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda x, reps: x.numel() * x.itemsize * math.prod(reps),
     ),
     "06-doubled-sum-peak": (
-        lambda x: (x.numel() + 1) * x.element_size(),
-        lambda x: x.nelement() * x.itemsize + x.itemsize,
+        lambda x: (2 * x.numel() if x.numel() else 1) * x.element_size(),
+        lambda x: x.itemsize * max(x.nelement() + 1, x.nelement() * 2),
     ),
     "06-adam-state-bytes": (
         lambda shapes: sum(8 * math.prod(s) + 4 for s in shapes),

@@ -87,12 +87,13 @@ register(
 
 
 def _doubled_sum_formula(x: torch.Tensor) -> int:
-    return x.numel() * x.element_size() + x.element_size()
+    n = x.numel()
+    return max(2 * n, n + 1) * x.element_size()  # two full-size temporaries at once, or the 0-d sum beside one
 
 
 def _measured_peak_of_doubled_sum(x: torch.Tensor) -> int:
     with measure(device="cpu") as m:
-        total = (x * 2).sum()
+        total = (x * 2 + 1).sum()
     del total
     return m.peak_bytes
 
@@ -100,12 +101,12 @@ def _measured_peak_of_doubled_sum(x: torch.Tensor) -> int:
 register(
     Exercise(
         id="06-doubled-sum-peak",
-        title="The peak of a one-liner",
+        title="The peak of a one-liner with two temporaries",
         statement=(
             "x is a floating-point tensor made earlier. Return (as an int) the peak number of bytes that "
-            "`(x * 2).sum()` allocates above what existed before it ran -- the temporary `x * 2` included, "
-            "even though it is gone by the end of the line (x may be empty). Predict it: do not run the line (or "
-            "a copy of it); what your function allocates is measured."
+            "`(x * 2 + 1).sum()` allocates above what existed before it ran -- every temporary included while it "
+            "is alive, even though all are gone by the end of the line (x may be empty, or hold one element). "
+            "Predict it: do not run the line (or a copy of it); what your function allocates is measured."
         ),
         signature="def doubled_sum_peak(x: torch.Tensor) -> int",
         reference=_measured_peak_of_doubled_sum,
@@ -113,17 +114,22 @@ register(
         inputs=lambda: __import__("hypothesis.strategies", fromlist=["tuples"]).tuples(_tensor_any_float((0, 3))),
         rules=Rules(predict_without_running=True),
         hints=(
-            "Which tensors are alive at the moment sum() returns its result?",
-            "Two tensors are alive then: the temporary and the result. How many elements does each have, and how "
-            "big is one element?",
+            "The line runs three operations, one after the other: which tensors does each create, and which are "
+            "still alive when the next one allocates?",
+            "While `+ 1` makes its result, is the temporary `x * 2` still alive? And while sum() makes its 0-d "
+            "result, which temporary is? Which of those two moments holds more bytes -- for every size of x, "
+            "0 and 1 included?",
         ),
         why=(
-            "x * 2 is a full-size temporary, and it is still alive while sum() allocates its 0-d result.",
-            "So the peak is numel * element_size for the temporary plus one element for the result.",
+            "x * 2 is a full-size temporary still alive while + 1 allocates a second full-size one (an operand is "
+            "released only after the operation returns); then x * 2 goes, and sum() adds a 0-d result beside x * 2 + 1.",
+            "So the peak is the larger of 2 * numel and numel + 1 elements: 2 * numel once x has an element, one "
+            "element (the sum) for an empty x.",
         ),
         wrong=(
-            (lambda x: x.element_size(), "expected"),
-            (lambda x: x.numel() * x.element_size(), "expected"),
+            (lambda x: (x.numel() + 1) * x.element_size(), "expected"),  # one temporary at a time
+            (lambda x: (2 * x.numel() + 1) * x.element_size(), "expected"),  # all three alive at once
+            (lambda x: 2 * x.numel() * x.element_size(), "expected"),  # forgets the sum of an empty x
             (lambda x: _measured_peak_of_doubled_sum(x), "rule `predict_without_running`"),  # runs the line
         ),
         examples=((torch.ones(100),),),
