@@ -535,8 +535,8 @@ def _doubled_sum_on_meta(x):
     return y.nbytes + y.sum().nbytes
 
 
-def _adam_on_meta(shapes):
-    return sum(2 * torch.empty(s, device="meta").nbytes + 4 for s in shapes)
+def _adam_on_meta(params, amsgrad):
+    return sum((2 + amsgrad) * torch.empty(s, dtype=d, device="meta").nbytes + 4 for s, d in params)
 
 
 def _can_expand_by_adding_on_meta(a, b):

@@ -137,58 +137,79 @@ register(
 )
 
 
-def _shape_lists() -> Any:
+_PARAM_DTYPES = (torch.float32, torch.float16, torch.float64, torch.bfloat16)
+
+
+def _param_lists() -> Any:
     from hypothesis import strategies as st
 
-    shape = st.lists(st.integers(1, 5), min_size=1, max_size=2).map(tuple)
     shape = st.lists(st.integers(0, 5), min_size=0, max_size=2).map(tuple)  # 0-d and empty parameters too
-    return st.tuples(st.lists(shape, min_size=1, max_size=3))
+    param = st.tuples(shape, st.sampled_from(_PARAM_DTYPES))
+    return st.tuples(st.lists(param, min_size=1, max_size=3), st.booleans())
 
 
-def _adam_state_formula(shapes: list[tuple[int, ...]]) -> int:
-    return sum(2 * math.prod(s) * 4 + 4 for s in shapes)
+def _adam_state_formula(params: list[tuple[tuple[int, ...], torch.dtype]], amsgrad: bool) -> int:
+    buffers = 3 if amsgrad else 2  # exp_avg, exp_avg_sq (and max_exp_avg_sq), each in the parameter's dtype
+    return sum(buffers * math.prod(shape) * dtype.itemsize + 4 for shape, dtype in params)  # + a float32 step
 
 
-def _measured_adam_state_bytes(shapes: list[tuple[int, ...]]) -> int:
-    params = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
-    for p in params:
+def _measured_adam_state_bytes(params: list[tuple[tuple[int, ...], torch.dtype]], amsgrad: bool) -> int:
+    made = [torch.nn.Parameter(torch.zeros(shape, dtype=dtype)) for shape, dtype in params]
+    for p in made:
         p.grad = torch.ones_like(p)
-    opt = torch.optim.Adam(params, foreach=False)
+    opt = torch.optim.Adam(made, foreach=False, amsgrad=amsgrad)
     with measure(device="cpu") as m:
         opt.step()
     return m.allocated_bytes
 
 
+def _adam_in_float32(params: list[tuple[tuple[int, ...], torch.dtype]], amsgrad: bool) -> int:  # dtype ignored
+    return sum((3 if amsgrad else 2) * math.prod(shape) * 4 + 4 for shape, _ in params)
+
+
+def _adam_step_in_param_dtype(params: list[tuple[tuple[int, ...], torch.dtype]], amsgrad: bool) -> int:
+    return sum(((3 if amsgrad else 2) * math.prod(shape) + 1) * dtype.itemsize for shape, dtype in params)
+
+
 register(
     Exercise(
         id="06-adam-state-bytes",
-        title="What Adam keeps",
+        title="What Adam keeps, with amsgrad and other dtypes",
         statement=(
-            "`shapes` lists the shapes of float32 parameters, each with a gradient (Adam keeps no state for one "
-            "whose .grad is None). Return (as an int) how many bytes of state "
-            "torch.optim.Adam allocates and keeps after its first step() (measured: what is still held). Predict it "
-            "from the shapes: do not build the optimiser and step it (what your function allocates is measured)."
+            "`params` lists the parameters as (shape, dtype) pairs (float32, float16, float64 or bfloat16, mixed), "
+            "each with a gradient (Adam keeps no state for one whose .grad is None), and `amsgrad` says whether the "
+            "optimiser is torch.optim.Adam(..., amsgrad=True). Return (as an int) how many bytes of state it "
+            "allocates and keeps after its first step() (measured: what is still held). Predict it from the "
+            "shapes and dtypes: do not build the optimiser and step it, nor make a tensor to read a size (what "
+            "your function allocates is measured)."
         ),
-        signature="def adam_state_bytes(shapes: list[tuple[int, ...]]) -> int",
+        signature="def adam_state_bytes(params: list[tuple[tuple[int, ...], torch.dtype]], amsgrad: bool) -> int",
         reference=_measured_adam_state_bytes,
         answer=_adam_state_formula,
-        inputs=_shape_lists,
+        inputs=_param_lists,
         rules=Rules(predict_without_running=True),
         hints=(
-            "What does Adam remember about each parameter between steps (look at opt.state[p] after a step)?",
-            "Two running averages, each the parameter's size in float32 -- and one more small thing per parameter. "
-            "What is it, and how many bytes does it take?",
+            "What does Adam remember about each parameter between steps, and what more with amsgrad=True (look "
+            "at opt.state[p] after one step of each)?",
+            "Each running average has its parameter's shape; in which dtype is it kept? And the small per-parameter "
+            "counter: does its dtype follow the parameter's? A torch.dtype knows its own size in bytes: which "
+            "attribute says it, without making a tensor?",
         ),
         why=(
-            "Adam keeps exp_avg and exp_avg_sq, each the size of its parameter, plus a float32 `step` scalar.",
-            "So each parameter of n elements costs 2 * n * 4 + 4 bytes of state.",
+            "Adam keeps exp_avg and exp_avg_sq (and, with amsgrad, max_exp_avg_sq), each the parameter's shape "
+            "and dtype, plus a `step` counter that is a float32 scalar whatever the parameter's dtype.",
+            "So a parameter of n elements and itemsize b costs (2 or 3) * n * b + 4 bytes of state.",
         ),
         wrong=(
-            (lambda shapes: sum(2 * math.prod(s) * 4 for s in shapes), "expected"),
-            (lambda shapes: sum(math.prod(s) * 4 for s in shapes), "expected"),
-            (lambda shapes: _measured_adam_state_bytes(shapes), "rule `predict_without_running`"),  # steps Adam
+            (lambda params, amsgrad: sum(2 * math.prod(s) * d.itemsize + 4 for s, d in params), "expected"),
+            (_adam_in_float32, "expected"),  # the dtype ignored
+            (_adam_step_in_param_dtype, "expected"),  # the step counter taken in the parameter's dtype
+            (
+                lambda params, amsgrad: _measured_adam_state_bytes(params, amsgrad),
+                "rule `predict_without_running`",
+            ),  # steps Adam
         ),
-        examples=(([(3, 4), (4,)],),),
+        examples=(([((3, 4), torch.float32), ((4,), torch.float16)], True), ([((2, 2), torch.float64)], False)),
     )
 )
 
