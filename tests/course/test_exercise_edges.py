@@ -160,6 +160,9 @@ EDGES: dict[str, dict[str, Any]] = {
         "size 0": empty(),
         "a 0 rep": lambda a: 0 in a[1],
         "float16": lambda a: a[0].dtype == torch.float16,
+        "more reps than dims": lambda a: len(a[1]) > a[0].dim() and 0 not in a[1] and a[0].numel() > 0,
+        "stride 0": expanded(),
+        "storage bigger than x": lambda a: a[0].untyped_storage().nbytes() > a[0].nbytes > 0,
     },
     "06-doubled-sum-peak": {
         "0-d": zero_d(),
@@ -463,7 +466,9 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda a, b: len(a) <= len(b) and all(a[-i] in (1, b[-i]) for i in range(1, len(a) + 1)),
     ),
     "06-repeat-bytes": (
-        lambda x, reps: math.prod(s * r for s, r in zip(x.shape, reps)) * x.element_size(),
+        lambda x, reps: (
+            math.prod(s * r for s, r in zip((1,) * (len(reps) - x.dim()) + x.shape, reps)) * x.element_size()
+        ),
         lambda x, reps: x.numel() * x.itemsize * math.prod(reps),
     ),
     "06-doubled-sum-peak": (

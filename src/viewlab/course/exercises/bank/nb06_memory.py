@@ -30,9 +30,10 @@ def _tensor_any_float(dims: tuple[int, int] = (1, 3)) -> Any:
 def _repeat_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return _tensor_any_float().flatmap(
-        lambda x: st.tuples(st.just(x), st.tuples(*[st.integers(0, 3) for _ in range(x.dim())]))  # a 0 rep too
-    )
+    # x in every layout (transposed, strided, offset, expanded: its storage is not its size); reps with a 0, and
+    # with up to two more entries than x has dims (repeat adds those as new leading dims)
+    reps = lambda x: st.integers(x.dim(), x.dim() + 2).flatmap(lambda n: st.tuples(*[st.integers(0, 3)] * n))  # noqa: E731
+    return _tensor_any_float().flatmap(lambda x: st.tuples(st.just(x), reps(x)))
 
 
 def _measured_repeat_bytes(x: torch.Tensor, reps: tuple[int, ...]) -> int:
@@ -55,8 +56,10 @@ register(
         id="06-repeat-bytes",
         title="Predict what repeat allocates",
         statement=(
-            "Given a tensor x and a tuple `reps` with one int per dimension of x, return (as an int) how many bytes "
-            "`x.repeat(*reps)` allocates (sizes and reps may be 0). The check measures the real allocation with "
+            "Given a tensor x and a tuple `reps` of ints, at least one per dimension of x (more add new leading "
+            "dims, as repeat does), return (as an int) how many bytes `x.repeat(*reps)` allocates (sizes and reps "
+            "may be 0). x may be any view: transposed, strided, sliced or expanded (stride 0), so its storage need "
+            "not be its size. The check measures the real allocation with "
             "viewlab.measure. Predict it: do not call repeat (or tile), and do not allocate a tensor of that size to "
             "read its nbytes (what your function allocates is measured)."
         ),
@@ -67,21 +70,26 @@ register(
         rules=Rules(forbid=("repeat", "tile"), predict_without_running=True),
         hints=(
             "The result is a fresh contiguous tensor: how many elements does it have, and how big is each?",
-            "Each dim of x is multiplied by its entry of reps. What does that do to the element count, and what "
-            "do you multiply the count by to get bytes?",
+            "reps lines up with x's dims from the right, and each extra entry is a new leading dim of size 1 "
+            "first. What does that do to the element count -- and does x's layout (a stride of 0, a step) change "
+            "what the copy holds?",
         ),
         why=(
-            "repeat writes a new contiguous tensor with numel * prod(reps) elements, each element_size() bytes.",
-            "Nothing is shared with x, so that is exactly what viewlab.measure sees it allocate.",
+            "repeat writes a new contiguous tensor with numel * prod(reps) elements, each element_size() bytes: "
+            "extra reps multiply new size-1 dims, so they count like the others.",
+            "It copies x's elements, not its storage: a stride-0 or stepped x still yields numel values per copy, "
+            "and nothing is shared with x.",
         ),
         wrong=(
             (lambda x, reps: x.numel() * x.element_size(), "expected"),
             (lambda x, reps: x.numel() * math.prod(reps), "expected"),
+            (lambda x, reps: x.untyped_storage().nbytes() * math.prod(reps), "expected"),  # storage, not size
+            (lambda x, reps: x.numel() * x.element_size() * math.prod(reps[len(reps) - x.dim() :]), "expected"),
             (lambda x, reps: x.repeat(*reps).nbytes, "rule `forbid repeat`"),
             (lambda x, reps: x.tile(reps).nbytes, "rule `forbid tile`"),
             (_allocates_the_result, "rule `predict_without_running`"),
         ),
-        examples=((torch.ones(2, 3), (4, 1)),),
+        examples=((torch.ones(2, 3), (4, 1)), (torch.ones(3).expand(2, 3), (2, 1, 1))),
     )
 )
 
