@@ -246,7 +246,8 @@ register(
         reference=_expand_as,
         answer=_expand_as_by_strides,
         inputs=_expand_pairs,
-        rules=Rules(forbid=("expand",), must_view=True),
+        rules=Rules(forbid=("expand",)),
+        memory="view",
         raises=(RuntimeError, ValueError),
         examples=(
             (torch.arange(6.0).view(3, 2).t(), torch.zeros(4, 2, 3)),  # transposed x, a new leading dim
