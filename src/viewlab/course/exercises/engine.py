@@ -126,8 +126,10 @@ def refusal_problem(expected: Refused, raised: BaseException | str | None, got: 
     """Why the learner's answer to an input the exercise refuses is wrong (``raised``: the exception it raised, or
     its type's name; None when it returned ``got``), or None when it raised an allowed type.
 
-    >>> refusal_problem(Refused(("ValueError",), "no"), KeyError("k"))[:58]
-    'on these inputs your function must raise ValueError, as t'
+    >>> refusal_problem(Refused(("ValueError",), "no"), KeyError("k")).split(";")[1]
+    ' it raised KeyError. Raise ValueError with a message that says which sizes do not fit'
+    >>> refusal_problem(Refused(("ValueError",), "no"), ValueError("sizes")) is None
+    True
     """
     allowed = " or ".join(expected.allowed)
     said = f" ({expected.message})" if expected.message else ""
