@@ -40,8 +40,9 @@ RIGHT_OTHER_WAY = {
     "06-repeat-bytes": "import math\n\ndef repeat_bytes(x, reps):\n    return x.element_size() * x.numel() * math.prod(reps)",
     "05-count-labels": (
         "import torch\n\ndef count_labels(labels, num_classes):\n"
-        "    counts = torch.zeros(num_classes)\n"
-        "    return counts.index_put_((labels,), torch.ones(labels.shape[0]), accumulate=True)"
+        "    counts = torch.zeros(labels.shape[0], num_classes)\n"
+        "    rows = torch.arange(labels.shape[0])[:, None]\n"
+        "    return counts.index_put_((rows, labels), torch.ones(labels.shape), accumulate=True)"
     ),
     "04-causal-mask": (
         "import torch\n\ndef causal(q_len, k_len, window):\n"
@@ -127,8 +128,9 @@ LOOPS = {
         "breaks rule `no_python_loops`: your function has a comprehension at line 4 of this cell",
     ),
     "05-count-labels": (
-        "import torch\n\ndef count_labels(labels, num_classes):\n    counts = torch.zeros(num_classes)\n"
-        "    for c in labels:\n        counts[c] += 1\n    return counts",
+        "import torch\n\ndef count_labels(labels, num_classes):\n"
+        "    counts = torch.zeros(labels.shape[0], num_classes)\n"
+        "    for b, row in enumerate(labels):\n        for c in row:\n            counts[b, c] += 1\n    return counts",
         "breaks rule `no_python_loops`: your function has a for loop",
     ),
     "04-causal-mask": (

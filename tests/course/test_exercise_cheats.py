@@ -69,12 +69,12 @@ def _pairs_by_numpy_arithmetic(p):  # no numpy function at all: the data leaves 
 
 
 def _count_by_np_bincount(labels, c):
-    return torch.from_numpy(np.bincount(labels.numpy(), minlength=c).astype(np.float32))
+    return torch.from_numpy(np.stack([np.bincount(row, minlength=c) for row in labels.numpy()]).astype(np.float32))
 
 
 def _count_by_np_add_at(labels, c):
-    counts = np.zeros(c, dtype=np.float32)
-    np.add.at(counts, labels.numpy(), 1)
+    counts = np.zeros((labels.shape[0], c), dtype=np.float32)
+    np.add.at(counts, (np.arange(labels.shape[0])[:, None], labels.numpy()), 1)
     return torch.from_numpy(counts)
 
 
@@ -213,14 +213,15 @@ def test_an_operator_run_inside_a_function_names_both():
 
 # ----- loops the operator count misses ----------------------------------------------------------------------
 def _count_without_torch_ops(labels, c):  # the loop runs no torch operator: the count is the same on every size
-    counts = array("f", bytes(4 * c))
-    for label in labels.tolist():
-        counts[label] += 1
-    return torch.frombuffer(counts, dtype=torch.float32).clone()
+    counts = array("f", bytes(4 * c * labels.shape[0] + 4))  # a spare float: a buffer may not be empty
+    for b, row in enumerate(labels.tolist()):
+        for label in row:
+            counts[b * c + label] += 1
+    return torch.frombuffer(counts, dtype=torch.float32)[:-1].view(labels.shape[0], c).clone()
 
 
 def _count_over_the_classes(labels, c):  # a loop over a quantity the probe never varies (3 classes)
-    return torch.stack([(labels == k).sum() for k in range(c)]).float()
+    return torch.stack([(labels == k).sum(1) for k in range(c)], 1).float()
 
 
 def _pairs_with_a_fixed_bound(p):
@@ -230,10 +231,10 @@ def _pairs_with_a_fixed_bound(p):
 
 
 def _count_recursively(labels, c):
-    if labels.numel() == 0:
-        return torch.zeros(c)
-    out = _count_recursively(labels[1:], c)
-    return out.index_put_((labels[:1],), torch.ones(1), accumulate=True)
+    if labels.shape[1] == 0:
+        return torch.zeros(labels.shape[0], c)
+    out = _count_recursively(labels[:, 1:], c)
+    return out.scatter_add_(1, labels[:, :1], torch.ones(labels.shape[0], 1))
 
 
 def _causal_by_map(q, k, w):
@@ -248,9 +249,9 @@ def _outer_in_a_while_that_runs_once(a, b):  # a fixed bound: the loop runs once
 
 
 def _count_class_by_class(labels, c):  # a loop over the classes: 3 in the probe whatever the size
-    counts = torch.zeros(c)
+    counts = torch.zeros(labels.shape[0], c)
     for k in range(c):
-        counts[k] = (labels == k).sum()
+        counts[:, k] = (labels == k).sum(1)
     return counts
 
 
@@ -291,13 +292,14 @@ def _causal_by_a_looping_helper(q, k, w):
 
 
 def _counts_by_a_looping_helper(labels, c):
-    return torch.tensor(_tally(labels.tolist(), c), dtype=torch.float32)
+    return torch.tensor(_tally(labels.tolist(), c), dtype=torch.float32).view(labels.shape[0], c)
 
 
-def _tally(xs, c):
-    out = [0] * c
-    for x in xs:
-        out[x] += 1
+def _tally(rows, c):
+    out = [[0] * c for _ in rows]
+    for b, row in enumerate(rows):
+        for x in row:
+            out[b][x] += 1
     return out
 
 
@@ -313,7 +315,8 @@ def test_loops_in_helpers_are_seen_in_the_helpers_source():
 def test_a_loop_without_source_is_seen_by_the_operator_count():
     namespace: dict = {"torch": torch}
     exec(
-        "def count(labels, c):\n    out = torch.zeros(c)\n    for x in labels:\n        out[x] += 1\n    return out\n",
+        "def count(labels, c):\n    out = torch.zeros(labels.shape[0], c)\n    for b in range(labels.shape[0]):\n"
+        "        for x in labels[b]:\n            out[b, x] += 1\n    return out\n",
         namespace,
     )
     assert static_loop(namespace["count"]) is None  # exec'd from a string: no source to read
@@ -355,7 +358,7 @@ def test_right_answers_with_multi_line_expressions_and_helpers_called_twice_pass
     )
     passes(
         "05-count-labels",
-        lambda labels, c: torch.zeros(c).index_put_((labels,), torch.ones(len(labels)), accumulate=True),
+        lambda labels, c: torch.zeros(len(labels), c).scatter_add_(1, labels, torch.ones(labels.shape)),
     )
 
 

@@ -145,10 +145,12 @@ EDGES: dict[str, dict[str, Any]] = {
     },
     "05-batch-view": {"0-d": zero_d(), "n == 0": lambda a: a[1] == 0, "size 0": empty(), "strided": non_contiguous()},
     "05-count-labels": {
-        "no labels": lambda a: a[0].shape == (0,),
-        "one label": lambda a: a[0].shape == (1,),
-        "one class": lambda a: a[1] == 1,
-        "duplicates": lambda a: a[0].unique().numel() < a[0].numel(),
+        "no rows": lambda a: a[0].shape[0] == 0,
+        "empty rows": lambda a: a[0].shape[0] > 0 and a[0].shape[1] == 0,
+        "one label": lambda a: tuple(a[0].shape) == (1, 1),
+        "one class": lambda a: a[1] == 1 and a[0].numel() > 0,
+        "duplicates in a row": lambda a: any(r.unique().numel() < r.numel() for r in a[0]),
+        "rows that differ": lambda a: a[0].shape[0] > 1 and not bool((a[0] == a[0][:1]).all()),
     },
     "05-flatten-any": {"0-d": zero_d(), "size 0": empty(), "strided": non_contiguous(), "stride 0": expanded()},
     "05-can-expand": {
@@ -313,9 +315,10 @@ BROKEN = [
     ("05-count-labels", nb05_pitfalls._count_by_compare, "max_new_bytes"),
     (
         "05-count-labels",
-        lambda labels, c: (labels[:, None] == torch.arange(c)).sum(0, dtype=torch.float32),
+        lambda labels, c: (labels[:, :, None] == torch.arange(c)).sum(1, dtype=torch.float32),
         "max_new_bytes",
     ),
+    ("05-count-labels", nb05_pitfalls._count_by_flat_positions, "max_new_bytes"),
     ("07-mask-tokens", lambda loss, keep: loss * keep[:, :, None][:, :, [0] * loss.shape[-1]], "max_new_bytes"),
     # torch runs repeat_interleave as an expand and a copy: the recorder names the expand it saw
     (
@@ -351,9 +354,14 @@ def test_the_count_budget_is_what_the_model_answer_needs_and_one_scalar():
     labels, c = ex.get("05-count-labels").examples[0]
     with measure(device="cpu") as m:
         ex.get("05-count-labels").reference(labels, c)
-    scalar = torch.ones(()).nbytes
-    assert m.peak_bytes + scalar == nb05_pitfalls._count_budget(labels, c)
-    one_weight = lambda lab, n: torch.zeros(n).index_put_((lab,), torch.tensor(1.0), accumulate=True)  # noqa: E731
+    scalar, rows = torch.ones(()).nbytes, torch.arange(labels.shape[0]).nbytes
+    assert m.peak_bytes + scalar + rows == nb05_pitfalls._count_budget(labels, c)
+    # and room for the answer that indexes with a (B, 1) column of row numbers and broadcasts a single weight
+
+    def one_weight(lab, n):
+        rows = torch.arange(lab.shape[0])[:, None]
+        return torch.zeros(lab.shape[0], n).index_put_((rows, lab), torch.tensor(1.0), accumulate=True)
+
     assert ex.check_exercise("05-count-labels", one_weight).passed
 
 
@@ -457,8 +465,12 @@ RIGHT: dict[str, tuple[Any, ...]] = {
     ),
     "05-batch-view": (lambda s, n: s.expand(n, *s.shape), lambda s, n: torch.broadcast_to(s, (n, *s.shape))),
     "05-count-labels": (
-        lambda labels, c: torch.zeros(c).index_put_((labels,), torch.ones(labels.shape[0]), accumulate=True),
-        lambda labels, c: torch.zeros(c).scatter_add_(0, labels, torch.ones(labels.shape[0])),
+        lambda labels, c: torch.zeros(len(labels), c).index_put_(
+            (torch.arange(len(labels))[:, None], labels), torch.ones(labels.shape), accumulate=True
+        ),
+        lambda labels, c: torch.zeros(labels.shape[0], c).scatter_add_(
+            -1, labels, torch.ones_like(labels, dtype=torch.float32)
+        ),
     ),
     "05-flatten-any": (lambda x: x.flatten(), lambda x: x.reshape(x.numel())),
     "05-can-expand": (

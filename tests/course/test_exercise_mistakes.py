@@ -78,20 +78,21 @@ def test_the_exercises_own_reference_may_not_do_the_work():
 
 # ----- loops run from C -------------------------------------------------------------------------------------
 def _count_by_counter(labels, c):
-    counts = collections.Counter(labels.tolist())
-    return torch.tensor([float(counts[k]) for k in range(c)])
+    rows = [collections.Counter(row) for row in labels.tolist()]
+    return torch.tensor([[float(counts[k]) for k in range(c)] for counts in rows]).view(len(rows), c)
 
 
 def _count_by_sorted_key(labels, c):
-    order = sorted(range(len(labels)), key=lambda i: int(labels[i]))
-    return torch.zeros(c).index_add_(0, labels[torch.tensor(order, dtype=torch.long)], torch.ones(len(order)))
+    order = sorted(range(labels.shape[1]), key=lambda i: int(labels[0, i]) if len(labels) else 0)
+    picked = labels[:, torch.tensor(order, dtype=torch.long)]
+    return torch.zeros(labels.shape[0], c).scatter_add_(1, picked, torch.ones(picked.shape))
 
 
 def _count_by_iter_sentinel(labels, c):
-    rest = labels.tolist()
-    counts = torch.zeros(c)
-    for label in iter(lambda: rest.pop() if rest else None, None):
-        counts[label] += 1
+    rest = [(b, x) for b, row in enumerate(labels.tolist()) for x in row]
+    counts = torch.zeros(labels.shape[0], c)
+    for b, label in iter(lambda: rest.pop() if rest else None, None):
+        counts[b, label] += 1
     return counts
 
 
@@ -108,7 +109,9 @@ def test_arithmetic_on_sizes_is_not_a_loop():
     # math.prod over a shape used to be reported as "prod(), a Python loop in C over a sequence"
     _passes(
         "05-count-labels",
-        lambda labels, c: torch.zeros(c).index_add_(0, labels, torch.ones(math.prod(labels.shape))),
+        lambda labels, c: torch.zeros(len(labels), c).scatter_add_(
+            1, labels, torch.ones(math.prod(labels.shape)).view(labels.shape)
+        ),
     )
     _passes("02-pairwise-diff", lambda p: (p[:, None] - p[None])[..., : sum((p.shape[1], 0))])
 

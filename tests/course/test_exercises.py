@@ -400,7 +400,9 @@ def test_check_guess_asks_first_then_judges_both_ways(capsys):
 
 
 def test_alt_text_counts_differing_cells_in_words_that_agree():
-    one = ex.check_exercise("05-count-labels", ex.get("05-count-labels").wrong[0][0])  # [1, 0, 3] vs [1, 0, 1]
+    one = ex.check_exercise(
+        "05-count-labels", ex.get("05-count-labels").wrong[0][0]
+    )  # row 0: [1, 0, 3, 0] vs [1, 0, 1, 0]
     assert "; 1 cell differs and is outlined" in one.alt_text()
     several = check(lambda x: x + 1, lambda x: x, inputs=((torch.zeros(3),),))
     assert "; 3 cells differ and are outlined" in several.alt_text()
