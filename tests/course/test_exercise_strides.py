@@ -152,3 +152,15 @@ def test_the_review_case_peaks_at_96_bytes_twice_and_48_once():
     assert ex.check_exercise(
         "01-independent-flat", lambda x: x.clone(memory_format=torch.contiguous_format).view(-1)
     ).passed
+
+
+def test_the_grader_matches_a_refusal_through_the_bases_the_answers_process_reports():
+    from viewlab.course.exercises.engine import Refused, refusal_problem
+    from viewlab.course.grade.judge import _raised_name
+
+    allowed = ("RuntimeError", "ValueError")
+    own = {"error": "ShapeError", "bases": ["ShapeError", "ValueError", "Exception", "BaseException", "object"]}
+    assert _raised_name(own, allowed) == "ValueError"
+    assert refusal_problem(Refused(allowed), _raised_name(own, allowed)) is None
+    other = {"error": "TypeError", "bases": ["TypeError", "Exception", "BaseException", "object"]}
+    assert "it raised TypeError" in refusal_problem(Refused(allowed), _raised_name(other, allowed))
