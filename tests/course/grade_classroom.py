@@ -15,11 +15,13 @@ from viewlab.course.exercises import get, solution_source
 EXERCISES = [
     "02-pairwise-diff",
     "03-grad-of-expand",
+    "03-windows-by-strides",
     "04-causal-mask",
     "05-batch-view",
     "05-count-labels",
     "05-flatten-any",
     "06-repeat-bytes",
+    "07-expand-as-by-strides",
     "07-safe-copy",
 ]
 PASS = (True, "")
@@ -38,11 +40,26 @@ RIGHT_OTHER_WAY = {
     "06-repeat-bytes": "import math\n\ndef repeat_bytes(x, reps):\n    return x.element_size() * x.numel() * math.prod(reps)",
     "05-count-labels": (
         "import torch\n\ndef count_labels(labels, num_classes):\n"
-        "    counts = torch.zeros(num_classes)\n"
-        "    return counts.index_put_((labels,), torch.ones(labels.shape[0]), accumulate=True)"
+        "    counts = torch.zeros(labels.shape[0], num_classes)\n"
+        "    rows = torch.arange(labels.shape[0])[:, None]\n"
+        "    return counts.index_put_((rows, labels), torch.ones(labels.shape), accumulate=True)"
     ),
-    "04-causal-mask": "import torch\n\ndef causal(q_len, k_len):\n    return torch.arange(q_len)[:, None] >= torch.arange(k_len)[None, :]",
+    "04-causal-mask": (
+        "import torch\n\ndef causal(q_len, k_len, window):\n"
+        "    d = torch.arange(q_len)[:, None] - torch.arange(k_len)[None, :]\n"
+        "    return (d >= 0) & (d < window)"
+    ),
     "03-grad-of-expand": "def grad_of_expand(upstream):\n    return upstream.sum(0, keepdim=True)",
+    "07-expand-as-by-strides": (  # refuses with its own ValueError where the reference raises RuntimeError
+        "class ShapeError(ValueError):\n    pass\n\n"
+        "def expand_as_by_strides(x, other):\n"
+        "    pad = other.dim() - x.dim()\n"
+        "    if pad < 0:\n        raise ShapeError('x has more dims than other')\n"
+        "    sizes, strides = (1,) * pad + tuple(x.shape), (0,) * pad + tuple(x.stride())\n"
+        "    if any(n not in (1, w) for n, w in zip(sizes, other.shape)):\n"
+        "        raise ShapeError('the shapes do not expand')\n"
+        "    return x.as_strided(other.shape, [s if n == w else 0 for n, s, w in zip(sizes, strides, other.shape)])"
+    ),
 }
 
 WRONG = {
@@ -51,6 +68,19 @@ WRONG = {
     "07-safe-copy": ("def safe_copy(x):\n    return x", "breaks rule `must_copy`"),
     "06-repeat-bytes": ("def repeat_bytes(x, reps):\n    return x.numel() * x.element_size()", "the result is"),
     "03-grad-of-expand": ("def grad_of_expand(upstream):\n    return upstream.sum(0)", "the result has shape"),
+    "07-expand-as-by-strides": (  # never refuses
+        "def expand_as_by_strides(x, other):\n"
+        "    pad = other.dim() - x.dim()\n"
+        "    strides = [0] * pad + [s if n == w else 0 for n, s, w in zip(x.shape, x.stride(), other.shape[pad:])]\n"
+        "    return x.as_strided(other.shape, strides)",
+        "on these inputs your function must refuse (raise RuntimeError or ValueError)",
+    ),
+    "03-windows-by-strides": (  # ignores x's storage offset
+        "def windows_by_strides(x, size, step):\n"
+        "    s = x.stride(0)\n"
+        "    return x.as_strided(((len(x) - size) // step + 1, size), (step * s, s), 0)",
+        "values differ",
+    ),
 }
 
 RULE_BREAKING = {
@@ -65,7 +95,8 @@ RULE_BREAKING = {
         "breaks rule `forbid bincount`",
     ),
     "04-causal-mask": (
-        "import torch\n\ndef causal(q_len, k_len):\n    return torch.ones(q_len, k_len, dtype=torch.bool).tril()",
+        "import torch\n\ndef causal(q_len, k_len, window):\n    m = torch.ones(q_len, k_len, dtype=torch.bool)\n"
+        "    return m.tril() & ~m.tril(-window)",
         "breaks rule `forbid tril`",
     ),
     "03-grad-of-expand": (
@@ -81,6 +112,14 @@ RULE_BREAKING = {
     ),
     "07-safe-copy": ("def safe_copy(x):\n    return x.contiguous()", "breaks rule `must_copy`"),
     "05-flatten-any": ("def flatten_any(x):\n    return x.clone().view(-1)", "breaks rule `view_when_possible`"),
+    "03-windows-by-strides": (
+        "def windows_by_strides(x, size, step):\n    return x.unfold(0, size, step)",
+        "breaks rule `forbid unfold`: your function ran aten.unfold.default at line 2 of this cell",
+    ),
+    "07-expand-as-by-strides": (
+        "def expand_as_by_strides(x, other):\n    return x.expand_as(other)",
+        "breaks rule `forbid expand`",
+    ),
 }
 
 LOOPS = {
@@ -89,13 +128,15 @@ LOOPS = {
         "breaks rule `no_python_loops`: your function has a comprehension at line 4 of this cell",
     ),
     "05-count-labels": (
-        "import torch\n\ndef count_labels(labels, num_classes):\n    counts = torch.zeros(num_classes)\n"
-        "    for c in labels:\n        counts[c] += 1\n    return counts",
+        "import torch\n\ndef count_labels(labels, num_classes):\n"
+        "    counts = torch.zeros(labels.shape[0], num_classes)\n"
+        "    for b, row in enumerate(labels):\n        for c in row:\n            counts[b, c] += 1\n    return counts",
         "breaks rule `no_python_loops`: your function has a for loop",
     ),
     "04-causal-mask": (
-        "import torch\n\ndef causal(q_len, k_len):\n    out = torch.zeros(q_len, k_len, dtype=torch.bool)\n"
-        "    i = 0\n    while i < q_len:\n        out[i, : i + 1] = True\n        i += 1\n    return out",
+        "import torch\n\ndef causal(q_len, k_len, window):\n    out = torch.zeros(q_len, k_len, dtype=torch.bool)\n"
+        "    i = 0\n    while i < q_len:\n        out[i, max(0, i - window + 1) : i + 1] = True\n        i += 1\n"
+        "    return out",
         "breaks rule `no_python_loops`: your function has a while loop",
     ),
 }

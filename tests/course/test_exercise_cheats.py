@@ -69,17 +69,17 @@ def _pairs_by_numpy_arithmetic(p):  # no numpy function at all: the data leaves 
 
 
 def _count_by_np_bincount(labels, c):
-    return torch.from_numpy(np.bincount(labels.numpy(), minlength=c).astype(np.float32))
+    return torch.from_numpy(np.stack([np.bincount(row, minlength=c) for row in labels.numpy()]).astype(np.float32))
 
 
 def _count_by_np_add_at(labels, c):
-    counts = np.zeros(c, dtype=np.float32)
-    np.add.at(counts, labels.numpy(), 1)
+    counts = np.zeros((labels.shape[0], c), dtype=np.float32)
+    np.add.at(counts, (np.arange(labels.shape[0])[:, None], labels.numpy()), 1)
     return torch.from_numpy(counts)
 
 
-def _causal_by_np_tri(q, k):
-    return torch.from_numpy(np.tri(q, k, dtype=bool))
+def _causal_by_np_tri(q, k, w):
+    return torch.from_numpy(np.tri(q, k, dtype=bool) & ~np.tri(q, k, -w, dtype=bool))
 
 
 def _peak_by_numpy_temporary(r):  # the temporary r * 2 lives in numpy: the data leaving torch is what is seen
@@ -120,12 +120,12 @@ def test_memory_borrowed_from_numpy_counts_as_new_bytes():
 
 
 # ----- the course's own helpers --------------------------------------------------------------------------------
-def _causal_by_helper(q, k):
-    return viewlab.attention.causal_mask(q, k)
+def _causal_by_helper(q, k, w):
+    return viewlab.attention.causal_mask(q, k) & (torch.arange(q)[:, None] - torch.arange(k) < w)
 
 
 def _sdpa_by_helper(q, k, v, keep):
-    return viewlab.attention.scaled_dot_product_attention(q, k, v, keep)
+    return viewlab.attention.scaled_dot_product_attention(q, k, v, keep, is_causal=True)
 
 
 def _can_expand_by_helper(a, b):
@@ -213,14 +213,15 @@ def test_an_operator_run_inside_a_function_names_both():
 
 # ----- loops the operator count misses ----------------------------------------------------------------------
 def _count_without_torch_ops(labels, c):  # the loop runs no torch operator: the count is the same on every size
-    counts = array("f", bytes(4 * c))
-    for label in labels.tolist():
-        counts[label] += 1
-    return torch.frombuffer(counts, dtype=torch.float32).clone()
+    counts = array("f", bytes(4 * c * labels.shape[0] + 4))  # a spare float: a buffer may not be empty
+    for b, row in enumerate(labels.tolist()):
+        for label in row:
+            counts[b * c + label] += 1
+    return torch.frombuffer(counts, dtype=torch.float32)[:-1].view(labels.shape[0], c).clone()
 
 
 def _count_over_the_classes(labels, c):  # a loop over a quantity the probe never varies (3 classes)
-    return torch.stack([(labels == k).sum() for k in range(c)]).float()
+    return torch.stack([(labels == k).sum(1) for k in range(c)], 1).float()
 
 
 def _pairs_with_a_fixed_bound(p):
@@ -230,14 +231,14 @@ def _pairs_with_a_fixed_bound(p):
 
 
 def _count_recursively(labels, c):
-    if labels.numel() == 0:
-        return torch.zeros(c)
-    out = _count_recursively(labels[1:], c)
-    return out.index_put_((labels[:1],), torch.ones(1), accumulate=True)
+    if labels.shape[1] == 0:
+        return torch.zeros(labels.shape[0], c)
+    out = _count_recursively(labels[:, 1:], c)
+    return out.scatter_add_(1, labels[:, :1], torch.ones(labels.shape[0], 1))
 
 
-def _causal_by_map(q, k):
-    return torch.stack(list(map(lambda i: torch.arange(k) <= i, range(q)))).reshape(q, k)
+def _causal_by_map(q, k, w):
+    return torch.stack(list(map(lambda i: (torch.arange(k) <= i) & (i - torch.arange(k) < w), range(q)))).reshape(q, k)
 
 
 def _outer_in_a_while_that_runs_once(a, b):  # a fixed bound: the loop runs once whatever the size
@@ -248,9 +249,9 @@ def _outer_in_a_while_that_runs_once(a, b):  # a fixed bound: the loop runs once
 
 
 def _count_class_by_class(labels, c):  # a loop over the classes: 3 in the probe whatever the size
-    counts = torch.zeros(c)
+    counts = torch.zeros(labels.shape[0], c)
     for k in range(c):
-        counts[k] = (labels == k).sum()
+        counts[:, k] = (labels == k).sum(1)
     return counts
 
 
@@ -277,27 +278,28 @@ def test_loops_are_seen_in_the_source(exercise_id, fn, kind):
 
 
 # a helper whose loop is outside the answer's own source: the helpers it calls by name are read too
-def _rows_of_a_causal_mask(q, k):
+def _rows_of_a_causal_mask(q, k, w):
     rows, i = bytearray(), 0
     while i < q:
-        rows += bytes(j <= i for j in range(k))
+        rows += bytes(j <= i and i - j < w for j in range(k))
         i += 1
     return rows
 
 
-def _causal_by_a_looping_helper(q, k):
-    rows = _rows_of_a_causal_mask(q, k) + bytearray(1)  # one spare byte: a buffer may not be empty
+def _causal_by_a_looping_helper(q, k, w):
+    rows = _rows_of_a_causal_mask(q, k, w) + bytearray(1)  # one spare byte: a buffer may not be empty
     return torch.frombuffer(rows, dtype=torch.bool)[: q * k].view(q, k).clone()
 
 
 def _counts_by_a_looping_helper(labels, c):
-    return torch.tensor(_tally(labels.tolist(), c), dtype=torch.float32)
+    return torch.tensor(_tally(labels.tolist(), c), dtype=torch.float32).view(labels.shape[0], c)
 
 
-def _tally(xs, c):
-    out = [0] * c
-    for x in xs:
-        out[x] += 1
+def _tally(rows, c):
+    out = [[0] * c for _ in rows]
+    for b, row in enumerate(rows):
+        for x in row:
+            out[b][x] += 1
     return out
 
 
@@ -313,7 +315,8 @@ def test_loops_in_helpers_are_seen_in_the_helpers_source():
 def test_a_loop_without_source_is_seen_by_the_operator_count():
     namespace: dict = {"torch": torch}
     exec(
-        "def count(labels, c):\n    out = torch.zeros(c)\n    for x in labels:\n        out[x] += 1\n    return out\n",
+        "def count(labels, c):\n    out = torch.zeros(labels.shape[0], c)\n    for b in range(labels.shape[0]):\n"
+        "        for x in labels[b]:\n            out[b, x] += 1\n    return out\n",
         namespace,
     )
     assert static_loop(namespace["count"]) is None  # exec'd from a string: no source to read
@@ -347,10 +350,15 @@ def test_right_answers_with_multi_line_expressions_and_helpers_called_twice_pass
     passes("03-outer-sum", outer)
     passes("03-outer-sum", lambda a, b: col(a) + col(b).t())  # the same helper twice: not recursion
     passes("02-pairwise-diff", lambda p: col(p) - p[None])
-    passes("04-causal-mask", lambda q, k: torch.arange(k)[None, :] <= col(torch.arange(q)))
+    passes(
+        "04-causal-mask",
+        lambda q, k, w: (
+            (torch.arange(k)[None, :] <= col(torch.arange(q))) & (col(torch.arange(q)) - torch.arange(k) < w)
+        ),
+    )
     passes(
         "05-count-labels",
-        lambda labels, c: torch.zeros(c).index_put_((labels,), torch.ones(len(labels)), accumulate=True),
+        lambda labels, c: torch.zeros(len(labels), c).scatter_add_(1, labels, torch.ones(labels.shape)),
     )
 
 
@@ -530,8 +538,8 @@ def _doubled_sum_on_meta(x):
     return y.nbytes + y.sum().nbytes
 
 
-def _adam_on_meta(shapes):
-    return sum(2 * torch.empty(s, device="meta").nbytes + 4 for s in shapes)
+def _adam_on_meta(params, amsgrad):
+    return sum((2 + amsgrad) * torch.empty(s, dtype=d, device="meta").nbytes + 4 for s, d in params)
 
 
 def _can_expand_by_adding_on_meta(a, b):

@@ -57,6 +57,17 @@ def _tie(a: tuple[float, ...]) -> bool:
     return abs(mb - ma) == ia + ib
 
 
+def _aligned(a: tuple[Any, ...]) -> tuple[Any, ...]:
+    """x's sizes lined up from the right under other's (None where x has no dim)."""
+    x, other = a
+    return (None,) * (other.dim() - x.dim()) + tuple(x.shape)
+
+
+def _expands(a: tuple[Any, ...]) -> bool:
+    x, other = a
+    return x.dim() <= other.dim() and all(n in (None, 1, w) for n, w in zip(_aligned(a), other.shape))
+
+
 # exercise id -> edge name -> predicate on one generated argument tuple
 EDGES: dict[str, dict[str, Any]] = {
     "01-channels-first": {
@@ -94,12 +105,25 @@ EDGES: dict[str, dict[str, Any]] = {
         "stride 0": expanded(),
     },
     "03-grad-of-expand": {"size 0": empty(), "one row": lambda a: a[0].shape[0] == 1},
+    "03-windows-by-strides": {
+        "one window": lambda a: a[0].shape[0] == a[1],
+        "size 1": lambda a: a[1] == 1,
+        "offset, stride 1": lambda a: a[0].storage_offset() > 0 and a[0].stride() == (1,),
+        "stride 2, no offset": lambda a: a[0].stride() == (2,) and a[0].storage_offset() == 0,
+        "offset and stride": lambda a: a[0].storage_offset() > 0 and a[0].stride()[0] > 1,
+        "stride 0": lambda a: a[0].stride() == (0,) and a[0].shape[0] > 1,
+        "overlapping": lambda a: a[2] < a[1],
+        "gaps": lambda a: a[2] > a[1] and a[0].shape[0] >= a[1] + a[2],
+    },
     "03-writes-into-expand": {w: _is(w) for w in ("e.fill_(7)", "e[:, 0] += 1", "e[0] = 5")},
     "04-causal-mask": {
         "q_len 0": lambda a: a[0] == 0,
         "k_len 0": lambda a: a[1] == 0,
-        "size 1": lambda a: 1 in a,
+        "size 1": lambda a: 1 in a[:2],
         "square": lambda a: a[0] == a[1] > 1,
+        "window 1": lambda a: a[2] == 1 and min(a[:2]) > 1,
+        "window cuts": lambda a: 1 < a[2] < min(a[:2]),
+        "window past every key": lambda a: a[2] >= max(a[:2]) > 1,
     },
     "04-split-heads": {
         "size 0": empty(),
@@ -116,13 +140,17 @@ EDGES: dict[str, dict[str, Any]] = {
         "size 0": empty(),
         "one key": lambda a: a[1].shape[2] == 1,
         "padding": lambda a: not a[3].all(),
+        "more queries than keys": lambda a: a[0].shape[2] > a[1].shape[2] and a[0].numel() > 0,
+        "fewer queries than keys": lambda a: 0 < a[0].shape[2] < a[1].shape[2] and a[0].numel() > 0,
     },
     "05-batch-view": {"0-d": zero_d(), "n == 0": lambda a: a[1] == 0, "size 0": empty(), "strided": non_contiguous()},
     "05-count-labels": {
-        "no labels": lambda a: a[0].shape == (0,),
-        "one label": lambda a: a[0].shape == (1,),
-        "one class": lambda a: a[1] == 1,
-        "duplicates": lambda a: a[0].unique().numel() < a[0].numel(),
+        "no rows": lambda a: a[0].shape[0] == 0,
+        "empty rows": lambda a: a[0].shape[0] > 0 and a[0].shape[1] == 0,
+        "one label": lambda a: tuple(a[0].shape) == (1, 1),
+        "one class": lambda a: a[1] == 1 and a[0].numel() > 0,
+        "duplicates in a row": lambda a: any(r.unique().numel() < r.numel() for r in a[0]),
+        "rows that differ": lambda a: a[0].shape[0] > 1 and not bool((a[0] == a[0][:1]).all()),
     },
     "05-flatten-any": {"0-d": zero_d(), "size 0": empty(), "strided": non_contiguous(), "stride 0": expanded()},
     "05-can-expand": {
@@ -134,11 +162,23 @@ EDGES: dict[str, dict[str, Any]] = {
         "size 0": empty(),
         "a 0 rep": lambda a: 0 in a[1],
         "float16": lambda a: a[0].dtype == torch.float16,
+        "more reps than dims": lambda a: len(a[1]) > a[0].dim() and 0 not in a[1] and a[0].numel() > 0,
+        "stride 0": expanded(),
+        "storage bigger than x": lambda a: a[0].untyped_storage().nbytes() > a[0].nbytes > 0,
     },
-    "06-doubled-sum-peak": {"0-d": zero_d(), "size 0": empty()},
+    "06-doubled-sum-peak": {
+        "0-d": zero_d(),
+        "size 0": empty(),
+        "one element, 1-d": lambda a: tuple(a[0].shape) in ((1,), (1, 1)),
+        "float16": lambda a: a[0].dtype == torch.float16,
+    },
     "06-adam-state-bytes": {
-        "0-d parameter": lambda a: () in a[0],
-        "empty parameter": lambda a: any(0 in s for s in a[0]),
+        "0-d parameter": lambda a: any(s == () for s, _ in a[0]),
+        "empty parameter": lambda a: any(0 in s for s, _ in a[0]),
+        "amsgrad": lambda a: a[1],
+        "without amsgrad": lambda a: not a[1],
+        "mixed dtypes": lambda a: len({d for _, d in a[0]}) > 1,
+        "half precision": lambda a: any(d.itemsize == 2 and math.prod(s) for s, d in a[0]),
     },
     "06-lower-the-peak": {"size 0": empty(), "size 1": lambda a: a[0].shape == (1,)},
     "07-safe-copy": {"0-d": zero_d(), "size 0": empty(), "strided": non_contiguous(), "stride 0": expanded()},
@@ -146,6 +186,19 @@ EDGES: dict[str, dict[str, Any]] = {
         "size 0": empty(),
         "V == 1": lambda a: a[0].shape[2] == 1,
         "L == V": lambda a: a[0].shape[1] == a[0].shape[2] > 1,
+    },
+    "07-expand-as-by-strides": {
+        "new leading dim": lambda a: _expands(a) and a[1].dim() > a[0].dim(),
+        "size 1 stretched": lambda a: _expands(a) and any(n == 1 < w for n, w in zip(_aligned(a), a[1].shape)),
+        "size 1 kept": lambda a: _expands(a) and any(n == 1 == w for n, w in zip(_aligned(a), a[1].shape)),
+        "to size 0": lambda a: _expands(a) and 0 in a[1].shape,
+        "0-d other": lambda a: a[1].dim() == 0,
+        "x transposed": lambda a: (
+            _expands(a) and a[0].dim() > 1 and not a[0].is_contiguous() and 0 not in a[0].stride()
+        ),
+        "x expanded": lambda a: _expands(a) and 0 in a[0].stride() and a[0].numel() > 1,
+        "refused: a size neither 1 nor other's": lambda a: not _expands(a) and a[0].dim() <= a[1].dim(),
+        "refused: more dims": lambda a: a[0].dim() > a[1].dim(),
     },
     "07-faster-beyond-spread": {
         "tie, a slower": lambda a: _tie(a) and a[0] > a[2],
@@ -217,6 +270,16 @@ EDGE_WRONG = [
         lambda x, n: x.as_strided((x.shape[0], n), (1, 0)),
         lambda a: a[0].stride() != (1,) or a[0].storage_offset(),
     ),
+    # the storage offset ignored fails where x starts past its storage's start, and on stride 1 (an example)
+    ("03-windows-by-strides", ex.get("03-windows-by-strides").wrong[2][0], lambda a: a[0].storage_offset() > 0),
+    # x's stride ignored fails where x steps by 2 from the storage's start (an example)
+    (
+        "03-windows-by-strides",
+        ex.get("03-windows-by-strides").wrong[3][0],
+        lambda a: a[0].stride() == (2,) and a[0].storage_offset() == 0,
+    ),
+    ("07-expand-as-by-strides", ex.get("07-expand-as-by-strides").wrong[3][0], lambda a: not a[0].is_contiguous()),
+    ("07-expand-as-by-strides", ex.get("07-expand-as-by-strides").wrong[4][0], lambda a: not _expands(a)),
 ]
 
 
@@ -252,9 +315,10 @@ BROKEN = [
     ("05-count-labels", nb05_pitfalls._count_by_compare, "max_new_bytes"),
     (
         "05-count-labels",
-        lambda labels, c: (labels[:, None] == torch.arange(c)).sum(0, dtype=torch.float32),
+        lambda labels, c: (labels[:, :, None] == torch.arange(c)).sum(1, dtype=torch.float32),
         "max_new_bytes",
     ),
+    ("05-count-labels", nb05_pitfalls._count_by_flat_positions, "max_new_bytes"),
     ("07-mask-tokens", lambda loss, keep: loss * keep[:, :, None][:, :, [0] * loss.shape[-1]], "max_new_bytes"),
     # torch runs repeat_interleave as an expand and a copy: the recorder names the expand it saw
     (
@@ -290,9 +354,14 @@ def test_the_count_budget_is_what_the_model_answer_needs_and_one_scalar():
     labels, c = ex.get("05-count-labels").examples[0]
     with measure(device="cpu") as m:
         ex.get("05-count-labels").reference(labels, c)
-    scalar = torch.ones(()).nbytes
-    assert m.peak_bytes + scalar == nb05_pitfalls._count_budget(labels, c)
-    one_weight = lambda lab, n: torch.zeros(n).index_put_((lab,), torch.tensor(1.0), accumulate=True)  # noqa: E731
+    scalar, rows = torch.ones(()).nbytes, torch.arange(labels.shape[0]).nbytes
+    assert m.peak_bytes + scalar + rows == nb05_pitfalls._count_budget(labels, c)
+    # and room for the answer that indexes with a (B, 1) column of row numbers and broadcasts a single weight
+
+    def one_weight(lab, n):
+        rows = torch.arange(lab.shape[0])[:, None]
+        return torch.zeros(lab.shape[0], n).index_put_((rows, lab), torch.tensor(1.0), accumulate=True)
+
     assert ex.check_exercise("05-count-labels", one_weight).passed
 
 
@@ -303,7 +372,30 @@ def _odd_by_narrow(x):
 
 def _sdpa_einsum(q, k, v, keep):
     w = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
-    return torch.einsum("bhqk,bhkd->bhqd", w.masked_fill(keep.logical_not(), float("-inf")).softmax(-1), v)
+    future = torch.arange(k.shape[2])[None, :] > torch.arange(q.shape[2])[:, None]
+    return torch.einsum("bhqk,bhkd->bhqd", w.masked_fill(keep.logical_not() | future, float("-inf")).softmax(-1), v)
+
+
+def _expand_by_padding_the_shape(x, other):
+    if x.dim() > other.dim():
+        raise RuntimeError("x has more dims than other")
+    pad = other.dim() - x.dim()
+    sizes, strides = (1,) * pad + tuple(x.shape), (0,) * pad + tuple(x.stride())
+    if any(n not in (1, w) for n, w in zip(sizes, other.shape)):
+        raise RuntimeError(f"{tuple(x.shape)} does not expand to {tuple(other.shape)}")
+    return x.as_strided(other.shape, [s if n == w else 0 for n, s, w in zip(sizes, strides, other.shape)])
+
+
+def _expand_by_zipping_from_the_right(x, other):
+    strides = []
+    for i in range(1, other.dim() + 1):
+        n, s = (x.shape[-i], x.stride(-i)) if i <= x.dim() else (1, 0)
+        if n not in (1, other.shape[-i]):
+            raise ValueError(f"dim -{i}: size {n} does not stretch to {other.shape[-i]}")
+        strides.insert(0, s if n == other.shape[-i] else 0)
+    if x.dim() > other.dim():
+        raise ValueError("too many dims")
+    return torch.as_strided(x, other.shape, strides, x.storage_offset())
 
 
 def _write_by_region(write):
@@ -314,7 +406,10 @@ def _write_by_region(write):
 RIGHT: dict[str, tuple[Any, ...]] = {
     "01-channels-first": (lambda im: im.movedim(3, 1), lambda im: im.transpose(1, 3).transpose(2, 3)),
     "01-odd-positions": (lambda x: x[1:][::2], _odd_by_narrow),
-    "01-independent-flat": (lambda x: x.flatten().clone(), lambda x: x.clone().reshape(-1)),
+    "01-independent-flat": (
+        lambda x: torch.empty_like(x, memory_format=torch.contiguous_format).copy_(x).view(-1),
+        lambda x: x.clone(memory_format=torch.contiguous_format).flatten(),
+    ),
     "02-center-rows": (lambda x: x - x.mean(1)[:, None], lambda x: x - x.sum(1, keepdim=True) / x.shape[1]),
     "02-pairwise-diff": (lambda p: p[:, None, :] - p[None, :, :], lambda p: torch.sub(p.unsqueeze(1), p.unsqueeze(0))),
     "02-per-sample-error": (lambda pred, t: (pred[:, 0] - t) ** 2, lambda pred, t: (pred.view(-1) - t).square()),
@@ -327,14 +422,26 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda x, n: x.unsqueeze(1).expand(x.shape[0], n),
         lambda x, n: x.as_strided((x.shape[0], n), (x.stride(0), 0)),
     ),
+    "03-windows-by-strides": (
+        lambda x, size, step: torch.as_strided(
+            x, ((len(x) - size) // step + 1, size), (x.stride(0) * step, x.stride(0)), x.storage_offset()
+        ),
+        lambda x, size, step: x.as_strided((1 + (x.numel() - size) // step, size), (step * x.stride(0), x.stride(0))),
+    ),
     "03-grad-of-expand": (lambda g: g.sum(0)[None], lambda g: torch.ones(1, g.shape[0]) @ g),
     "03-writes-into-expand": (
         _write_by_region,
         lambda w: "raises" if w.startswith(("e.", "e[:")) and w not in ("e.fill_(7)", "e.zero_()") else "goes through",
     ),
     "04-causal-mask": (
-        lambda q, k: torch.arange(q)[:, None] >= torch.arange(k),
-        lambda q, k: (torch.arange(k)[None, :] - torch.arange(q)[:, None]) <= 0,
+        lambda q, k, w: (
+            (torch.arange(q)[:, None] >= torch.arange(k)) & (torch.arange(q)[:, None] < torch.arange(k) + w)
+        ),
+        lambda q, k, w: (
+            ((torch.arange(q)[:, None] - torch.arange(k)[None, :]) % (q + k + w) < w)
+            if q * k
+            else torch.zeros(q, k, dtype=torch.bool)
+        ),
     ),
     "04-split-heads": (
         lambda x, h: x.unflatten(-1, (h, x.shape[-1] // h)).transpose(1, 2),
@@ -342,18 +449,28 @@ RIGHT: dict[str, tuple[Any, ...]] = {
     ),
     "04-masked-token-mean": (
         lambda loss, m: (loss * m.unsqueeze(-1)).sum() / (m.sum() * loss.shape[-1]),
-        lambda loss, m: loss[m].mean(),
+        lambda loss, m: torch.where(m[..., None], loss, 0.0).sum() / (m.sum() * loss.shape[-1]),
     ),
     "04-sdpa-by-hand": (
         lambda q, k, v, keep: (
-            torch.softmax((q @ k.mT) * q.shape[-1] ** -0.5 + torch.where(keep, 0.0, float("-inf")), -1) @ v
+            torch.softmax(
+                (q @ k.mT) * q.shape[-1] ** -0.5
+                + torch.where(keep, 0.0, float("-inf"))
+                + torch.where(torch.arange(k.shape[2]) <= torch.arange(q.shape[2])[:, None], 0.0, float("-inf")),
+                -1,
+            )
+            @ v
         ),
         _sdpa_einsum,
     ),
     "05-batch-view": (lambda s, n: s.expand(n, *s.shape), lambda s, n: torch.broadcast_to(s, (n, *s.shape))),
     "05-count-labels": (
-        lambda labels, c: torch.zeros(c).index_put_((labels,), torch.ones(labels.shape[0]), accumulate=True),
-        lambda labels, c: torch.zeros(c).scatter_add_(0, labels, torch.ones(labels.shape[0])),
+        lambda labels, c: torch.zeros(len(labels), c).index_put_(
+            (torch.arange(len(labels))[:, None], labels), torch.ones(labels.shape), accumulate=True
+        ),
+        lambda labels, c: torch.zeros(labels.shape[0], c).scatter_add_(
+            -1, labels, torch.ones_like(labels, dtype=torch.float32)
+        ),
     ),
     "05-flatten-any": (lambda x: x.flatten(), lambda x: x.reshape(x.numel())),
     "05-can-expand": (
@@ -361,16 +478,18 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda a, b: len(a) <= len(b) and all(a[-i] in (1, b[-i]) for i in range(1, len(a) + 1)),
     ),
     "06-repeat-bytes": (
-        lambda x, reps: math.prod(s * r for s, r in zip(x.shape, reps)) * x.element_size(),
+        lambda x, reps: (
+            math.prod(s * r for s, r in zip((1,) * (len(reps) - x.dim()) + x.shape, reps)) * x.element_size()
+        ),
         lambda x, reps: x.numel() * x.itemsize * math.prod(reps),
     ),
     "06-doubled-sum-peak": (
-        lambda x: (x.numel() + 1) * x.element_size(),
-        lambda x: x.nelement() * x.itemsize + x.itemsize,
+        lambda x: (2 * x.numel() if x.numel() else 1) * x.element_size(),
+        lambda x: x.itemsize * max(x.nelement() + 1, x.nelement() * 2),
     ),
     "06-adam-state-bytes": (
-        lambda shapes: sum(8 * math.prod(s) + 4 for s in shapes),
-        lambda shapes: 4 * len(shapes) + 8 * sum(math.prod(s) for s in shapes),
+        lambda params, ams: sum((2 + ams) * math.prod(s) * d.itemsize + 4 for s, d in params),
+        lambda params, ams: 4 * len(params) + (3 if ams else 2) * sum(math.prod(s) * d.itemsize for s, d in params),
     ),
     "06-lower-the-peak": (lambda r: 2 * r.sum(), lambda r: torch.sum(r).mul_(2)),
     "07-safe-copy": (lambda x: torch.empty_like(x).copy_(x), lambda x: x.clone(memory_format=torch.contiguous_format)),
@@ -379,6 +498,7 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda loss, keep: loss.masked_fill(keep[:, :, None] == 0, 0),
         lambda loss, keep: torch.where(keep[:, :, None].bool(), loss, 0.0),
     ),
+    "07-expand-as-by-strides": (_expand_by_padding_the_shape, _expand_by_zipping_from_the_right),
     "07-faster-beyond-spread": (
         lambda ma, ia, mb, ib: "unclear" if abs(mb - ma) <= ia + ib else ("a" if ma < mb else "b"),
         lambda ma, ia, mb, ib: "a" if mb - ma > ia + ib else "b" if ma - mb > ia + ib else "unclear",

@@ -58,7 +58,7 @@ def test_a_view_exercise_answered_through_a_list_breaks_must_view():
 
 
 # ----- names the operator count alone would miss ----------------------------------------------------------
-def _causal_by_inplace_tril_op(q, k):
+def _causal_by_inplace_tril_op(q, k, w):
     return torch.ops.aten.tril_(torch.ones(q, k, dtype=torch.bool))
 
 
@@ -78,20 +78,21 @@ def test_the_exercises_own_reference_may_not_do_the_work():
 
 # ----- loops run from C -------------------------------------------------------------------------------------
 def _count_by_counter(labels, c):
-    counts = collections.Counter(labels.tolist())
-    return torch.tensor([float(counts[k]) for k in range(c)])
+    rows = [collections.Counter(row) for row in labels.tolist()]
+    return torch.tensor([[float(counts[k]) for k in range(c)] for counts in rows]).view(len(rows), c)
 
 
 def _count_by_sorted_key(labels, c):
-    order = sorted(range(len(labels)), key=lambda i: int(labels[i]))
-    return torch.zeros(c).index_add_(0, labels[torch.tensor(order, dtype=torch.long)], torch.ones(len(order)))
+    order = sorted(range(labels.shape[1]), key=lambda i: int(labels[0, i]) if len(labels) else 0)
+    picked = labels[:, torch.tensor(order, dtype=torch.long)]
+    return torch.zeros(labels.shape[0], c).scatter_add_(1, picked, torch.ones(picked.shape))
 
 
 def _count_by_iter_sentinel(labels, c):
-    rest = labels.tolist()
-    counts = torch.zeros(c)
-    for label in iter(lambda: rest.pop() if rest else None, None):
-        counts[label] += 1
+    rest = [(b, x) for b, row in enumerate(labels.tolist()) for x in row]
+    counts = torch.zeros(labels.shape[0], c)
+    for b, label in iter(lambda: rest.pop() if rest else None, None):
+        counts[b, label] += 1
     return counts
 
 
@@ -108,7 +109,9 @@ def test_arithmetic_on_sizes_is_not_a_loop():
     # math.prod over a shape used to be reported as "prod(), a Python loop in C over a sequence"
     _passes(
         "05-count-labels",
-        lambda labels, c: torch.zeros(c).index_add_(0, labels, torch.ones(math.prod(labels.shape))),
+        lambda labels, c: torch.zeros(len(labels), c).scatter_add_(
+            1, labels, torch.ones(math.prod(labels.shape)).view(labels.shape)
+        ),
     )
     _passes("02-pairwise-diff", lambda p: (p[:, None] - p[None])[..., : sum((p.shape[1], 0))])
 
@@ -168,3 +171,25 @@ def _pairs_by_np_tile(p):
     a = p.numpy()
     n = a.shape[0]
     return torch.from_numpy(np.tile(a[:, None], (1, n, 1)) - np.tile(a[None], (n, 1, 1)))
+
+
+# ----- 04-masked-token-mean: broadcasting, not gathering (review T-2) ----------------------------------------
+@pytest.mark.parametrize(
+    ("fn", "op"),
+    [
+        (lambda loss, mask: loss[mask].mean(), "aten.index.Tensor"),
+        (lambda loss, mask: loss.masked_select(mask[..., None]).mean(), "aten.masked_select"),
+        (lambda loss, mask: loss[mask.nonzero(as_tuple=True)].mean(), "aten.nonzero"),
+        (lambda loss, mask: loss.flatten(0, 1).index_select(0, mask.flatten().nonzero()[:, 0]).mean(), "aten.nonzero"),
+    ],
+    ids=["bool-index", "masked_select", "nonzero-index", "index_select"],
+)
+def test_gathering_the_real_tokens_is_refused_with_the_operator_named(fn, op):
+    msg = _fails("04-masked-token-mean", fn, "breaks rule `forbid gather`")
+    assert f"your function ran {op}" in msg and "each copies the entries it picks" in msg, msg
+    assert "size-1 dim" in msg and "instead" in msg, msg
+
+
+def test_weighting_by_a_broadcast_mask_passes():
+    _passes("04-masked-token-mean", lambda loss, mask: (loss * mask[..., None]).sum() / (mask.sum() * loss.shape[-1]))
+    _passes("04-masked-token-mean", lambda loss, m: torch.where(m[..., None], loss, 0.0).mean() * m.numel() / m.sum())

@@ -43,7 +43,7 @@ def test_registry_is_populated_and_ids_are_well_formed():
 def test_reference_solution_passes(exercise_id):
     e = ex.get(exercise_id)
     # a reference that measures (06) is the truth, not an answer: it runs what the learner must predict
-    result = ex.check_exercise(exercise_id, e.answer or e.reference)
+    result = ex._check_answer(e, e.answer or e.reference)  # the check itself: check_exercise refuses the object
     assert result.status == PASSED, str(result)
     assert result.examples >= 10, "too few inputs were tried to trust a pass"
 
@@ -400,7 +400,9 @@ def test_check_guess_asks_first_then_judges_both_ways(capsys):
 
 
 def test_alt_text_counts_differing_cells_in_words_that_agree():
-    one = ex.check_exercise("05-count-labels", ex.get("05-count-labels").wrong[0][0])  # [1, 0, 3] vs [1, 0, 1]
+    one = ex.check_exercise(
+        "05-count-labels", ex.get("05-count-labels").wrong[0][0]
+    )  # row 0: [1, 0, 3, 0] vs [1, 0, 1, 0]
     assert "; 1 cell differs and is outlined" in one.alt_text()
     several = check(lambda x: x + 1, lambda x: x, inputs=((torch.zeros(3),),))
     assert "; 3 cells differ and are outlined" in several.alt_text()
@@ -533,3 +535,32 @@ def test_a_wrong_signature_names_the_signature_the_check_calls_regression():
     assert "your function takes (shapes) but the check calls it as can_expand(a, b)" in r.reason
     assert e.signature in str(r) and e.hints[0] not in str(r)
     assert ex.check_exercise(e.id, lambda *shapes: e.answer(*shapes) if e.answer else e.reference(*shapes)).passed
+
+
+# --- the bank's own functions are not an answer (review #61) -------------------------------------------------
+@pytest.mark.parametrize("exercise_id", BY_ID)
+def test_the_exercises_own_reference_is_refused_and_the_pasted_solution_is_not(exercise_id):
+    e = ex.get(exercise_id)
+    for own in {e.reference, e.answer} - {None}:
+        r = ex.check_exercise(exercise_id, own)
+        assert r.status == FAILED and r.examples == 0, str(r)
+        assert r.reason.startswith("that function is the reference solution of this exercise"), r.reason
+        assert "write your own" in r.reason and f"`{e.signature[4:].split('(')[0]}`" in r.reason
+    namespace = {"torch": torch}
+    exec(compile(ex.solution_source(e), "<pasted cell>", "exec"), namespace)  # the same code, typed in a cell
+    assert ex.check_exercise(exercise_id, namespace[e.signature[4:].split("(")[0]]).passed
+
+
+def test_the_reference_of_this_or_another_exercise_is_refused_by_name():
+    r = ex.check_exercise("03-outer-sum", ex.get("03-outer-sum").reference)
+    assert str(r) == (
+        "03-outer-sum (Every pair, without a loop): FAILED -- that function is the reference solution of this "
+        "exercise, from the exercise bank, not your code: write your own `outer_sum` and check it."
+    )
+    r = ex.check_exercise("05-flatten-any", ex.get("07-safe-copy").reference)
+    assert r.status == FAILED and "reference solution of exercise 07-safe-copy" in r.reason, r.reason
+    import functools
+
+    decorated = functools.wraps(ex.get("05-flatten-any").reference)(lambda x: ex.get("05-flatten-any").reference(x))
+    assert "reference solution of this exercise" in ex.check_exercise("05-flatten-any", decorated).reason
+    assert ex.check_exercise("05-flatten-any", lambda x: x.reshape(-1)).passed  # the same code, the learner's own

@@ -143,6 +143,8 @@ RULE_WORDS = {
     "forbid autograd": r"\bautograd\b",
     "forbid bincount": r"\bbincount\b",
     "forbid sdpa": r"scaled_dot_product_attention",
+    "forbid unfold": r"\bunfold\b",
+    "forbid gather": r"\bgather",
     "no_python_loops": r"\bno Python loops?\b",
     "must_view": r"\bview of\b",
     "must_copy": r"\bshares no memory\b|\bnever shares memory\b",

@@ -76,7 +76,7 @@ from .engine import (
     require_learner_fn,
     require_max_examples,
 )
-from .registry import Exercise, UnknownExercise, exercise_ids, get, register
+from .registry import Exercise, UnknownExercise, exercise_ids, get, register, whose_reference
 from .result import FAILED, NOT_SOLVED, PASSED, CheckResult
 from .rules import Rules, named_rule
 from .strategies import LAYOUTS, MAX_DIMS, MAX_ELEMENTS, shapes, tensors
@@ -247,15 +247,38 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
     ex = get(exercise_id)
     require_learner_fn(learner_fn)
     require_max_examples(max_examples, MIN_EXERCISE_EXAMPLES)
-    mismatch = _signature_mismatch(ex, learner_fn)
+    title = f"{ex.id} ({ex.title})"
+    owner = whose_reference(inspect.unwrap(learner_fn))
+    if owner is not None:  # the bank's own code passed in: it would pass without a line of the learner's
+        which = "this exercise" if owner.id == ex.id else f"exercise {owner.id}"
+        why = (
+            f"that function is the reference solution of {which}, from the exercise bank, not your code: write "
+            f"your own `{ex.signature[4:].split('(')[0]}` and check it"
+        )
+        _record.note(ex.id, learner_fn, FAILED)
+        return CheckResult(FAILED, title, f"{title}: FAILED -- {why}.", reason=why, hint_text=_first_hint(ex))
+    result = _check_answer(ex, learner_fn, max_examples)
+    _record.note(ex.id, learner_fn, result.status)  # for progress() and submission()
+    return result
+
+
+def _first_hint(ex: Exercise) -> str | None:
+    return f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
+
+
+def _check_answer(ex: Exercise, fn: Callable[..., Any], max_examples: int = 60) -> CheckResult:
+    """The check of :func:`check_exercise`, without its first refusal (the bank's own functions) and without
+    noting the result: how the course's tests check a reference itself.
+
+    >>> _check_answer(get("05-flatten-any"), get("05-flatten-any").reference).passed
+    True
+    """
+    title = f"{ex.id} ({ex.title})"
+    mismatch = _signature_mismatch(ex, fn)
     if mismatch:  # the check would only report a TypeError and a hint about the answer: say what is called
-        title = f"{ex.id} ({ex.title})"
         return CheckResult(FAILED, title, f"{title}: FAILED -- {mismatch}.", reason=mismatch)
-    first_hint = (
-        f"{ex.hints[0]}  (more: hint({ex.id!r}, 2))" if len(ex.hints) > 1 else (ex.hints[0] if ex.hints else None)
-    )
-    result = build_check(
-        learner_fn,
+    return build_check(
+        fn,
         ex.reference,
         ex.inputs(),
         memory=ex.memory,
@@ -263,13 +286,12 @@ def check_exercise(exercise_id: str, learner_fn: Callable[..., Any], max_example
         max_examples=max_examples,
         rtol=RTOL,
         atol=ATOL,
-        hint=first_hint,
-        title=f"{ex.id} ({ex.title})",
+        hint=_first_hint(ex),
+        title=title,
         extra=ex.extra,
         rules=ex.rules,
+        raises=ex.raises,
     ).run()
-    _record.note(ex.id, learner_fn, result.status)  # for progress() and submission()
-    return result
 
 
 def _signature_mismatch(ex: Exercise, learner_fn: Callable[..., Any]) -> str | None:

@@ -65,6 +65,8 @@ __all__ = [
     "MAX_EXAMPLES",
     "MIN_EXERCISE_EXAMPLES",
     "MEMORY",
+    "Refused",
+    "refusal_problem",
     "RTOL",
     "ATOL",
 ]
@@ -101,6 +103,49 @@ def _meter(memory: str | None, args: tuple[Any, ...], rules: Rules) -> Any:
 
 class _NotSolved(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class Refused:
+    """What the reference did with an input it must refuse: raised one of the exercise's ``raises`` types
+    (the message is the reference's own). A learner's function must raise one of them there too.
+
+    >>> Refused(("RuntimeError", "ValueError"), "sizes do not match")
+    raises RuntimeError or ValueError (the reference: sizes do not match)
+    """
+
+    allowed: tuple[str, ...]
+    message: str = ""
+
+    def __repr__(self) -> str:
+        said = f" (the reference: {self.message})" if self.message else ""
+        return f"raises {' or '.join(self.allowed)}{said}"
+
+
+def refusal_problem(expected: Refused, raised: BaseException | str | None, got: Any = None) -> str | None:
+    """Why the learner's answer to an input the exercise refuses is wrong (``raised``: the exception it raised, or
+    its type's name; None when it returned ``got``), or None when it raised an allowed type.
+
+    >>> refusal_problem(Refused(("ValueError",), "no"), KeyError("k")).split(";")[1]
+    ' it raised KeyError. Raise ValueError with a message that says which sizes do not fit'
+    >>> refusal_problem(Refused(("ValueError",), "no"), ValueError("sizes")) is None
+    True
+    """
+    allowed = " or ".join(expected.allowed)
+    said = f" ({expected.message})" if expected.message else ""
+    if raised is None:
+        return (
+            f"on these inputs your function must refuse (raise {allowed}), as the reference does{said}; it returned "
+            f"{describe(got)} instead. Check the sizes first and raise when they do not fit"
+        )
+    names = [c.__name__ for c in type(raised).__mro__] if isinstance(raised, BaseException) else [raised]
+    if any(n in expected.allowed for n in names):
+        return None
+    name = names[0]
+    return (
+        f"on these inputs your function must raise {allowed}, as the reference does{said}; it raised {name}. "
+        f"Raise {allowed} with a message that says which sizes do not fit"
+    )
 
 
 class _ReferenceError(RuntimeError):
@@ -144,6 +189,7 @@ class Check:
     title: str = "check"
     extra: tuple[_Rule, ...] = ()
     rules: Rules = Rules()
+    raises: tuple[type[Exception], ...] = ()  # errors the reference raises on inputs that must be refused
 
     def run(self) -> CheckResult:
         """Try every input (explicit ones first), then the loop probe; report the first failure found."""
@@ -211,6 +257,8 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
     pristine = fresh(args)
     try:
         expected = _call(c.reference_fn, fresh(args))
+    except c.raises as exc:  # an input the exercise refuses: the learner's function must refuse it too
+        expected = Refused(tuple(t.__name__ for t in c.raises), str(exc).strip().split("\n")[0])
     except Exception as exc:  # the exercise, not the learner, is wrong: say so loudly
         raise _ReferenceError(
             f"the reference solution raised {type(exc).__name__}: {exc} on input {describe(args)}; "
@@ -231,6 +279,11 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
     except Exception as exc:  # noqa: BLE001 - the learner's error is the lesson: report it, no traceback
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         broken = watch.forbidden(c.learner_fn) if watch else None  # a rule broken, then raised: the rule first
+        if broken is None and isinstance(expected, Refused):
+            refused = refusal_problem(expected, exc)
+            if refused is None:
+                return  # refused as it must be
+            raise _Failure(refused, text, expected, None, f"{type(exc).__name__}: {msg}", pristine) from None
         raise _Failure(
             broken or f"your function raised {type(exc).__name__}: {msg}",
             text,
@@ -241,6 +294,9 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
         ) from None
     if _is_stub_result(got) and not _is_stub_result(expected):
         raise _NotSolved()
+    if isinstance(expected, Refused):
+        reason = (watch.forbidden(c.learner_fn) if watch else None) or refusal_problem(expected, None, got)
+        raise _Failure(reason, text, expected, got, None, pristine)
     # the rules of how, before the value: a prediction that ran what it predicts fails on the rule
     reason = watch.before_compare(c.learner_fn, mine, got, m) if watch else None
     if reason is None:
@@ -384,6 +440,7 @@ def build_check(
     title: Any = "check",
     extra: Any = (),
     rules: Any = None,
+    raises: Any = (),
 ) -> Check:
     """Validate the arguments of :func:`check` (every error names the function the learner called) into a Check."""
     if isinstance(learner_fn, str):  # check("05-batch-view", my_fn): the exercise's checker was meant
@@ -415,6 +472,8 @@ def build_check(
         raise type_error("examples", "a list of argument tuples", examples)
     if not isinstance(extra, (list, tuple)) or not all(callable(rule) for rule in extra):
         raise type_error("extra", "a list of rules, each rule(args, result) -> str or None", extra)
+    if not isinstance(raises, tuple) or not all(isinstance(t, type) and issubclass(t, Exception) for t in raises):
+        raise type_error("raises", "a tuple of exception types, e.g. raises=(RuntimeError, ValueError)", raises)
     if rules is not None and not isinstance(rules, Rules):
         raise type_error("rules", "a viewlab.course.exercises.Rules, e.g. Rules(forbid=('repeat',))", rules)
     stated = (
@@ -448,6 +507,7 @@ def build_check(
         title=title,
         extra=tuple(extra),
         rules=rules or Rules(),
+        raises=raises,
     )
 
 
@@ -466,6 +526,7 @@ def check(
     title: str = "check",
     extra: Sequence[_Rule] = (),
     rules: Rules | None = None,
+    raises: tuple[type[Exception], ...] = (),
 ) -> CheckResult:
     """Run ``learner_fn`` and ``reference_fn`` on many inputs and compare what they return.
 
@@ -488,6 +549,8 @@ def check(
             ``memory="view"`` / ``"copy"``. While the function runs it is watched (:mod:`.watch`): by
             behaviour in the calling thread (torch's modes) and by name in its source (numpy and viewlab's
             own helpers included); threads it starts are not followed.
+        raises: exception types the reference raises on inputs that must be refused: there the learner's
+            function must raise one of them too (returning a value, or raising another type, fails).
 
     Also checked: value, shape, dtype and device of every tensor in the result, and that the
     learner's function did not modify its input in place and fits the call (else the parameters expected are

@@ -28,7 +28,7 @@ from .rules import Rules
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["Exercise", "register", "get", "exercise_ids", "UnknownExercise"]
+__all__ = ["Exercise", "register", "get", "exercise_ids", "UnknownExercise", "whose_reference"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class Exercise:
         answer: what ``solution()`` shows when the reference measures instead of reasoning (default:
             the reference); it must pass the check too.
         why: the two lines of reasoning ``solution()`` prints under the answer.
+        raises: exception types the reference raises on the inputs the exercise refuses (shapes that do not
+            fit): there the learner's function must raise one of them too.
     """
 
     id: str
@@ -71,6 +73,7 @@ class Exercise:
     rules: Rules = field(default_factory=Rules)
     answer: Callable[..., Any] | None = None
     why: tuple[str, ...] = ()
+    raises: tuple[type[Exception], ...] = ()
 
     def rule_labels(self) -> list[str]:
         """Every rule this exercise states, as failure messages name it (``memory`` and named extras included).
@@ -131,6 +134,8 @@ def _require_fields(ex: Exercise) -> None:
         raise type_error("wrong", "a tuple of (wrong_fn, text its failure message contains) pairs", ex.wrong)
     if not isinstance(ex.examples, tuple) or not all(isinstance(a, tuple) for a in ex.examples):
         raise type_error("examples", "a tuple of argument tuples, e.g. examples=((torch.ones(2),),)", ex.examples)
+    if not isinstance(ex.raises, tuple) or not all(isinstance(t, type) and issubclass(t, Exception) for t in ex.raises):
+        raise type_error("raises", "a tuple of exception types, e.g. raises=(RuntimeError, ValueError)", ex.raises)
     if not isinstance(ex.extra, tuple) or not all(callable(r) for r in ex.extra):
         raise type_error("extra", "a tuple of rules made with named_rule(label, rule)", ex.extra)
     stub = ex.signature[4:].split("(")[0]
@@ -207,6 +212,24 @@ def exercise_ids(prefix: str = "") -> list[str]:
     require_str(prefix, "prefix")
     _load_bank()
     return sorted(i for i in _REGISTRY if i.startswith(prefix))
+
+
+def whose_reference(fn: Any) -> Exercise | None:
+    """The exercise whose reference (or shown answer) ``fn`` is, the same function or one made from the same
+    code, or None: an answer must be the learner's own code, not the bank's.
+
+    >>> whose_reference(get("03-outer-sum").reference).id, whose_reference(lambda a, b: a + b)
+    ('03-outer-sum', None)
+    """
+    _load_bank()
+    code = getattr(fn, "__code__", None)
+    for ex in list(_REGISTRY.values()):
+        for ref in (ex.reference, ex.answer):
+            if ref is None:
+                continue
+            if fn is ref or (code is not None and code is getattr(ref, "__code__", None)):
+                return ex
+    return None
 
 
 class UnknownExercise(KeyError, ValueError):

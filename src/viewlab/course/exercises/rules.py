@@ -77,6 +77,23 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         ("aten.bincount", "aten.histc", "aten.histogram", "aten._histogramdd_from_bin_cts"),
         "make the indexed write accumulate: index_add_, or index_put_ with accumulate=True",
     ),
+    "unfold": (
+        ("aten.unfold",),
+        "build the windows yourself with as_strided, from x's own stride and storage offset",
+    ),
+    "gather": (
+        (
+            "aten.index.Tensor",
+            "aten._unsafe_index.Tensor",
+            "aten.masked_select",
+            "aten.nonzero",
+            "aten.index_select",
+            "aten.gather",
+            "aten.take",
+        ),
+        "keep every entry and weight it: give the mask a size-1 dim where the other tensor has its extra dim, "
+        "and let broadcasting line them up",
+    ),
     "sdpa": (
         (
             "aten.scaled_dot_product_attention",
@@ -110,6 +127,8 @@ API_NAMES: dict[str, tuple[str, ...]] = {
     "expand": ("expand", "expand_as", "broadcast_to", "expand_copy"),
     "bincount": ("bincount", "histc", "histogram", "histogramdd"),
     "sdpa": ("scaled_dot_product_attention",),
+    "unfold": ("unfold",),
+    "gather": ("masked_select", "nonzero", "argwhere", "index_select", "gather", "take", "take_along_dim"),
     "autograd": ("_make_dual", "_unpack_dual", "backward", "grad"),
 }
 
@@ -140,6 +159,11 @@ FORBIDS = {
     "autograd": "autograd: backward(), torch.autograd.grad, forward-mode AD and torch.func",
     "bincount": "bincount, histc and histogram (torch's or numpy's, and numpy.add.at): they count for you",
     "sdpa": "scaled_dot_product_attention (and its aten kernels)",
+    "unfold": "unfold (Tensor.unfold builds the windows for you)",
+    "gather": (
+        "gathering entries by indexing (a bool mask or a tensor of positions as an index, masked_select, nonzero, "
+        "index_select, gather, take): each copies the entries it picks"
+    ),
 }
 
 

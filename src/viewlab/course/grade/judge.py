@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from viewlab.course.exercises.compare import compare, describe, fresh, tensor_parts
-from viewlab.course.exercises.engine import ATOL, FAILED, NOT_SOLVED, PASSED, RTOL
+from viewlab.course.exercises.engine import ATOL, FAILED, NOT_SOLVED, PASSED, RTOL, Refused, refusal_problem
 from viewlab.course.exercises.registry import Exercise
 from viewlab.course.exercises.strategies import run_examples
 
@@ -68,6 +68,7 @@ class Plan:
             "predict_without_running": r.predict_without_running,
             "allow_viewlab": list(r.allow_viewlab),
             "memory": self.ex.memory,
+            "refuses": bool(self.ex.raises),  # some inputs must raise: a raise does not end the run (which: not said)
         }
 
     def job(self) -> dict[str, Any]:
@@ -101,13 +102,28 @@ def _plan(ex: Exercise, n_inputs: int) -> Plan:
         inputs.append(tuple(fresh(args)) if isinstance(args, tuple) else (fresh(args),))
 
     run_examples(ex.inputs(), keep, n_inputs)
-    expected = [ex.reference(*fresh(a)) for a in inputs]
+    expected = [_expected(ex, a) for a in inputs]
     probe: list[tuple[Any, ...]] = []
     probe_expected = None
     if ex.rules.no_python_loops is not None:
         probe = [tuple(ex.rules.no_python_loops(n)) for n in _LOOP_SIZES]
         probe_expected = ex.reference(*fresh(probe[1]))
     return Plan(ex, inputs, expected, probe, probe_expected)
+
+
+def _expected(ex: Exercise, args: tuple[Any, ...]) -> Any:
+    """The reference's value on ``args``, or :class:`Refused` where it raises what the exercise refuses with."""
+    try:
+        return ex.reference(*fresh(args))
+    except ex.raises as exc:
+        return Refused(tuple(t.__name__ for t in ex.raises), str(exc).strip().split("\n")[0])
+
+
+def _raised_name(record: dict[str, Any], allowed: tuple[str, ...]) -> str:
+    """The allowed name that the error the answer's process reported is or derives from (its type's name, then
+    its base classes' names as that process listed them), else the type's own name."""
+    names = [record["error"], *[n for n in record.get("bases", []) if isinstance(n, str)]]
+    return next((n for n in names if n in allowed), record["error"])
 
 
 @dataclass
@@ -196,7 +212,12 @@ def _one(plan: Plan, i: int, record: dict[str, Any]) -> tuple[str, str, str] | N
         return NOT_SOLVED, "not solved yet", f"{plan.title}: not solved yet (the answer is still a stub)."
     if kind == "raised":
         error = f"{record['error']}: {record['message']}"
-        reason = seam.forbidden(ex.rules, watch) or f"your function raised {error}"
+        reason = seam.forbidden(ex.rules, watch)
+        if reason is None and isinstance(expected, Refused):
+            reason = refusal_problem(expected, _raised_name(record, expected.allowed))
+            if reason is None:
+                return None  # refused as it must be
+        reason = reason or f"your function raised {error}"
         return FAILED, reason, _failure(plan, reason, args, expected, None, error)
     if kind == "bad_result":
         return FAILED, record["why"], _failure(plan, record["why"], args, expected, None, record["why"])
@@ -208,6 +229,8 @@ def _one(plan: Plan, i: int, record: dict[str, Any]) -> tuple[str, str, str] | N
     for p, q in zip(tensor_parts(args), tensor_parts(mine)):
         if p.requires_grad and not q.requires_grad and (q.is_floating_point() or q.is_complex()):
             q.requires_grad_(True)
+    if reason is None and isinstance(expected, Refused):
+        reason = seam.forbidden(ex.rules, watch) or refusal_problem(expected, None, got)
     if reason is None and watch is not None:  # Watch.before_compare, and no custom operator doing the work
         reason = _foreign(ex, watch) or seam.before(ex.rules, watch, mine)
     if reason is None:

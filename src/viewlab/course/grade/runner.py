@@ -226,6 +226,7 @@ def run_input(fn: Callable[..., Any], args: tuple[Any, ...], rules: Any, memory:
         record = {"kind": "stub"}
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt from an answer are its errors
         record = {"kind": "raised", "error": type(exc).__name__, "message": _first_line(exc)}
+        record["bases"] = [c.__name__ for c in type(exc).__mro__]  # ShapeError(ValueError) refuses as ValueError
     record["cpu"] = time.process_time() - start
     plain: Any = None
     if record["kind"] == "returned":
@@ -297,7 +298,8 @@ def run_command(cmd: dict[str, Any], folder: str) -> dict[str, Any]:
         for args in job["inputs"]:
             record = run_input(fn, tuple(args), rules, job["spec"]["memory"])
             out["records"].append(record)
-            if record["kind"] in ("call", "stub", "raised", "bad_result"):
+            refusing = record["kind"] == "raised" and job["spec"].get("refuses")  # maybe right: the grader knows
+            if record["kind"] in ("call", "stub", "raised", "bad_result") and not refusing:
                 break  # the grader judges this input a failure: later inputs cannot come first
         else:
             out["probe"] = [run_probe(fn, tuple(a), rules) for a in job.get("probe", [])]

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from viewlab.course.exercises import Exercise, register, tensors
+from viewlab.course.exercises import Exercise, Rules, register, tensors
 
 
 def _images() -> Any:
@@ -113,6 +113,15 @@ def _matrices() -> Any:
     return st.tuples(tensors(dims=(2, 2), side=(0, 4)))  # empty and 1-wide matrices, every layout
 
 
+def _own_bytes(x: torch.Tensor) -> int:
+    """One copy of x's elements: all a flat independent copy needs."""
+    return x.numel() * x.element_size()
+
+
+def _independent_flat(x: torch.Tensor) -> torch.Tensor:
+    return x.clone(memory_format=torch.contiguous_format).view(-1)
+
+
 register(
     Exercise(
         id="01-independent-flat",
@@ -120,25 +129,28 @@ register(
         statement=(
             "Return the elements of the 2-D tensor `x` in row-major order as a 1-D tensor that NEVER shares "
             "memory with `x`, whatever its layout (an independent copy), so that editing the result can never "
-            "change `x`."
+            "change `x`. Copy once: new bytes may peak at one copy of x's elements (x.numel() * x.element_size(), "
+            "measured), so a flatten that copies a non-contiguous x, followed by a copy of that copy, is refused."
         ),
         signature="def independent_flat(x: torch.Tensor) -> torch.Tensor",
-        reference=lambda x: x.reshape(-1).clone(),
+        reference=_independent_flat,
         inputs=_matrices,
-        memory="copy",
+        rules=Rules(must_copy=True, max_new_bytes=_own_bytes),
         hints=(
             "reshape(-1) is a view when the layout allows it: what happens to x when you then write into the result?",
-            "Flattening may or may not copy, depending on the layout. What can you add after it that copies "
-            "in every case?",
+            "clone() keeps x's strides (a transposed x stays transposed), so flattening the clone may copy again. "
+            "Which copy leaves its elements in row-major order, so that flattening it needs no second copy?",
         ),
         why=(
-            "reshape(-1) and flatten() view a contiguous x and copy only a non-contiguous one, so sharing depends "
-            "on the layout.",
-            "clone() always allocates, so the result never shares memory with x.",
+            "clone(memory_format=torch.contiguous_format) copies x once into row-major memory, which view(-1) "
+            "flattens without copying: the result never shares memory with x.",
+            "x.reshape(-1).clone() copies twice when x is not contiguous (reshape copies, then clone copies the "
+            "copy), and reshape(-1) alone views a contiguous x, so writes would reach it.",
         ),
         wrong=(
             (lambda x: x.reshape(-1), "rule `must_copy`: the result shares memory"),
-            (lambda x: x.t().reshape(-1).clone(), "values differ"),
+            (lambda x: x.t().clone(memory_format=torch.contiguous_format).view(-1), "values differ"),  # column order
+            (lambda x: x.reshape(-1).clone(), "rule `max_new_bytes`"),  # two copies of a non-contiguous x
         ),
     )
 )

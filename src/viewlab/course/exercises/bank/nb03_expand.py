@@ -1,8 +1,8 @@
-"""Exercises for notebook 03 (expand, expand_as and repeat).
+"""Exercises for notebook 03 (expand, expand_as and repeat, and building a layout from strides).
 
 >>> from viewlab.course.exercises import exercise_ids
 >>> exercise_ids("03")
-['03-grad-of-expand', '03-interleave-view', '03-outer-sum', '03-writes-into-expand']
+['03-grad-of-expand', '03-interleave-view', '03-outer-sum', '03-windows-by-strides', '03-writes-into-expand']
 """
 
 from __future__ import annotations
@@ -260,6 +260,102 @@ register(
             (lambda write: "goes through", "expected 'raises'"),
             (lambda write: _measured_write(write), "rule `forbid expand`"),
             (_tries_on_a_copy_of_the_layout, "rule `predict_without_running`"),
+        ),
+    )
+)
+
+
+def _windows_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    def build(offset: int, stride: int, n: int, size: int, step: int, stretched: bool) -> tuple[Any, ...]:
+        if stretched:  # one element read n times: stride 0, as expand leaves it
+            x = torch.tensor([float(offset + 1)]).expand(n)
+        else:  # a view of a longer storage: it starts at `offset` and reads every `stride`-th element
+            base = torch.arange(float(offset + stride * n + 2))
+            x = base[offset::stride][:n]
+        return x, size, step
+
+    def sizes(n: int) -> Any:
+        offset, stride = st.sampled_from((0, 0, 1, 3)), st.sampled_from((1, 2, 2, 3))
+        stretched = st.sampled_from((False, False, False, True))
+        return st.tuples(offset, stride, st.just(n), st.integers(1, n), st.integers(1, 3), stretched)
+
+    # the offset and the stride of x drawn apart and together (0 and 1 included), one window (size == n),
+    # windows that overlap (step < size), touch (step == size) or leave gaps (step > size)
+    return st.integers(1, 7).flatmap(sizes).map(lambda p: build(*p))
+
+
+def _windows(x: torch.Tensor, size: int, step: int) -> torch.Tensor:
+    return x.unfold(0, size, step)
+
+
+def _windows_by_strides(x: torch.Tensor, size: int, step: int) -> torch.Tensor:
+    n_windows = (x.shape[0] - size) // step + 1
+    (s,) = x.stride()
+    return x.as_strided((n_windows, size), (step * s, s), x.storage_offset())
+
+
+def _windows_by_stacking(x: torch.Tensor, size: int, step: int) -> torch.Tensor:  # right values, copied
+    starts = range(0, x.shape[0] - size + 1, step)
+    return torch.stack([x[i : i + size] for i in starts])
+
+
+def _windows_from_storage_start(x: torch.Tensor, size: int, step: int) -> torch.Tensor:  # ignores the offset
+    n_windows = (x.shape[0] - size) // step + 1
+    return x.as_strided((n_windows, size), (step * x.stride(0), x.stride(0)), 0)
+
+
+def _windows_assuming_stride_1(x: torch.Tensor, size: int, step: int) -> torch.Tensor:  # ignores x's stride
+    n_windows = (x.shape[0] - size) // step + 1
+    return x.as_strided((n_windows, size), (step, 1), x.storage_offset())
+
+
+def _windows_one_short(x: torch.Tensor, size: int, step: int) -> torch.Tensor:  # counts one window too few
+    s = x.stride(0)
+    return x.as_strided(((x.shape[0] - size) // step, size), (step * s, s), x.storage_offset())
+
+
+register(
+    Exercise(
+        id="03-windows-by-strides",
+        title="Sliding windows, from strides",
+        statement=(
+            "Given a 1-D tensor x of length N (any view: it may start at a storage offset and step through its "
+            "storage with a stride other than 1, or 0), an int size (1 <= size <= N) and an int step >= 1, return "
+            "the (n_windows, size) tensor of sliding windows: row w holds x[w * step], ..., x[w * step + size - 1], "
+            "for every window that fits. Build it with as_strided from x's own stride and storage offset: the "
+            "result must be a view of x (nothing copied, no new bytes), and unfold, which does it for you, is "
+            "forbidden."
+        ),
+        signature="def windows_by_strides(x: torch.Tensor, size: int, step: int) -> torch.Tensor",
+        reference=_windows,
+        answer=_windows_by_strides,
+        inputs=_windows_inputs,
+        rules=Rules(forbid=("unfold",)),
+        memory="view",
+        examples=(  # tried first, apart: a wrong answer fails on the one that shows what it ignores
+            (torch.arange(6.0)[1:], 2, 1),  # storage offset 1, stride 1
+            (torch.arange(10.0)[::2], 2, 1),  # storage offset 0, stride 2
+        ),
+        hints=(
+            "To move one element along a window, how many storage elements does x itself step over, and how many "
+            "to move from one window to the next?",
+            "The size is (n_windows, size); the inner stride is x's own. How many windows fit in N elements, what "
+            "is the outer stride in storage elements, and where in the storage does window 0 start?",
+        ),
+        why=(
+            "Element i of x sits at storage_offset + i * stride, so window w, element j sits at storage_offset + "
+            "(w * step + j) * stride: strides (step * stride, stride), offset x's own.",
+            "The windows overlap when step < size, so no reshape or view of x can give them; as_strided reads the "
+            "same storage, and stacking slices copies every window.",
+        ),
+        wrong=(
+            (_windows_by_stacking, "rule `must_view`"),
+            (lambda x, size, step: x.unfold(0, size, step), "rule `forbid unfold`"),
+            (_windows_from_storage_start, "values differ"),  # only an input with a storage offset shows it
+            (_windows_assuming_stride_1, "values differ"),  # only an input with a stride other than 1 shows it
+            (_windows_one_short, "shape"),
         ),
     )
 )

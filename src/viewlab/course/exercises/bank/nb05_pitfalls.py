@@ -67,99 +67,122 @@ register(
 
 
 def _count_labels(labels: torch.Tensor, num_classes: int) -> torch.Tensor:
-    return torch.zeros(num_classes).index_add_(0, labels, torch.ones(labels.shape[0]))
+    counts = torch.zeros(labels.shape[0], num_classes)
+    return counts.scatter_add_(1, labels, torch.ones(labels.shape))  # along dim 1: each row into its own row
 
 
 def _label_inputs() -> Any:
     from hypothesis import strategies as st
 
-    def labels(c: int) -> Any:
-        # few classes, several labels: duplicates are the rule, not the exception
-        return st.lists(st.integers(0, c - 1), max_size=9).map(lambda xs: (torch.tensor(xs, dtype=torch.long), c))
+    def labels(c: int, b: int, length: int) -> Any:
+        # few classes, several labels a row: duplicates are the rule, not the exception; B or L may be 0
+        bits = st.lists(st.integers(0, c - 1), min_size=b * length, max_size=b * length)
+        return bits.map(lambda xs: (torch.tensor(xs, dtype=torch.long).view(b, length), c))
 
-    return st.integers(1, 4).flatmap(labels)
+    sizes = st.tuples(st.integers(1, 4), st.sampled_from((2, 1, 3, 0)), st.sampled_from((4, 1, 5, 0, 2)))
+    return sizes.flatmap(lambda p: labels(*p))
 
 
 def _sized_labels(n: int) -> tuple[torch.Tensor, int]:
-    # both the labels and the classes grow: a loop over either runs more operators on the bigger size
-    return torch.arange(2 * n) % n, n
+    # the rows, the labels and the classes all grow: a loop over any of them runs more operators when bigger
+    return (torch.arange(2 * n * n) % n).view(n, 2 * n), n
 
 
 def _count_budget(labels: torch.Tensor, num_classes: int) -> int:
-    """The counts, one float32 weight per label and one float32 scalar (a single weight that is broadcast, e.g.
-    ``torch.tensor(1.0)``): what one accumulating indexed write needs, and no (N, C) table."""
-    return 4 * (num_classes + labels.shape[0] + 1)
+    """The counts, one float32 weight per label, one float32 scalar (a single weight that is broadcast, e.g.
+    ``torch.tensor(1.0)``) and a (B, 1) column of int64 row numbers: what one accumulating indexed write needs,
+    and no (B, L, C) table (nor a (B, L) table of flattened int64 positions)."""
+    b, length = labels.shape
+    return 4 * (b * num_classes + b * length + 1) + 8 * b
 
 
 def _count_by_unique(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: unique counts
-    values, counts = labels.unique(return_counts=True)
-    out = torch.zeros(num_classes)
+    flat = (labels + num_classes * torch.arange(labels.shape[0])[:, None]).flatten()
+    values, counts = flat.unique(return_counts=True)
+    out = torch.zeros(labels.shape[0] * num_classes)
     out[values] = counts.float()
-    return out
+    return out.view(labels.shape[0], num_classes)
 
 
-def _count_by_one_hot(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: an (N, C) table
-    return torch.nn.functional.one_hot(labels, num_classes).sum(0).float()
+def _count_by_one_hot(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: a (B, L, C) table
+    return torch.nn.functional.one_hot(labels, num_classes).sum(1).float()
 
 
-def _count_by_compare(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: an (N, C) table
-    return (labels[:, None] == torch.arange(num_classes)[None, :]).sum(0).float()
+def _count_by_compare(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: a (B, L, C) table
+    return (labels[:, :, None] == torch.arange(num_classes)).sum(1).float()
+
+
+def _count_by_flat_positions(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # a (B, L) int64 table
+    b = labels.shape[0]
+    flat = (labels + num_classes * torch.arange(b)[:, None]).flatten()
+    return torch.zeros(b * num_classes).index_add_(0, flat, torch.ones(flat.shape[0])).view(b, num_classes)
 
 
 def _count_by_class_loop(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # rule-breaking: a loop
-    counts = torch.zeros(num_classes)
+    counts = torch.zeros(labels.shape[0], num_classes)
     for c in range(num_classes):  # over the classes: the loop probe varies num_classes too
-        counts[c] = (labels == c).sum()
+        counts[:, c] = (labels == c).sum(1)
     return counts
 
 
 def _count_by_index_plus_one(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # P13 itself
-    counts = torch.zeros(num_classes)
-    counts[labels] += 1
+    counts = torch.zeros(labels.shape[0], num_classes)
+    counts[torch.arange(labels.shape[0])[:, None], labels] += 1
     return counts
 
 
 def _count_by_loop(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # right values, a Python loop
-    counts = torch.zeros(num_classes)
-    for c in labels:
-        counts[c] += 1
+    counts = torch.zeros(labels.shape[0], num_classes)
+    for b, row in enumerate(labels):
+        counts[b].index_add_(0, row, torch.ones(row.shape[0]))
     return counts
+
+
+def _count_rows_together(labels: torch.Tensor, num_classes: int) -> torch.Tensor:  # the whole batch in one row
+    return torch.zeros(num_classes).index_add_(0, labels.flatten(), torch.ones(labels.numel()))
 
 
 register(
     Exercise(
         id="05-count-labels",
-        title="Count labels with duplicate indices",
+        title="Count labels per row, with duplicate indices",
         statement=(
-            "Given `labels`, a 1-D int64 tensor of class indices in [0, num_classes), and the int num_classes, "
-            "return a float32 tensor of shape (num_classes,) whose entry c is how many times c occurs. "
-            "Use one indexed write that accumulates. Rules: no Python loops, no bincount (nor histc or histogram: "
-            "they count for you), and new bytes may peak at num_classes + len(labels) + 1 float32 values (the "
-            "counts, one weight per label and one scalar, measured), so no (len(labels), num_classes) table: no one_hot, no broadcast "
-            "compare, no unique counts."
+            "Given `labels`, a 2-D int64 tensor of shape (B, L) -- a batch of B sequences of L class indices in "
+            "[0, num_classes) -- and the int num_classes, return a float32 tensor of shape (B, num_classes) "
+            "whose entry [b, c] is how many times c occurs in row b (B or L may be 0). Use one indexed write that "
+            "accumulates, each label counted in its own row. Rules: no Python loops, no bincount (nor histc or "
+            "histogram: they count for you), and new bytes may peak at B * num_classes + B * L + 1 float32 "
+            "values and B int64 values (the counts, one weight per label, one scalar and a column of row "
+            "numbers, measured), so no (B, L, num_classes) table: no one_hot, no broadcast compare, no unique "
+            "counts, and no (B, L) table of flattened int64 positions either."
         ),
         signature="def count_labels(labels: torch.Tensor, num_classes: int) -> torch.Tensor",
         reference=_count_labels,
         inputs=_label_inputs,
         rules=Rules(forbid=("bincount",), no_python_loops=_sized_labels, max_new_bytes=_count_budget),
-        examples=((torch.tensor([0, 2, 2, 2]), 3),),
+        examples=((torch.tensor([[0, 2, 2, 2], [3, 1, 0, 2]]), 4),),
         hints=(
-            "counts[labels] += 1 reads counts[labels] (a copy), adds 1 and writes back: what happens to the "
-            "three writes to the same index?",
-            "Some in-place indexed ops add every source value into its index, so duplicates add up; plain "
-            "indexed assignment does not. Which one will you use, and what source values must it add?",
+            "counts[rows, labels] += 1 reads the indexed entries (a copy), adds 1 and writes back: what happens "
+            "to the three writes to the same entry of row 0?",
+            "Some in-place indexed ops add every source value into its place, so duplicates add up; plain "
+            "indexed assignment does not. Which of them can write along dim 1, row by row (or take a (B, 1) "
+            "column of row numbers beside the labels), and what source values must it add?",
         ),
         why=(
-            "index_add_ adds every source element into its index, so duplicate indices add up.",
-            "counts[labels] += 1 writes the same incremented copy once per duplicate: each class counts at most 1.",
+            "scatter_add_ along dim 1 adds source[b, l] into counts[b, labels[b, l]]: every label lands in its "
+            "own row, and duplicates add up.",
+            "counts[rows, labels] += 1 writes the same incremented copy once per duplicate, so each entry counts "
+            "at most 1; counting the flattened batch at once gives one row of counts for all B rows.",
         ),
         wrong=(
             (_count_by_index_plus_one, "values differ"),
+            (_count_rows_together, "has shape"),
             (_count_by_loop, "rule `no_python_loops`"),
-            (lambda labels, c: torch.bincount(labels, minlength=c).float(), "rule `forbid bincount`"),
+            (lambda labels, c: torch.bincount(labels.flatten(), minlength=c).float(), "rule `forbid bincount`"),
             (_count_by_unique, "rule `max_new_bytes`"),
             (_count_by_one_hot, "rule `max_new_bytes`"),
             (_count_by_compare, "rule `max_new_bytes`"),
+            (_count_by_flat_positions, "rule `max_new_bytes`"),
         ),
     )
 )

@@ -2,11 +2,12 @@
 
 >>> from viewlab.course.exercises import exercise_ids
 >>> exercise_ids("07")
-['07-faster-beyond-spread', '07-mask-tokens', '07-safe-copy']
+['07-expand-as-by-strides', '07-faster-beyond-spread', '07-mask-tokens', '07-safe-copy']
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -160,5 +161,118 @@ register(
             ),
         ),
         examples=((1e-6, 5e-7, 1.2e-6, 5e-7),),
+    )
+)
+
+
+def _expand_pairs() -> Any:
+    from hypothesis import strategies as st
+
+    def pair(target: tuple[int, ...], lead: int, ones: tuple[bool, ...], bad: int, layouts: tuple[str, ...]) -> Any:
+        # x's shape: other's shape without `lead` leading dims, some dims made 1 (those are stretched, or kept
+        # when other's is 1 too); `bad` breaks it: 1 gives x a dim neither 1 nor other's, 2 one dim too many
+        shape = [1 if one else t for t, one in zip(target[lead:], ones)]
+        if bad == 1:
+            shape = [*shape[:-1], target[-1] + 2] if shape else [target[-1] + 2]
+        elif bad == 2:
+            shape = [2, *target]
+        return st.tuples(tensors(shape=tuple(shape), layouts=layouts), st.just(torch.zeros(target)))
+
+    def kind(sides: Any, bad: int, layouts: tuple[str, ...], dims: tuple[int, int] = (0, 3), ones: bool = True) -> Any:
+        target = st.integers(*dims).flatmap(lambda k: st.tuples(*[sides] * k))
+        return target.flatmap(
+            lambda t: st.tuples(
+                st.just(t),
+                st.integers(0, len(t)) if ones else st.integers(0, len(t) - 2),
+                st.tuples(*[st.booleans() if ones else st.just(False)] * len(t)),
+            ).flatmap(lambda p: pair(p[0], p[1], p[2][: len(p[0]) - p[1]], bad, layouts))
+        )
+
+    any_side, wide = st.integers(0, 3), st.integers(2, 3)
+    return st.one_of(
+        kind(any_side, 0, ("contiguous", "offset")),  # 0-d, size 0, size 1 kept or stretched, new leading dims
+        kind(wide, 0, ("transposed", "expanded"), dims=(2, 3), ones=False),  # x's own strides (0 too) kept
+        kind(wide, 0, ("transposed", "expanded")),
+        kind(any_side, 1, ("contiguous",), dims=(1, 3)),  # refused: a size neither 1 nor other's
+        kind(any_side, 2, ("contiguous",)),  # refused: more dims than other
+    )
+
+
+def _expand_as(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    return x.expand_as(other)
+
+
+def _expand_as_by_strides(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    lead = other.dim() - x.dim()
+    if lead < 0:
+        raise ValueError(f"x has {x.dim()} dims, more than other's {other.dim()}: it cannot expand to {other.shape}")
+    strides = [0] * lead  # a new leading dim reads the same elements again
+    for dim, (size, stride, want) in enumerate(zip(x.shape, x.stride(), other.shape[lead:])):
+        if size != want and size != 1:
+            raise ValueError(f"x's dim {dim} has size {size}: only a size-1 dim stretches, not to {want}")
+        strides.append(stride if size == want else 0)
+    return x.as_strided(other.shape, strides)
+
+
+def _stretches_any_size(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:  # never refuses
+    lead = other.dim() - x.dim()
+    strides = [0] * max(lead, 0) + [s if n == w else 0 for n, s, w in zip(x.shape, x.stride(), other.shape[lead:])]
+    return x.as_strided(other.shape, strides[-other.dim() :] if other.dim() else [])
+
+
+def _assumes_contiguous(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:  # x's own strides ignored
+    lead = other.dim() - x.dim()
+    if lead < 0 or any(n not in (1, w) for n, w in zip(x.shape, other.shape[lead:])):
+        raise RuntimeError(f"{tuple(x.shape)} does not expand to {tuple(other.shape)}")
+    row_major = [math.prod(x.shape[d + 1 :]) for d in range(x.dim())]
+    strides = [0] * lead + [s if n == w else 0 for n, s, w in zip(x.shape, row_major, other.shape[lead:])]
+    return x.as_strided(other.shape, strides)
+
+
+register(
+    Exercise(
+        id="07-expand-as-by-strides",
+        title="expand_as, from its behaviour",
+        statement=(
+            "Describe first, in two sentences, what x.expand_as(other) does to the shape and the strides of x; "
+            "then write the smallest code with that behaviour. Given tensors x and other, return a view of x "
+            "with other's shape (nothing copied, no new bytes): the shapes line up from the right; each new "
+            "leading dim, and each size-1 dim of x where other's size differs, gets stride 0; a dim of the same "
+            "size keeps x's own stride. Refuse shapes that do not expand that way (x has more dims than other, or "
+            "a dim of x is neither 1 nor other's size): raise RuntimeError or ValueError. Rules: no expand (nor "
+            "expand_as or broadcast_to); as_strided may set the strides."
+        ),
+        signature="def expand_as_by_strides(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor",
+        reference=_expand_as,
+        answer=_expand_as_by_strides,
+        inputs=_expand_pairs,
+        rules=Rules(forbid=("expand",)),
+        memory="view",
+        raises=(RuntimeError, ValueError),
+        examples=(
+            (torch.arange(6.0).view(3, 2).t(), torch.zeros(4, 2, 3)),  # transposed x, a new leading dim
+            (torch.arange(3.0).view(3, 1), torch.zeros(3, 4)),  # a size-1 dim stretched
+            (torch.arange(3.0), torch.zeros(2, 4)),  # refused: 3 is neither 1 nor 4
+        ),
+        hints=(
+            "Line the two shapes up from the right: for each dim of other, which dim of x (if any) does it read, "
+            "and how far must one step along it move in x's storage?",
+            "A dim that x does not have, or has with size 1 while other's is bigger, repeats the same elements: "
+            "what stride does that take? And which comparisons of the sizes must make you raise before building "
+            "anything?",
+        ),
+        why=(
+            "expand_as writes other's shape over x's storage: a stretched or new dim gets stride 0, so every "
+            "index along it reads the same element; the other dims keep x's strides. Nothing is copied.",
+            "Only a size-1 dim can stretch (a stride-0 dim repeats one element), so any other mismatch, or x "
+            "having more dims, is refused.",
+        ),
+        wrong=(
+            (lambda x, other: x.expand_as(other), "rule `forbid expand`"),
+            (lambda x, other: torch.broadcast_to(x, other.shape), "rule `forbid expand`"),
+            (lambda x, other: _expand_as_by_strides(x, other).contiguous(), "rule `must_view`"),
+            (_assumes_contiguous, "values differ"),  # only a transposed or expanded x shows it
+            (_stretches_any_size, "must refuse"),
+        ),
     )
 )
