@@ -32,7 +32,8 @@ def test_the_rule_by_values_fails_the_exercise():
         return "raises" if ("add_" in write or "mul_" in write or "+=" in write) else "goes through"
 
     assert not ex.check_exercise("03-writes-into-expand", by_values).passed
-    assert ex.check_exercise("03-writes-into-expand", nb03_expand._predicted_write).passed
+    # the bank's own answer is refused by check_exercise (write your own); _check_answer checks it as such
+    assert ex._check_answer(ex.get("03-writes-into-expand"), nb03_expand._predicted_write).passed
 
 
 def test_scalar_fill_skips_the_check_where_indexed_assignment_of_the_same_number_raises():

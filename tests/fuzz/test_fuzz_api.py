@@ -49,6 +49,18 @@ CheckResult, PASSED, get_exercise = public("CheckResult"), public("PASSED"), pub
 _SE = SqueezeExcitation(4, reduction=2)
 _SE_STATE = {k: v.clone() for k, v in _SE.state_dict().items()}
 _IDS = public("exercise_ids")()
+
+
+def _pasted_solution(exercise_id: str) -> Any:
+    """The printed solution, pasted into a cell: check_exercise refuses the bank's own reference object."""
+    from viewlab.course.exercises import solution_source
+
+    e = get_exercise(exercise_id)
+    namespace = {"torch": torch}
+    exec(compile(solution_source(e), "<pasted cell>", "exec"), namespace)
+    return namespace[e.signature[4:].split("(")[0]]
+
+
 _UNIQUE_OPS = sorted({c.op for c in OP_CASES if sum(d.op == c.op for d in OP_CASES) == 1})
 
 
@@ -618,7 +630,7 @@ TARGETS: list[Target] = [
         st.sampled_from(_IDS).map(
             lambda i: {
                 "exercise_id": i,  # answer: what passes where the reference measures
-                "learner_fn": get_exercise(i).answer or get_exercise(i).reference,
+                "learner_fn": _pasted_solution(i),
                 "max_examples": 30,  # the fewest check_exercise accepts (its edge cases need them)
             }
         ),
