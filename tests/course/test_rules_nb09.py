@@ -4,6 +4,7 @@ windows, channels_last, 0-d, empty, size-1 dims, requires_grad, as_strided layou
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import RULE_SETTINGS
 from tests.course.learner_inputs import DTYPES, FLOAT_DTYPES, TENSOR_KINDS, learner_tensors
+from viewlab import measure
 
 # view(dtype) takes every dtype of the shared strategy, sizes 1, 2, 4 and 8 bytes among them.
 targets = st.sampled_from(DTYPES)
@@ -114,23 +116,80 @@ def test_out_of_the_right_shape_is_written_in_place(a, transposed):
 @pytest.mark.rule(
     "09",
     "An `out=` of the wrong shape is resized, with a `UserWarning`, unless it has no elements; the resize keeps "
-    "its storage when that is big enough and allocates a new one when it is not.",
+    "its memory when that is big enough, and otherwise reallocates the same storage, bigger, at a new address, so "
+    "every view of that storage, the base included, now reads the new memory.",
 )
 @RULE_SETTINGS
-@given(a=floats, n=st.integers(0, 70))
-def test_out_of_the_wrong_shape_is_resized(a, n):
+@given(a=floats, n=st.integers(0, 70), offset=st.integers(0, 3))
+def test_out_of_the_wrong_shape_is_resized_in_its_own_storage(a, n, offset):
     a = _own(a)
+    base = torch.zeros(offset + n, dtype=a.dtype)
+    c = base[offset:]  # the out= tensor, a view of base (offset 0: all of it)
     assume(tuple(a.shape) != (n,))
-    c = torch.empty(n, dtype=a.dtype)
-    ptr, room = c.untyped_storage().data_ptr(), c.untyped_storage().nbytes()
+    ptr, room, need = base.untyped_storage().data_ptr(), base.untyped_storage().nbytes(), a.numel() * a.element_size()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.add(a, a, out=c)
     resized = [w for w in caught if "was resized" in str(w.message)]
     assert bool(resized) == (n > 0) and all(w.category is UserWarning for w in resized)
-    assert c.shape == a.shape and torch.equal(c, a + a)
+    assert c.shape == a.shape and torch.equal(c, a + a) and c.storage_offset() == offset
     kept = c.untyped_storage().data_ptr() == ptr
-    assert kept == (room >= a.numel() * a.element_size()) or room == 0  # kept if big enough, else a new storage
+    assert kept == (room >= offset * a.element_size() + need) or room == 0  # kept if big enough, else moved
+    # one storage still: base reads where c writes, however it was resized, and the bytes before c are kept
+    assert base.untyped_storage().data_ptr() == c.untyped_storage().data_ptr()
+    assert base.untyped_storage().nbytes() >= (offset * a.element_size() + need)
+    assert torch.equal(base[:offset], torch.zeros(offset, dtype=a.dtype))
+    # base reads the new memory: its storage, laid out as c (the resize may follow a's layout), holds the sum
+    assert torch.equal(base.as_strided(c.shape, c.stride(), c.storage_offset()), a + a)
+
+
+@pytest.mark.rule(
+    "09",
+    "Most operators refuse an `out=` when an argument requires grad: `add`, `matmul`, `cat` and `sum` raise. Under "
+    "`torch.no_grad()` (as in an optimiser's step or an evaluation loop) they run.",
+)
+@RULE_SETTINGS
+@given(t=learner_tensors(dims=(1, 4), dtypes=FLOAT_DTYPES), no_grad=st.booleans())
+def test_out_with_an_argument_that_requires_grad_is_refused_by_most_operators(t, no_grad):
+    k = t.shape[-1]
+    calls = {
+        "add": lambda: torch.add(t, t, out=torch.empty(t.shape, dtype=t.dtype)),
+        "matmul": lambda: torch.matmul(t, torch.ones(k, 2, dtype=t.dtype), out=torch.empty(0, dtype=t.dtype)),
+        "cat": lambda: torch.cat([t, t], out=torch.empty(0, dtype=t.dtype)),
+        "sum": lambda: torch.sum(t, -1, out=torch.empty(t.shape[:-1], dtype=t.dtype)),
+    }
+    refused = t.requires_grad and not no_grad
+    for name, call in calls.items():
+        with torch.no_grad() if no_grad else contextlib.nullcontext(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the resize of the empty out= tensors
+            try:
+                out = call()
+            except RuntimeError as err:
+                assert refused and "don't support automatic differentiation" in str(err), (name, str(err))
+                continue
+        assert not refused, f"{name}: ran with an argument that requires grad"
+        assert not out.requires_grad
+
+
+@pytest.mark.rule(
+    "09",
+    "A composite one such as `torch.tensordot` computes its result, then `copy_`s it into `out=`, a copy autograd "
+    "records, so `out=` gets a gradient",
+)
+@RULE_SETTINGS
+@given(t=learner_tensors(dims=(1, 4), dtypes=FLOAT_DTYPES))
+def test_tensordot_copies_into_out_and_autograd_records_the_copy(t):
+    k = t.shape[-1]
+    o = torch.empty((*t.shape[:-1], 2), dtype=t.dtype)
+    ptr = o.data_ptr()
+    with measure() as m:
+        r = torch.tensordot(t, torch.ones(k, 2, dtype=t.dtype), dims=1, out=o)
+    assert r is o and o.data_ptr() == ptr
+    assert m.peak_bytes >= o.numel() * o.element_size()  # computed into memory of its own first, then copied
+    assert (type(o.grad_fn).__name__ == "CopyBackwards") == t.requires_grad and o.requires_grad == t.requires_grad
+    if t.requires_grad:
+        (grad,) = torch.autograd.grad(o.sum(), t)
+        assert torch.equal(grad, torch.full(t.shape, 2.0, dtype=t.dtype))  # d/dt of sum(t @ ones(k, 2))
 
 
 @st.composite
