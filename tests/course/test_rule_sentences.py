@@ -4,7 +4,8 @@ A rule test carries ``@pytest.mark.rule("04", "<the sentence as it stands in the
 (hypothesis-generated inputs, edge sizes included). Here: each marked sentence occurs verbatim in that
 notebook's markdown (line breaks and runs of spaces count as one space, and a blockquote's ``>`` markers, as in
 an "At the edges" block, are not words), each rule test is a property test,
-and each of notebooks 01-06 binds at least ``MIN_RULES`` sentences.
+and each of notebooks 01-06 binds at least ``MIN_RULES`` sentences. Every ``test_rules_nbNN.py`` is read
+(found by glob), and binds sentences of notebook NN only.
 """
 
 from __future__ import annotations
@@ -48,8 +49,13 @@ RULES = _rule_tests()
 
 
 def test_rule_marks_are_read_from_every_rule_module():
-    assert {r[0].split("::")[0] for r in RULES} == {p.stem for p in RULE_MODULES} and len(RULE_MODULES) == 6
-    assert all(r[2] in {"01", "02", "03", "04", "05", "06"} and isinstance(r[3], str) for r in RULES)
+    # every tests/course/test_rules_nbNN.py binds sentences, each to notebook NN, the number in its file name
+    numbered = {p.stem: re.fullmatch(r"test_rules_nb(\d\d)", p.stem) for p in RULE_MODULES}
+    assert RULE_MODULES and all(numbered.values()), f"rule modules are named test_rules_nbNN.py: {list(numbered)}"
+    assert {r[0].split("::")[0] for r in RULES} == set(numbered)
+    assert all(r[2] == numbered[r[0].split("::")[0]][1] and isinstance(r[3], str) for r in RULES)
+    notebooks = {p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    assert {m[1] for m in numbered.values()} <= notebooks, "a rule module names a notebook that does not exist"
 
 
 @pytest.mark.parametrize(("test", "fn", "notebook", "sentence"), RULES, ids=[r[0] for r in RULES])
