@@ -4,9 +4,10 @@
    alt text in the output's metadata (``{"image/png": {"alt": ...}}``); MyST-NB only copies width and
    height from there, so without this every <img> would get its file name as alt text. A notebook
    figure that has no alt text at all is reported as a warning, which fails the strict build.
-2. No page loads an image from another host: the Colab badge that tools/colab_stamp.py puts in each
-   notebook points at Colab's own SVG (right for Colab and GitHub); in the book it is swapped for the
-   local copy in book/_static, and the link around it stays a launch link.
+2. No page loads an image from another host, and the notebooks load none either: the Colab badge that
+   tools/colab_stamp.py puts in each notebook is a text link "Open in Colab" (so JupyterLab offline
+   fetches nothing); in the book the link shows the local badge image from book/_static, and stays a
+   launch link. An older stamp's image of Colab's own SVG is swapped for the same local copy.
 3. Each notebook page says what it was verified with, right under its title: the torch version and
    device that tools/execute_notebooks.py stores in the notebook's metadata (``"viewlab"``) when it
    executes it. A notebook without that stamp was not executed by the executor: the build warns,
@@ -34,14 +35,24 @@ logger = logging.getLogger(__name__)
 
 REMOTE_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 LOCAL_BADGE = "/book/_static/colab-badge.svg"  # a leading "/" means: relative to the source folder
+COLAB_NOTEBOOK = "https://colab.research.google.com/github/"
+BADGE_TEXT = "Open in Colab"  # tools/colab_stamp.py's BADGE_TEXT
+
+
+def _badge_image() -> nodes.image:
+    return nodes.image(uri=LOCAL_BADGE, alt=BADGE_TEXT, candidates={"*": LOCAL_BADGE})
 
 
 class LocalColabBadge(SphinxTransform):
-    """Point the notebooks' Colab badge image at the copy shipped with the book."""
+    """Show the notebooks' "Open in Colab" link as the badge image shipped with the book."""
 
     default_priority = 100  # before Sphinx collects images (on doctree-read)
 
     def apply(self, **kwargs: Any) -> None:
+        for ref in list(self.document.findall(nodes.reference)):
+            if ref.get("refuri", "").startswith(COLAB_NOTEBOOK) and ref.astext().strip() == BADGE_TEXT:
+                ref.children = []
+                ref += _badge_image()
         for image in self.document.findall(nodes.image):
             if image.get("uri") == REMOTE_BADGE:
                 image["uri"] = LOCAL_BADGE
