@@ -18,6 +18,12 @@
    load only ``tex-chtml.js``, which fetches its fonts and TeX extensions from the folders next to
    it; the other ready-made bundles (SVG output, MathML input, speech) are never loaded and are
    removed from the output. The browser check proves formulas still render with no failed request.
+6. No empty header band with a second search field: pydata-sphinx-theme (0.16 and later) fills its top navbar
+   (``#pst-header``) with a search button whenever ``navbar_persistent`` is not set, and sphinx-book-theme
+   leaves every other navbar slot empty, so each page began with a 64 px band holding only a duplicate of the
+   sidebar's search. The option is set to nothing here (book/_config.yml cannot: an ``html_theme_options``
+   there would replace the launch and repository buttons Jupyter Book derives), so the header renders empty
+   and takes no height. The sidebar's search field and the article header's search icon (narrow screens) stay.
 """
 
 from __future__ import annotations
@@ -164,7 +170,14 @@ def _prune_mathjax(app: Sphinx, exc: Exception | None) -> None:
         (mathjax / name).unlink(missing_ok=True)
 
 
+def _no_navbar_search(app: Sphinx, config: Any) -> None:
+    options = dict(config.html_theme_options or {})
+    options.setdefault("navbar_persistent", [])
+    config.html_theme_options = options
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", _no_navbar_search)
     _patch_myst_nb_images()
     app.add_transform(LocalColabBadge)
     app.add_transform(VerifiedWith)
