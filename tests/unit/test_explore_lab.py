@@ -256,6 +256,14 @@ def test_in_jupyterlab_a_stride_edit_redraws_and_tensor_agrees_with_torch(lab, c
             page.keyboard.press("m")  # "make it a markdown cell", on the operator menu
             assert page.locator(".jp-Notebook .jp-Cell").count() == cells
             assert page.locator(".jp-Notebook .jp-MarkdownCell").count() == 0
+            # Up in the stride field steps the number at the cursor (1, 3 -> 2, 3), not JupyterLab's cell selection
+            active = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex(c => c.classList.contains('jp-mod-active'))"
+            before = page.evaluate(active)
+            stride.click()
+            stride.evaluate("e => e.setSelectionRange(0, 0)")
+            page.keyboard.press("ArrowUp")
+            _wait_for_drawn(page, torch.arange(14).as_strided((3, 4), (2, 3)).flatten().tolist())  # 2 past the end
+            assert stride.input_value() == "2, 3" and page.evaluate(active) == before
             page.screenshot(path=str(ARTIFACTS / "lab-after-python-edit.png"), full_page=True)
         finally:
             browser.close()
