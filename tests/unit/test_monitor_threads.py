@@ -153,7 +153,7 @@ def test_the_first_live_frame_sent_draws_the_line_of_the_first_samples(capsys, f
         while not sent and time.monotonic() < deadline:
             keep.view(-1)  # an operator: where the cell's thread sends a ready frame (frames="cell")
             time.sleep(0.01)
-        _wait_for(lambda: view.frames >= 1, "the first live frame", seconds=1)
+        _wait_for(lambda: view.frames >= 1, "the first live frame to be counted", seconds=10)
         shown = view.image.layout.display, view.status.value  # put() shows the image right after the value
     finally:
         mon.stop(show=False)

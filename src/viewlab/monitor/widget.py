@@ -105,9 +105,9 @@ class LiveView:
                     return False
                 time.sleep(early)
             self.image.value = png
-            self.time, self.frames = time.perf_counter(), self.frames + 1
             if self._waiting:  # the first frame after the wait: show the image, drop "waiting"
                 self._waiting = False
                 self.image.layout.display = None
                 self.status.value = self._status
+            self.time, self.frames = time.perf_counter(), self.frames + 1  # counted once it shows
         return True
