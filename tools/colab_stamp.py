@@ -4,7 +4,9 @@ The repository URL lives in one place: ``[project.urls] Repository`` in pyprojec
 derives from it
 
 * the badge, a line placed right under the ``# Title`` of the notebook's first markdown cell, linking
-  to ``https://colab.research.google.com/github/<owner>/<repo>/blob/<branch>/notebooks/<file>``;
+  to ``https://colab.research.google.com/github/<owner>/<repo>/blob/<branch>/notebooks/<file>``. It is a
+  text link, not Colab's badge image: a notebook opened offline (JupyterLab, VS Code) must not fetch
+  anything from another host. The book draws it as its local badge image (book/_ext/viewlab_book.py);
 * the setup cell, the notebook's first code cell (tagged ``colab-setup``): only on Colab (detected by
   ``google.colab`` being imported) it pip-installs ``viewlab`` from the repository -- loose bounds
   from pyproject, never an exact pin of torch/numpy/pandas -- and everywhere it prints the torch
@@ -35,8 +37,10 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_TAG = "colab-setup"
 SETUP_TAGS = [SETUP_TAG, "nbval-ignore-output", "hide-input"]
+# Colab's badge image: only the README uses it (GitHub renders it online); notebooks get a text link.
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE_ALT = "Open In Colab"
+BADGE_TEXT = "Open in Colab"
 DEFAULT_BRANCH = "main"
 _GITHUB = re.compile(r"https://github\.com/(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+?)(?:\.git)?/?")
 # The line the setup cell prints; the book and tests read the verified torch version from it.
@@ -74,8 +78,8 @@ def colab_url(repo_url: str, notebook: str, branch: str = DEFAULT_BRANCH) -> str
 
 
 def badge_markdown(repo_url: str, notebook: str, branch: str = DEFAULT_BRANCH) -> str:
-    """The badge line for one notebook."""
-    return f"[![{BADGE_ALT}]({BADGE_IMAGE})]({colab_url(repo_url, notebook, branch)})"
+    """The badge line for one notebook: a plain link, so that opening the notebook downloads nothing."""
+    return f"[{BADGE_TEXT}]({colab_url(repo_url, notebook, branch)})"
 
 
 def install_spec(repo_url: str) -> str:
@@ -158,6 +162,8 @@ def stamp(nb: nbformat.NotebookNode, name: str, repo_url: str, branch: str = DEF
         return False
     title = _title_cell(nb, name)
     title.source = _with_badge(title.source, badge_markdown(repo_url, name, branch))
+    if not problems(nb, name, repo_url, branch):
+        return True  # only the badge line was stale: the setup cell keeps its output (no re-execution needed)
     nb.cells = [c for c in nb.cells if SETUP_TAG not in c.metadata.get("tags", [])]
     cell = nbformat.v4.new_code_cell(setup_source(repo_url))
     cell.metadata["tags"] = list(SETUP_TAGS)

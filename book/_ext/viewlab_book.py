@@ -4,9 +4,10 @@
    alt text in the output's metadata (``{"image/png": {"alt": ...}}``); MyST-NB only copies width and
    height from there, so without this every <img> would get its file name as alt text. A notebook
    figure that has no alt text at all is reported as a warning, which fails the strict build.
-2. No page loads an image from another host: the Colab badge that tools/colab_stamp.py puts in each
-   notebook points at Colab's own SVG (right for Colab and GitHub); in the book it is swapped for the
-   local copy in book/_static, and the link around it stays a launch link.
+2. No page loads an image from another host, and the notebooks load none either: the Colab badge that
+   tools/colab_stamp.py puts in each notebook is a text link "Open in Colab" (so JupyterLab offline
+   fetches nothing); in the book the link shows the local badge image from book/_static, and stays a
+   launch link. An older stamp's image of Colab's own SVG is swapped for the same local copy.
 3. Each notebook page says what it was verified with, right under its title: the torch version and
    device that tools/execute_notebooks.py stores in the notebook's metadata (``"viewlab"``) when it
    executes it. A notebook without that stamp was not executed by the executor: the build warns,
@@ -17,6 +18,12 @@
    load only ``tex-chtml.js``, which fetches its fonts and TeX extensions from the folders next to
    it; the other ready-made bundles (SVG output, MathML input, speech) are never loaded and are
    removed from the output. The browser check proves formulas still render with no failed request.
+6. No empty header band with a second search field: pydata-sphinx-theme (0.16 and later) fills its top navbar
+   (``#pst-header``) with a search button whenever ``navbar_persistent`` is not set, and sphinx-book-theme
+   leaves every other navbar slot empty, so each page began with a 64 px band holding only a duplicate of the
+   sidebar's search. The option is set to nothing here (book/_config.yml cannot: an ``html_theme_options``
+   there would replace the launch and repository buttons Jupyter Book derives), so the header renders empty
+   and takes no height. The sidebar's search field and the article header's search icon (narrow screens) stay.
 """
 
 from __future__ import annotations
@@ -34,14 +41,24 @@ logger = logging.getLogger(__name__)
 
 REMOTE_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 LOCAL_BADGE = "/book/_static/colab-badge.svg"  # a leading "/" means: relative to the source folder
+COLAB_NOTEBOOK = "https://colab.research.google.com/github/"
+BADGE_TEXT = "Open in Colab"  # tools/colab_stamp.py's BADGE_TEXT
+
+
+def _badge_image() -> nodes.image:
+    return nodes.image(uri=LOCAL_BADGE, alt=BADGE_TEXT, candidates={"*": LOCAL_BADGE})
 
 
 class LocalColabBadge(SphinxTransform):
-    """Point the notebooks' Colab badge image at the copy shipped with the book."""
+    """Show the notebooks' "Open in Colab" link as the badge image shipped with the book."""
 
     default_priority = 100  # before Sphinx collects images (on doctree-read)
 
     def apply(self, **kwargs: Any) -> None:
+        for ref in list(self.document.findall(nodes.reference)):
+            if ref.get("refuri", "").startswith(COLAB_NOTEBOOK) and ref.astext().strip() == BADGE_TEXT:
+                ref.children = []
+                ref += _badge_image()
         for image in self.document.findall(nodes.image):
             if image.get("uri") == REMOTE_BADGE:
                 image["uri"] = LOCAL_BADGE
@@ -153,7 +170,14 @@ def _prune_mathjax(app: Sphinx, exc: Exception | None) -> None:
         (mathjax / name).unlink(missing_ok=True)
 
 
+def _no_navbar_search(app: Sphinx, config: Any) -> None:
+    options = dict(config.html_theme_options or {})
+    options.setdefault("navbar_persistent", [])
+    config.html_theme_options = options
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", _no_navbar_search)
     _patch_myst_nb_images()
     app.add_transform(LocalColabBadge)
     app.add_transform(VerifiedWith)

@@ -6,10 +6,11 @@ by src/viewlab/explorer/bundle.py) inline, in one ``<script type="module">``, fo
 Every ``<div class="viewlab-explorer">`` on the page is rendered with it, its starting layout read from its
 ``data-`` attributes. Explorers come from two places:
 
-1. the ``viewlab-explorer`` directive in the book's own pages (options: shape, stride, offset, size);
+1. the ``viewlab-explorer`` directive in the book's own pages (options: shape, stride, offset, size, and dtype,
+   int64 unless given: torch.arange's, which the book's examples use; the strides are also shown in bytes);
 2. a notebook output of ``viewlab.explore(...)``: its stored text is the layout
-   (``Explorer(shape=(3, 4), stride=(4, 1), offset=0, size=12, values=['10', ...])``), which replaces the widget view
-   (a widget view needs a kernel, and saved widget state would load its code from a CDN).
+   (``Explorer(shape=(3, 4), stride=(4, 1), offset=0, size=12, dtype=torch.int64, values=['10', ...])``), which
+   replaces the widget view (a widget view needs a kernel, and saved widget state would load its code from a CDN).
 """
 
 from __future__ import annotations
@@ -29,15 +30,20 @@ from sphinx.util.docutils import SphinxDirective
 
 CLASS = "viewlab-explorer"
 REPR = re.compile(
-    r"^Explorer\(shape=(\([\d, ]*\)), stride=(\([\d, ]*\)), offset=(\d+), size=(\d+)(?:, values=(\[.*\]))?\)$",
+    r"^Explorer\(shape=(\([\d, ]*\)), stride=(\([\d, ]*\)), offset=(\d+), size=(\d+)"
+    r"(?:, dtype=torch\.(\w+))?(?:, values=(\[.*\]))?\)$",
     re.DOTALL,
 )
+DEFAULT_DTYPE = "int64"  # the directive's: torch.arange makes int64, and the book's examples are aranges
 
 # anywidget's model, as far as the explorer bundle uses it, over a plain object; change:<key> fires on set.
 STAND_IN = """
 for (const node of document.querySelectorAll("div.viewlab-explorer")) {
   const data = {};
-  for (const key of ["shape", "stride", "offset", "size", "values"]) data[key] = JSON.parse(node.dataset[key] ?? "[]");
+  const unset = { offset: "0", size: "0", dtype: '""', itemsize: "0" };
+  for (const key of ["shape", "stride", "offset", "size", "values", "dtype", "itemsize"]) {
+    data[key] = JSON.parse(node.dataset[key] ?? unset[key] ?? "[]");
+  }
   const handlers = new Map();
   const model = {
     get: (key) => data[key],
@@ -63,11 +69,26 @@ def module_source() -> str:
     return module.bundle()
 
 
-def explorer_div(shape: list[int], stride: list[int], offset: int, size: int, values: list[str] | None = None) -> str:
-    """The placeholder the inline module renders into (``values``: the storage's values as text, if known)."""
-    attrs = {"shape": list(shape), "stride": list(stride), "offset": int(offset), "size": int(size)}
+def itemsize_of(dtype: str) -> int:
+    """Bytes per element of the torch dtype named ``dtype`` ("int64" -> 8); ValueError naming it if torch has none."""
+    import torch
+
+    kind = getattr(torch, dtype, None)
+    if not isinstance(kind, torch.dtype):
+        raise ValueError(f"viewlab-explorer: dtype {dtype!r} is not a torch dtype; write one like int64 or float32")
+    return torch.empty((), dtype=kind, device="meta").element_size()
+
+
+def explorer_div(
+    shape: list[int], stride: list[int], offset: int, size: int, values: list[str] | None = None, dtype: str = ""
+) -> str:
+    """The placeholder the inline module renders into (``values``: the storage's values as text, if known;
+    ``dtype``: the torch dtype's name, for the strides in bytes, if known)."""
+    attrs: dict[str, Any] = {"shape": list(shape), "stride": list(stride), "offset": int(offset), "size": int(size)}
     if values:
         attrs["values"] = [str(v) for v in values]
+    if dtype:
+        attrs["dtype"], attrs["itemsize"] = dtype, itemsize_of(dtype)
     data = " ".join(f'data-{k}="{html.escape(json.dumps(v))}"' for k, v in attrs.items())
     return f'<div class="{CLASS}" {data}></div>'
 
@@ -80,7 +101,9 @@ def layout_from_repr(text: str) -> dict[str, Any] | None:
     shape, stride = (list(ast.literal_eval(g)) for g in match.groups()[:2])
     layout = {"shape": shape, "stride": stride, "offset": int(match[3]), "size": int(match[4])}
     if match[5]:
-        layout["values"] = [str(v) for v in ast.literal_eval(match[5])]
+        layout["dtype"] = match[5]
+    if match[6]:
+        layout["values"] = [str(v) for v in ast.literal_eval(match[6])]
     return layout
 
 
@@ -89,9 +112,15 @@ def _ints(text: str) -> list[int]:
 
 
 class ExplorerDirective(SphinxDirective):
-    """``{viewlab-explorer}`` with ``:shape: 3, 4`` and optionally ``:stride:``, ``:offset:``, ``:size:``."""
+    """``{viewlab-explorer}`` with ``:shape: 3, 4`` and optionally ``:stride:``, ``:offset:``, ``:size:``, ``:dtype:``."""
 
-    option_spec = {"shape": _ints, "stride": _ints, "offset": directives.nonnegative_int, "size": int}
+    option_spec = {
+        "shape": _ints,
+        "stride": _ints,
+        "offset": directives.nonnegative_int,
+        "size": int,
+        "dtype": directives.unchanged_required,
+    }
 
     def run(self) -> list[nodes.Node]:
         shape = self.options.get("shape", [2, 3])
@@ -104,7 +133,12 @@ class ExplorerDirective(SphinxDirective):
         offset = self.options.get("offset", 0)
         needed = 0 if 0 in shape else offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride))
         size = self.options.get("size", needed)
-        return [nodes.raw("", explorer_div(shape, stride, offset, size), format="html")]
+        dtype = self.options.get("dtype", DEFAULT_DTYPE).strip().removeprefix("torch.")
+        try:
+            div = explorer_div(shape, stride, offset, size, dtype=dtype)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+        return [nodes.raw("", div, format="html")]
 
 
 def _patch_widget_views() -> None:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import ROOT
+from tools import colab_stamp, stamp
 
 SITE = os.environ.get("VIEWLAB_BOOK_HTML")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -167,6 +168,57 @@ def test_notebook_pages_show_verification_badge_and_rendered_math(site, server, 
     math_pages = [p for p in notebooks if 'class="math' in (site / p).read_text()]
     for name in math_pages:  # MathJax is served by the site itself, so formulas render offline
         assert _visit(browser, f"{server}/{name}").get("math_rendered", 0) > 0, f"{name}: math not rendered"
+
+
+_CHROME = """() => {
+    const shown = el => {
+        const r = el.getBoundingClientRect(), s = getComputedStyle(el);
+        return r.width > 0 && r.height > 0 && s.visibility !== "hidden" && s.display !== "none"
+            && !el.closest("dialog:not([open])");
+    };
+    const header = document.querySelector("#pst-header");
+    const box = header ? header.getBoundingClientRect() : {height: 0};
+    const badge = [...document.querySelectorAll("a[href*='colab.research.google.com/github/'] img")]
+        .find(i => !i.closest(".dropdown-launch-buttons"));  // the page's own badge, not the launch button's logo
+    return {
+        searches: [...document.querySelectorAll(".search-button__button, input[type=search]")].filter(shown)
+            .map(e => e.className + " @" + Math.round(e.getBoundingClientRect().top)),
+        header_height: box.height,
+        header_text: header ? header.innerText.trim() : "",
+        launch: [...document.querySelectorAll(".dropdown-launch-buttons a")].map(a => a.href),
+        badge: badge ? {src: badge.currentSrc, ok: badge.naturalWidth > 0, href: badge.closest("a").href} : null,
+    };
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 800, 375])
+def test_no_empty_header_band_one_search_control_and_the_launch_links(site, server, browser, width):
+    """The theme's top navbar used to be an empty 64 px band holding only a second "Search Ctrl+K" field. Now: no
+    band (or one with content), exactly one visible search control at desktop, tablet and phone width (the
+    sidebar's field, or the article header's icon where the sidebar is folded away), and a notebook page keeps
+    its launch buttons (Colab, Binder) and its Colab badge, the book's own image."""
+    notebook = next(p for p in _pages(site) if p.startswith("notebooks/"))
+    for name in ("book/intro.html", "book/explorer.html", notebook):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        page.goto(f"{server}/{name}", wait_until="load")
+        page.wait_for_timeout(300)  # the theme's scripts settle the sidebars after load
+        chrome = page.evaluate(_CHROME)
+        if width == 1280:
+            page.screenshot(path=str(ARTIFACTS / f"book-top-{Path(name).stem}.png"))
+        context.close()
+        where = f"{name} at {width} px"
+        assert chrome["header_height"] == 0 or chrome["header_text"], f"{where}: an empty header band {chrome}"
+        assert len(chrome["searches"]) == 1, f"{where}: visible search controls {chrome['searches']}"
+        if name != notebook:
+            continue
+        colab = colab_stamp.colab_url(colab_stamp.repository_url(), Path(notebook).stem + ".ipynb")
+        assert colab in chrome["launch"], f"{where}: launch links {chrome['launch']}"
+        binder = f"https://mybinder.org/v2/gh/{'/'.join(stamp.owner_name(colab_stamp.repository_url()))}/main"
+        assert any(u.startswith(binder) for u in chrome["launch"]), f"{where}: launch links {chrome['launch']}"
+        badge = chrome["badge"]
+        assert badge and badge["ok"] and badge["href"] == colab, f"{where}: Colab badge {badge}"
+        assert badge["src"].startswith(server) and badge["src"].endswith("colab-badge.svg"), badge
 
 
 def test_screenshots_of_two_pages(site, server, browser):

@@ -417,6 +417,156 @@ def test_typed_fields_say_what_is_wrong_and_a_new_shape_can_take_contiguous_stri
     assert not report["foreign"] and not report["errors"], report
 
 
+def _fields(explorer) -> tuple[str, str, str]:
+    return tuple(explorer.locator(f"input[name={n}]").input_value() for n in ("shape", "stride", "offset"))
+
+
+def _press_at(page, field, caret: int, key: str) -> None:
+    """Put the caret at ``caret`` in ``field`` (a real click, then the position) and press ``key``."""
+    field.click()
+    field.evaluate("(e, at) => e.setSelectionRange(at, at)", caret)
+    page.keyboard.press(key)
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_up_and_down_in_a_field_step_the_number_at_the_cursor_and_redraw(browser, tmp_path):
+    page, explorers, report = _file_page(browser, tmp_path, [([3, 4], [4, 1], 0, 12)])
+    explorer, status = explorers.nth(0), explorers.nth(0).locator("[role=status]")
+    stride, shape, offset = (explorer.locator(f"input[name={n}]") for n in ("stride", "shape", "offset"))
+    steps = [  # (field, caret, key, fields after, the caret after)
+        (stride, 0, "ArrowDown", ("3, 4", "3, 1", "0"), 1),  # the first stride: 4 -> 3, rows now overlap
+        (stride, 1, "Shift+ArrowUp", ("3, 4", "13, 1", "0"), 2),  # by 10: reads past the end
+        (stride, 2, "ArrowDown", ("3, 4", "12, 1", "0"), 2),
+        (stride, 5, "ArrowUp", ("3, 4", "12, 2", "0"), 5),  # the caret in the second number: that one
+        (shape, 4, "ArrowDown", ("3, 3", "12, 2", "0"), 4),  # a shape keeps its strides, as as_strided
+        (offset, 1, "ArrowUp", ("3, 3", "12, 2", "1"), 1),
+        (offset, 1, "ArrowDown", ("3, 3", "12, 2", "0"), 1),
+        (offset, 1, "ArrowDown", ("3, 3", "12, 2", "0"), 1),  # never below 0
+        (stride, 5, "ArrowDown", ("3, 3", "12, 1", "0"), 5),
+        (stride, 5, "ArrowDown", ("3, 3", "12, 0", "0"), 5),
+        (stride, 5, "ArrowDown", ("3, 3", "12, 0", "0"), 5),  # torch has no negative strides: 0 stays 0
+    ]
+    for field, caret, key, after, caret_after in steps:
+        _press_at(page, field, caret, key)
+        assert _fields(explorer) == after, (key, after, _fields(explorer))
+        assert field.evaluate("e => [e === document.activeElement, e.selectionStart]") == [True, caret_after]
+        shape_now, stride_now = ([int(v) for v in text.split(", ")] for text in after[:2])
+        assert _drawn(explorer) == _torch_reads(shape_now, stride_now, int(after[2]), 12), after
+    assert "out of bounds" in status.inner_text()  # (3, 3), stride (12, 0) reads storage 24
+    explorer.screenshot(path=str(ARTIFACTS / "stepped-stride.png"))
+    # a field with no number leaves the keys alone; nothing is applied
+    stride.fill("abc")
+    _press_at(page, stride, 1, "ArrowUp")
+    assert stride.input_value() == "abc" and _drawn(explorer) == _torch_reads([3, 3], [12, 0], 0, 12)
+    assert not report["foreign"] and not report["errors"], report
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_undo_and_ctrl_z_go_back_one_layout_change_at_a_time(browser, tmp_path):
+    page, explorers, report = _file_page(browser, tmp_path, [([3, 4], [4, 1], 0, 12), ([2, 3], [3, 1], 0, 6)])
+    explorer, other = explorers.nth(0), explorers.nth(1)
+    undo, status = explorer.locator("button[name=undo]"), explorer.locator("[role=status]")
+    assert undo.get_attribute("aria-disabled") == "true" and undo.get_attribute("aria-keyshortcuts") == "Control+Z"
+    undo.focus()  # aria-disabled, not disabled: it keeps the focus and says why nothing happens
+    page.keyboard.press("Enter")
+    assert "nothing to undo" in status.inner_text() and _fields(explorer) == ("3, 4", "4, 1", "0")
+    layouts = [(("3, 4", "4, 1", "0"))]  # every layout reached, in order: Undo walks back through them
+    explorer.locator("input[name=stride]").fill("1, 3")
+    explorer.locator("input[name=stride]").press("Enter")  # typed
+    layouts.append(_fields(explorer))
+    _press_at(page, explorer.locator("input[name=offset]"), 1, "ArrowUp")  # stepped
+    layouts.append(_fields(explorer))
+    explorer.locator("select[name=op]").select_option("transpose")
+    explorer.locator("input[name=args]").fill("0, 1")
+    explorer.locator("button", has_text="Apply op").click()  # an operator
+    layouts.append(_fields(explorer))
+    explorer.locator("button", has_text="Reset").click()  # Reset is a change too
+    layouts.append(_fields(explorer))
+    assert layouts == [
+        ("3, 4", "4, 1", "0"),
+        ("3, 4", "1, 3", "0"),
+        ("3, 4", "1, 3", "1"),
+        ("4, 3", "3, 1", "1"),
+        ("3, 4", "4, 1", "0"),
+    ]
+    assert undo.get_attribute("aria-disabled") == "false"
+    # a typed edit not applied yet: Ctrl+Z there is the field's own undo of the typing, not a layout undo
+    field = explorer.locator("input[name=stride]")
+    field.click()
+    page.keyboard.type("7")
+    page.keyboard.press("Control+z")
+    assert _fields(explorer)[0] == "3, 4" and _drawn(explorer) == list(range(12))
+    field.fill("4, 1")  # as drawn again: Ctrl+Z in the field is the explorer's now
+    hows = ["Control+z in a field", "the Undo button", "Control+z on a view cell", "Control+z on Undo"]
+    for back, how in zip(reversed(layouts[:-1]), hows):
+        if how == "the Undo button":
+            undo.click()
+        elif how == "Control+z on a view cell":
+            explorer.locator(".grid .c[tabindex='0']").focus()
+            page.keyboard.press("Control+z")
+        elif how == "Control+z on Undo":
+            undo.focus()
+            page.keyboard.press("Control+z")
+        else:
+            field.focus()
+            page.keyboard.press("Control+z")
+        assert _fields(explorer) == back, (how, back)
+        shape, stride, offset = ([int(v) for v in text.split(", ")] for text in back)
+        assert _drawn(explorer) == _torch_reads(shape, stride, offset[0], 12), how
+        assert "undone: back to shape" in status.inner_text(), how
+    assert undo.get_attribute("aria-disabled") == "true"
+    assert undo.evaluate("e => e === document.activeElement"), "Undo keeps the focus when there is nothing left"
+    page.keyboard.press("Control+z")
+    assert "nothing to undo" in status.inner_text() and _fields(explorer) == layouts[0]
+    assert _fields(other) == ("2, 3", "3, 1", "0")  # each explorer has its own history
+    explorer.screenshot(path=str(ARTIFACTS / "undo.png"))
+    assert not report["foreign"] and not report["errors"], report
+
+
+def _bytes_page(browser, tmp_path, divs: list[str]):
+    html = f'<!doctype html><meta charset="utf-8"><body>{"".join(divs)}<script type="module">{ext.module_source()}{ext.STAND_IN}</script>'
+    (tmp_path / "page.html").write_text(html, encoding="utf-8")
+    page, report = _open(browser, (tmp_path / "page.html").as_uri())
+    page.wait_for_function(
+        f"() => document.querySelectorAll('div.viewlab-explorer .vx').length === {len(divs)}", timeout=15_000
+    )
+    return page, page.locator("div.viewlab-explorer"), report
+
+
+@pytest.mark.browser
+@needs_chromium
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float16, torch.bool])
+def test_the_strides_are_shown_in_bytes_beside_the_element_strides(browser, tmp_path, dtype):
+    t = torch.zeros(12, dtype=dtype).view(3, 4)[:, 1::2]  # offset 1, stride (4, 2)
+    layout = ext.layout_from_repr(repr(viewlab.explore(t)))
+    name = str(dtype).removeprefix("torch.")
+    assert layout["dtype"] == name
+    page, explorers, report = _bytes_page(
+        browser, tmp_path, [ext.explorer_div(**layout), ext.explorer_div([2, 3], [3, 1], 0, 6)]
+    )
+    explorer, size = explorers.nth(0), t.element_size()
+
+    def want(u):
+        stride = ", ".join(str(s * size) for s in u.stride())
+        return f"in bytes ({name}, {size} byte{'s' * (size != 1)} an element): stride ({stride}), offset {u.storage_offset() * size}"
+
+    assert explorer.locator(".bytes").inner_text() == want(t)
+    # an edit redraws it: the byte strides are the element strides times the element size, as torch's
+    explorer.locator("input[name=stride]").fill("1, 5")
+    explorer.locator("input[name=stride]").press("Enter")
+    assert explorer.locator(".bytes").inner_text() == want(t.as_strided((3, 2), (1, 5), 1))
+    # the address of the element pointed at, in bytes too: element [1, 1] reads storage 1 + 1 + 5 = 7
+    explorer.locator(".grid .c").nth(3).hover()
+    words = f"[1, 1]: 1 + 1·1 + 1·5 = 7, at byte {7 * size} (7 × {size})"
+    assert words in explorer.locator(".arith").inner_text()
+    assert words in explorer.locator(".grid .c").nth(3).get_attribute("aria-label")
+    assert explorers.nth(1).locator(".bytes").count() == 0  # a layout without a dtype: elements only
+    explorer.screenshot(path=str(ARTIFACTS / f"bytes-{name}.png"))
+    assert not report["foreign"] and not report["errors"], report
+
+
 # --- the built book ----------------------------------------------------------------------------------------
 
 
@@ -455,6 +605,12 @@ def test_the_books_explorer_page_works_from_file_with_the_network_blocked(browse
     for k, layout in enumerate(layouts):
         assert _drawn(explorers.nth(k)) == _torch_reads(*layout), layout
         _check_legend_arithmetic_and_tab_stop(explorers.nth(k), layout)
+        # the page's examples are aranges (int64): their strides in bytes are 8 times the element strides
+        shape, stride, offset, size = layout
+        item = torch.arange(1).element_size()  # 8
+        in_bytes = ", ".join(str(s * item) for s in stride) + ("," if len(stride) == 1 else "")
+        words = f"in bytes (int64, {item} bytes an element): stride ({in_bytes}), offset {offset * item}"
+        assert explorers.nth(k).locator(".bytes").inner_text() == words
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     explorers.nth(0).scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "book-explorer-page.png"))
@@ -538,5 +694,6 @@ def test_an_executed_explore_output_becomes_an_explorer_in_a_sphinx_page(browser
     t = torch.arange(12).view(3, 4)[:, 1::2].t()
     assert _drawn(explorer) == t.flatten().tolist()  # arange storage: each value is its storage index
     assert "offset 1" in explorer.inner_text()
+    assert explorer.locator(".bytes").inner_text() == "in bytes (int64, 8 bytes an element): stride (16, 32), offset 8"
     _edit_stride_and_check(page, explorer, list(t.shape), [1, 1], 1, 12, ARTIFACTS / "sphinx-notebook-output.png")
     assert not report["foreign"] and not report["errors"], report

@@ -88,6 +88,30 @@ def test_stamp_puts_badge_under_title_and_setup_before_first_code():
     assert colab_stamp.problems(nb, "09_toy.ipynb", URL) == []
 
 
+def test_badge_is_a_text_link_that_downloads_nothing():
+    badge = colab_stamp.badge_markdown(URL, "09_toy.ipynb")
+    assert badge == f"[Open in Colab]({colab_stamp.colab_url(URL, '09_toy.ipynb')})"
+    assert not _remote_images(badge)
+
+
+def test_restamping_an_image_badge_changes_only_the_title_line():
+    """An older stamp (Colab's badge image) becomes the text link; the executed setup cell keeps its output."""
+    nb = _toy()
+    colab_stamp.stamp(nb, "09_toy.ipynb", URL)
+    setup = next(c for c in nb.cells if colab_stamp.SETUP_TAG in c.metadata.get("tags", []))
+    setup.outputs = [nbformat.v4.new_output("stream", name="stdout", text="Verified with torch 2.13.0+cpu on CPU\n")]
+    setup.execution_count = 1
+    old = f"[![Open In Colab]({colab_stamp.BADGE_IMAGE})]({colab_stamp.colab_url(URL, '09_toy.ipynb')})"
+    nb.cells[0].source = nb.cells[0].source.replace(colab_stamp.badge_markdown(URL, "09_toy.ipynb"), old)
+    assert _remote_images(nb.cells[0].source) == [colab_stamp.BADGE_IMAGE]
+    before = copy.deepcopy(nb)
+    assert colab_stamp.stamp(nb, "09_toy.ipynb", URL)
+    assert colab_stamp.problems(nb, "09_toy.ipynb", URL) == []
+    assert not _remote_images(nb.cells[0].source)
+    assert nb.cells[1:] == before.cells[1:]  # the setup cell, its output and execution count untouched
+    assert colab_stamp.verified_with(nb) == {"torch": "2.13.0+cpu", "device": "CPU"}
+
+
 def test_stamp_is_idempotent():
     nb = _toy()
     colab_stamp.stamp(nb, "09_toy.ipynb", URL)
@@ -206,6 +230,41 @@ def test_stamped_toy_executes_and_passes_strict_nbval(tmp_path):
 
 
 # --- every committed notebook agrees ----------------------------------------------------------------
+
+# An image whose address names a host: markdown ![alt](http...), an HTML <img src="http...">, or a CSS url(http...).
+_REMOTE_IMAGE = re.compile(
+    r"""!\[[^\]]*\]\(\s*<?(?P<md>(?:https?:)?//[^)\s>]+)"""
+    r"""|<img\b[^>]*?\bsrc\s*=\s*["']?(?P<html>(?:https?:)?//[^"'\s>]+)"""
+    r"""|url\(\s*["']?(?P<css>(?:https?:)?//[^"')\s]+)""",
+    re.IGNORECASE,
+)
+
+
+def _remote_images(text: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for m in _REMOTE_IMAGE.finditer(text)]
+
+
+def test_the_remote_image_finder_finds_each_form():
+    text = (
+        "[![b](https://x.org/a.svg)](https://y.org) ![c]( //cdn.net/c.png ) <IMG alt=x src='http://h/i.png'>"
+        ' <div style="background: url(https://h/bg.png)"> ![local](../book/_static/logo.svg)'
+        " [a link, not an image](https://colab.research.google.com/github/o/r) ![data](data:image/png;base64,AAAA)"
+    )
+    assert _remote_images(text) == ["https://x.org/a.svg", "//cdn.net/c.png", "http://h/i.png", "https://h/bg.png"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_notebook_cell_loads_an_image_from_another_host(path):
+    """Opening a notebook offline (JupyterLab, VS Code) must request nothing: no markdown cell and no stored
+    HTML or markdown output names a remote image (the Colab badge is a text link)."""
+    found = []
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        texts = [cell.source] if cell.cell_type == "markdown" else []
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            texts += ["".join(data.get(mime, "")) for mime in ("text/html", "text/markdown", "image/svg+xml")]
+        found += [f"cell {index}: {url}" for text in texts for url in _remote_images(text)]
+    assert not found, f"{path.name} loads remote images:\n" + "\n".join(found) + f"\nFix: {STAMP_COMMAND}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

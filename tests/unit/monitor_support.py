@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
@@ -24,3 +25,15 @@ def _wait_for(condition, what: str, seconds: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"still waiting after {seconds} s for {what}"
         time.sleep(0.02)
+
+
+def _line_pixels(png: bytes) -> int:
+    """Pixels of the allocated line's colour (#0072B2) inside the plot's axes, below the legend (which sits above the
+    axes, top at 24 % of the height, and has a blue handle of its own): 0 for empty axes, and for one sample, which
+    draws no line."""
+    import numpy as np
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    blue = np.abs(rgb - np.array([0, 114, 178])).sum(axis=-1) < 60
+    return int(blue[int(rgb.shape[0] * 0.24) :].sum())

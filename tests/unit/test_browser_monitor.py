@@ -13,6 +13,7 @@ VIEWLAB_BROWSER_EVIDENCE=<folder> puts them elsewhere).
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -28,6 +29,7 @@ import nbformat
 import pytest
 
 from tests.conftest import ROOT
+from tests.unit.monitor_support import _line_pixels
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
@@ -56,6 +58,15 @@ def notebook_cells(frames: str, done: Path) -> list[str]:
             "print('frames sent:', mon.frames, 'from', mon.frames_from)"
         ),
     ]
+
+
+# The bytes of an image the page shows (a blob: or data: URL), base64-encoded in chunks (no huge argument list).
+_IMAGE_BYTES = """async (src) => {
+    const bytes = new Uint8Array(await (await fetch(src)).arrayBuffer());
+    let text = "";
+    for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode(...bytes.subarray(i, i + 8192));
+    return btoa(text);
+}"""
 
 
 def _free_port() -> int:
@@ -175,8 +186,12 @@ def test_live_plot_changes_while_the_cell_runs_and_final_png_is_saved(lab, tmp_p
                 " return i && i.naturalWidth > 0; }",
                 timeout=60_000,
             )
-            # skip the very first frame (drawn at start): wait for one sent while the loop runs
+            # the first frame the learner sees already draws the first samples' line (no empty axes): its bytes,
+            # read back from the page, have the allocated line's pixels inside the axes
             src_0 = widget_img.get_attribute("src")
+            first = base64.b64decode(page.evaluate(_IMAGE_BYTES, src_0))
+            assert first[:4] == b"\x89PNG" and _line_pixels(first) > 0, "the first live frame shows no line"
+            # then wait for one sent while the loop runs
             page.wait_for_function(
                 "(s) => { const i = document.querySelector('.jp-OutputArea .widget-image');"
                 " return i && i.src !== s && i.naturalWidth > 0; }",

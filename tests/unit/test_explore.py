@@ -126,6 +126,8 @@ def test_the_repr_is_the_layout_and_the_storage_is_what_torch_allocates_for_it()
         ({"t": torch.zeros(3), "shape": (3,)}, ValueError, r"takes a tensor `t` or a layout .* not both"),
         ({"t": torch.zeros(3), "offset": 1}, ValueError, r"not both"),
         ({"t": torch.zeros(2000)[:4]}, ValueError, r"this layout spans 2000"),
+        ({"shape": (2,), "dtype": "float32"}, TypeError, r"`dtype` must be a torch.dtype \(or None\); got str"),
+        ({"t": torch.zeros(3), "dtype": torch.float32}, ValueError, r"not both"),
     ],
 )
 def test_bad_input_is_refused_with_what_to_pass(kwargs, kind, pattern):
@@ -189,6 +191,19 @@ def test_the_explorer_carries_the_storages_values_as_the_static_figure_writes_th
     assert ex.values == [cell_value(v) for v in storage.tolist()]
     assert repr(ex).endswith(f", values={ex.values!r})")
     assert viewlab.explore(shape=(2, 3)).values == [] and "values" not in repr(viewlab.explore(shape=(2, 3)))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.float16, torch.bool, torch.complex128])
+def test_the_explorer_knows_the_element_size_for_the_strides_in_bytes(dtype):
+    t = torch.zeros(12, dtype=dtype).view(3, 4).t()
+    ex = viewlab.explore(t)
+    name = str(dtype).removeprefix("torch.")
+    assert (ex.dtype, ex.itemsize) == (name, t.element_size()) and ex.get_state()["itemsize"] == t.element_size()
+    assert f", size=12, dtype={dtype}, values=" in repr(ex)
+    alone = viewlab.explore(shape=(2, 3), dtype=dtype)  # a layout alone: bytes only when a dtype is given
+    assert (alone.dtype, alone.itemsize) == (name, t.element_size())
+    assert repr(alone) == f"Explorer(shape=(2, 3), stride=(3, 1), offset=0, size=6, dtype={dtype})"
+    assert (viewlab.explore(shape=(2, 3)).dtype, viewlab.explore(shape=(2, 3)).itemsize) == ("", 0)
 
 
 @pytest.mark.parametrize("shape, stride", [([2, 2], [1]), ([2], [-1])])

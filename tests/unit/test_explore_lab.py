@@ -96,7 +96,7 @@ def test_in_a_kernel_the_explorers_model_syncs_both_ways():
         assert "image/png" in data[0] and "application/vnd.jupyter.widget-view+json" in data[1]
         t = torch.arange(12).view(3, 4).t()
         values = [str(v) for v in range(12)]  # the storage's values, as draw_layout writes them
-        want = f"Explorer(shape={tuple(t.shape)}, stride={t.stride()}, offset=0, size=12, values={values!r})"
+        want = f"Explorer(shape={tuple(t.shape)}, stride={t.stride()}, offset=0, size=12, dtype=torch.int64, values={values!r})"
         # ipywidgets 7 (Colab's) displays a widget through its own _ipython_display_, which cuts the text at
         # 110 characters and adds an ellipsis; ipywidgets 8 sends the whole repr
         import ipywidgets  # the kernel runs in this environment
@@ -187,7 +187,7 @@ def _legend_arithmetic_and_keys_in_lab(page) -> None:
     for word in ("overlap", "out of bounds", "storage offset", "never read", "point at or focus"):
         assert any(word in item for item in items), (word, items)
     box.locator(".grid .c").nth(6).hover()  # x[1, 2]
-    assert "[1, 2]: 0 + 1·4 + 2·1 = 6, value 6" in box.locator(".arith").inner_text()
+    assert "[1, 2]: 0 + 1·4 + 2·1 = 6, at byte 48 (6 × 8), value 6" in box.locator(".arith").inner_text()
     active = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex(c => c.classList.contains('jp-mod-active'))"
     box.locator(".grid .c").first.click()  # the click makes the explorer's notebook cell the active one
     before = page.evaluate(active)
@@ -241,6 +241,29 @@ def test_in_jupyterlab_a_stride_edit_redraws_and_tensor_agrees_with_torch(lab, c
             _wait_for_drawn(page, x.as_strided((2, 2), (1, 4), 2).flatten().tolist())
             assert "out of bounds" not in status.inner_text(), status.inner_text()
             page.locator(".jp-OutputArea .vx").first.screenshot(path=str(ARTIFACTS / "lab-python-edit-no-stale.png"))
+            # keys inside the explorer are the explorer's: on its Undo button Ctrl+Z undoes the last change made
+            # in the page (stride 4, 4: back to 1, 3), and "a" (JupyterLab's "insert a cell above") does nothing
+            cells = page.locator(".jp-Notebook .jp-Cell").count()
+            page.locator(".jp-OutputArea .vx button[name=undo]").focus()
+            page.keyboard.press("Control+z")
+            _wait_for_drawn(page, x.as_strided((3, 4), (1, 3)).flatten().tolist())
+            assert "undone: back to shape (3, 4), stride (1, 3), offset 0" in status.inner_text()
+            page.keyboard.press("a")
+            box = page.locator(".jp-OutputArea .vx").first
+            box.locator(".grid .c[tabindex='0']").focus()
+            page.keyboard.press("b")  # "insert a cell below", on a cell of the view
+            box.locator("select[name=op]").focus()
+            page.keyboard.press("m")  # "make it a markdown cell", on the operator menu
+            assert page.locator(".jp-Notebook .jp-Cell").count() == cells
+            assert page.locator(".jp-Notebook .jp-MarkdownCell").count() == 0
+            # Up in the stride field steps the number at the cursor (1, 3 -> 2, 3), not JupyterLab's cell selection
+            active = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex(c => c.classList.contains('jp-mod-active'))"
+            before = page.evaluate(active)
+            stride.click()
+            stride.evaluate("e => e.setSelectionRange(0, 0)")
+            page.keyboard.press("ArrowUp")
+            _wait_for_drawn(page, torch.arange(14).as_strided((3, 4), (2, 3)).flatten().tolist())  # 2 past the end
+            assert stride.input_value() == "2, 3" and page.evaluate(active) == before
             page.screenshot(path=str(ARTIFACTS / "lab-after-python-edit.png"), full_page=True)
         finally:
             browser.close()

@@ -158,7 +158,8 @@ def test_the_drawn_page_has_one_css_rule_a_line_and_every_text_at_least_4_5_to_1
     from tests.unit.test_explore import _js
 
     stand_in = (
-        "const data = {shape: [3, 4], stride: [0, 1], offset: 1, size: 6, values: ['10', '20', '30', '40', '50', '60']};"
+        "const data = {shape: [3, 4], stride: [0, 1], offset: 1, size: 6, values: ['10', '20', '30', '40', '50', '60'],"
+        " dtype: 'int64', itemsize: 8};"
         "const model = {get: (k) => data[k], set: (k, v) => (data[k] = v), on() {}, off() {}, save_changes() {}};"
         "render({model, el: document.getElementById('x')}); window.CSS_TEXT = CSS; window.done = true;"
     )
@@ -180,5 +181,9 @@ def test_the_drawn_page_has_one_css_rule_a_line_and_every_text_at_least_4_5_to_1
             browser.close()
     assert len(lines) >= 30 and per_line == [1] * len(lines), list(zip(lines, per_line))
     assert len(texts) > 40
+    # the strides in bytes, the keys' hint and the Undo button (nothing to undo yet) are measured too
+    shown = [t["text"] for t in texts]
+    for start in ("in bytes (int64, 8 bytes", "↑ ↓ in a field: step", "Undo"):
+        assert any(text.startswith(start) for text in shown), (start, shown)
     low = [(t["text"], _hex(t["fg"]), _hex(t["bg"])) for t in texts if contrast(_hex(t["fg"]), _hex(t["bg"])) < AA]
     assert not low, low

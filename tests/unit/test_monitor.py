@@ -308,11 +308,13 @@ def test_measure_exit_without_enter_and_enter_twice_name_measure():
 
 
 def test_the_time_axis_starts_after_the_widgets_warm_up(capsys):
-    """The first frame (ipywidgets, matplotlib's first draw: seconds in a fresh kernel) is drawn before t = 0."""
-    mon = MemoryMonitor(device="cpu", display=True, frames="thread").start()
+    """The widget's warm-up (ipywidgets, matplotlib's first draw: seconds in a fresh kernel) happens before t = 0;
+    that first draw, of no sample, is not sent (tests/unit/test_monitor_threads.py: the first frame)."""
+    mon = MemoryMonitor(device="cpu", display=True, frames="thread", interval=60).start()
     capsys.readouterr()
     try:
-        assert mon._view.frames >= 1 and mon._view.time <= mon._t0, "the warm-up frame came after the start"
+        assert mon._view.warmed is not None and mon._view.warmed <= mon._t0, "the warm-up came after the start"
+        assert mon._view.frames == 0 and mon._view.image.value == b""
     finally:
         mon.stop(show=False)
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import viewlab
-from tests.unit.monitor_support import _modes, _wait_for
+from tests.unit.monitor_support import _line_pixels, _modes, _wait_for
 from viewlab import MemoryMonitor
 from viewlab.monitor import _THREAD_NAME, widget
 from viewlab.monitor import frames as frames_module
@@ -109,6 +109,59 @@ def test_the_sampling_thread_draws_a_frame_per_gap_and_backs_off_when_drawing_is
     first = 100.125 + draw_s
     assert sent == [first + k * gap for k in range(len(sent))] and view.frames == len(sent)
     assert len(sent) == (16 if draw_s == 0 else 3)  # sent within the 4 s
+
+
+def test_until_two_samples_no_frame_is_sent_the_image_is_hidden_and_the_status_says_it_waits(capsys):
+    """One sample draws no line (empty axes): the widget sends nothing before the second sample. With a sample a
+    minute, the wait lasts until stop, whose frame (the start and the stop sample) shows the image and the line."""
+    mon = MemoryMonitor(device="cpu", display=True, frames="thread", interval=60).start()
+    capsys.readouterr()
+    view = mon._view
+    try:
+        assert len(mon.samples) == 1 and mon.frames == 0 and view.image.value == b""
+        assert view.image.layout.display == "none"
+        assert view.status.value == "running - tensor storages (cpu) - waiting for the first samples (one every 60 s)"
+        keep = torch.zeros(100_000)
+    finally:
+        mon.stop(show=False)
+    assert len(mon.samples) == 2 and mon.frames == 1 and keep.numel() == 100_000
+    assert view.image.layout.display is None and view.status.value == "stopped - tensor storages (cpu)"
+    assert _line_pixels(view.image.value) > 0, "the stop frame draws the allocated line"
+    mon.reset()  # stopped: no sample, nothing to draw; the image hides again rather than show empty axes
+    assert mon.samples == [] and mon.frames == 1 and view.image.layout.display == "none"
+    assert view.status.value == "stopped - tensor storages (cpu) - no samples"
+    mon.start()  # samples are coming again: the status says so until the second one
+    try:
+        assert view.status.value.endswith("- waiting for the first samples (one every 60 s)") and mon.frames == 1
+    finally:
+        mon.stop(show=False)
+    assert mon.frames == 2 and view.image.layout.display is None
+
+
+@pytest.mark.parametrize("frames", ["thread", "cell"])
+def test_the_first_live_frame_sent_draws_the_line_of_the_first_samples(capsys, frames):
+    """The first frame the front end gets (the image's first value) is drawn from two samples or more: it shows the
+    allocated line, never the empty axes of a monitor that has no sample yet; with it the image shows and the
+    status line stops saying it waits."""
+    mon = _displayed(capsys, frames=frames)
+    sent = []  # (old value, new value, samples when sent) of each frame, recorded in the sending thread
+    view = mon._view
+    view.image.observe(lambda change: sent.append((change["old"], change["new"], len(mon.samples))), names="value")
+    try:
+        keep = torch.zeros(100_000)
+        deadline = time.monotonic() + 60
+        while not sent and time.monotonic() < deadline:
+            keep.view(-1)  # an operator: where the cell's thread sends a ready frame (frames="cell")
+            time.sleep(0.01)
+        _wait_for(lambda: view.frames >= 1, "the first live frame to be counted", seconds=10)
+        shown = view.image.layout.display, view.status.value  # put() shows the image right after the value
+    finally:
+        mon.stop(show=False)
+    old, png, samples = sent[0]
+    assert old == b"" and samples >= 2, "a frame was sent before the first samples"
+    assert _line_pixels(png) > 0, "the first frame draws no allocated line"
+    assert shown == (None, "running - tensor storages (cpu)")
+    assert mon.errors == []
 
 
 def test_cell_frames_are_drawn_on_the_sampling_thread_and_sent_by_the_cell_between_two_operators(capsys):

@@ -37,10 +37,13 @@ class Explorer(anywidget.AnyWidget):
     offset = traitlets.Int(0).tag(sync=True)
     size = traitlets.Int(0).tag(sync=True)  # storage elements
     values = traitlets.List(traitlets.Unicode()).tag(sync=True)  # the storage's values as draw_layout writes them
+    dtype = traitlets.Unicode("").tag(sync=True)  # e.g. "int64": the strides are also shown in bytes ("": unknown)
+    itemsize = traitlets.Int(0).tag(sync=True)  # bytes per element of that dtype (0: unknown)
     _source: torch.Tensor | None = None
 
     def __repr__(self) -> str:  # the notebook's saved text for the widget: the layout (and values), no address
         text = f"shape={tuple(self.shape)}, stride={tuple(self.stride)}, offset={self.offset}, size={self.size}"
+        text += f", dtype=torch.{self.dtype}" if self.dtype else ""
         return f"Explorer({text}, values={list(self.values)!r})" if self.values else f"Explorer({text})"
 
     @entry("Explorer.tensor")
@@ -75,14 +78,19 @@ def _storage_values(t: torch.Tensor, size: int) -> list[str]:
 
 
 @entry("explore")
-def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = None, offset: int = 0) -> Explorer:
+def explore(
+    t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = None, offset: int = 0, dtype: Any = None
+) -> Explorer:
     """An explorer of ``t``'s layout (or of ``shape``/``stride``/``offset`` over the storage they need).
 
     In JupyterLab, VS Code and Colab it draws the storage and the view side by side, with ``t``'s values
     and ``@k`` in :func:`viewlab.draw_layout`'s palette and a legend of its marks, and lets you edit the
     layout or apply transpose, permute, slice, expand, unsqueeze, unfold, as_strided, view, reshape and
-    contiguous. Pointing at an element, or moving to it with the arrow keys (the view is one Tab stop),
-    shows its address: ``offset + i·stride[0] + j·stride[1] = k``. ``.tensor()`` gives the layout you
+    contiguous. In a field, the Up and Down arrow keys step the number at the cursor (Shift: by 10);
+    Undo, or Ctrl+Z inside the explorer, goes back one layout change. Pointing at an element, or moving
+    to it with the arrow keys (the view is one Tab stop), shows its address:
+    ``offset + i·stride[0] + j·stride[1] = k``. Strides and the offset count elements; with ``t``'s dtype
+    (or ``dtype=`` for a layout alone) they are shown in bytes too. ``.tensor()`` gives the layout you
     reached back as a real view of ``t``. Every number must fit in 2**53 - 1, the browser's exact integers.
 
     >>> import torch, viewlab
@@ -93,11 +101,13 @@ def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = N
     True
     """
     offset = require_int(offset, "offset", maximum=_MAX_EXACT)
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise type_error("dtype", "a torch.dtype (or None)", dtype, "e.g. dtype=torch.float32.")
     if t is not None:
         t = require_tensor(t, "t")
-        if shape is not None or stride is not None or offset != 0:
-            raise problem(ValueError, "takes a tensor `t` or a layout (shape=, stride=, offset=), not both.")
-        shape, stride, offset = list(t.shape), list(t.stride()), t.storage_offset()
+        if shape is not None or stride is not None or offset != 0 or dtype is not None:
+            raise problem(ValueError, "takes a tensor `t` or a layout (shape=, stride=, offset=, dtype=), not both.")
+        shape, stride, offset, dtype = list(t.shape), list(t.stride()), t.storage_offset(), t.dtype
     shape = _ints((2, 3) if shape is None else shape, "shape")
     contiguous = [math.prod(max(n, 1) for n in shape[d + 1 :]) for d in range(len(shape))]
     stride = _ints(contiguous if stride is None else stride, "stride")
@@ -112,6 +122,10 @@ def explore(t: torch.Tensor | None = None, *, shape: Any = None, stride: Any = N
         fix = "Pass a smaller one, e.g. torch.arange(12).view(3, 4)."
         raise problem(ValueError, f"draws at most {MAX_STORAGE} storage elements; this layout spans {size}. {fix}")
     values = [] if t is None else _storage_values(t, size)
-    widget = Explorer(shape=shape, stride=stride, offset=offset, size=size, values=values)
+    itemsize = 0 if dtype is None else torch.empty((), dtype=dtype, device="meta").element_size()
+    name = "" if dtype is None else str(dtype).removeprefix("torch.")
+    widget = Explorer(
+        shape=shape, stride=stride, offset=offset, size=size, values=values, dtype=name, itemsize=itemsize
+    )
     widget._source = t
     return widget

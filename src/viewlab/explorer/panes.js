@@ -5,7 +5,7 @@ import { MAX_DRAWN, numel } from "./arithmetic.js";
 import { roving } from "./keyboard.js";
 import { stripItems } from "./strip.js";
 import { fillOf, inkOn } from "./style.js";
-import { arithmetic, formulaInLetters, plural } from "./words.js";
+import { arithmetic, bytesLine, formulaInLetters, plural } from "./words.js";
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -76,7 +76,8 @@ export function storagePane(a, size, offset, values) {
     const i = item.index;
     const reads = a.reads.get(i) || 0;
     // as draw_layout's strip: the index above, the value inside (the index alone without values)
-    const cell = el("div", { class: "c", "data-index": String(i), text: i < values.length ? values[i] : String(i) });
+    const text = i < values.length ? values[i] : String(i);
+    const cell = el("div", { class: "c", "data-index": String(i), "data-lm-suppress-shortcuts": "true", text });
     paint(cell, i, size);
     const where = i >= size ? "outside the storage" : `storage element ${i}`;
     const count = a.drawn ? `read ${plural(reads, "time")}` : "reads not counted";
@@ -105,10 +106,12 @@ export function storagePane(a, size, offset, values) {
 
 // The logical view: a 2-D grid per index of the leading dims (a row for 1-D, one cell for 0-d), with
 // the row and column numbers on its edges. `arith` is the line that shows a cell's address arithmetic.
+// With the dtype's element size (`layout.itemsize`, 0 when unknown) the strides are given in bytes too.
 export function viewPane(layout, a, size, values, links) {
-  const { shape, stride, offset } = layout;
+  const { shape, stride, offset, itemsize = 0, dtype = "" } = layout;
   const pane = el("div", { class: "pane view" });
   pane.append(el("h4", { text: `view (${shape.join(", ")}${shape.length === 1 ? "," : ""}), stride (${stride.join(", ")})` }));
+  if (itemsize > 0) pane.append(el("div", { class: "sub bytes", text: bytesLine(stride, offset, itemsize, dtype) }));
   if (!a.drawn) {
     pane.append(el("div", { class: "err", text: `${plural(a.numel, "element")}: too many to draw (at most ${MAX_DRAWN})` }));
     return { pane, cells: [] };
@@ -160,14 +163,15 @@ export function viewPane(layout, a, size, values, links) {
   return { pane, cells };
 }
 
-function viewCell(index, at, { stride, offset }, a, size, values, links) {
-  const cell = el("div", { class: "c", role: "gridcell", tabindex: "-1" }, ...content(at, values));
+function viewCell(index, at, { stride, offset, itemsize = 0 }, a, size, values, links) {
+  const cell = el("div", { class: "c", role: "gridcell", tabindex: "-1", "data-lm-suppress-shortcuts": "true" }, ...content(at, values));
   cell.dataset.storage = String(at);
   cell.dataset.index = index.join(", ");
   paint(cell, at, size);
   const reads = a.reads.get(at);
   const sum = arithmetic(index, stride, offset);
   let words = `element ${sum.text}`;
+  if (itemsize > 0) words += `, at byte ${at * itemsize} (${at} × ${itemsize})`;
   if (at < values.length) words += `, value ${values[at]}`;
   if (at >= size) {
     cell.classList.add("oob");

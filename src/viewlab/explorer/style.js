@@ -40,6 +40,7 @@ const RULES = [
   ".vx input{width:8em}",
   ".vx input.n{width:4em}",
   ".vx button{background:#f0f0f0;cursor:pointer}",
+  ".vx button[aria-disabled=true]{background:#fff;color:#595959;border-style:dashed;cursor:default}",
   ".vx h4,.vx label{color:#1a1a1a}",
   ".vx h4{margin:2px 0 4px;font-size:13px}",
   ".vx .panes{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}",

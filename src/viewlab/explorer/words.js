@@ -19,6 +19,14 @@ export function formulaInLetters(ndim) {
   return ["offset", ...letters.slice(0, ndim).map((v, d) => `${v}·stride[${d}]`)].join(" + ");
 }
 
+// The strides and the offset in bytes, beside the element counts: "in bytes (int64, 8 bytes an element):
+// stride (32, 8), offset 0". `itemsize` is the dtype's element size.
+export function bytesLine(stride, offset, itemsize, dtype = "") {
+  const what = `${dtype ? `${dtype}, ` : ""}${plural(itemsize, "byte")} an element`;
+  const b = (n) => String(n * itemsize);
+  return `in bytes (${what}): stride (${stride.map(b).join(", ")}${stride.length === 1 ? "," : ""}), offset ${b(offset)}`;
+}
+
 // The layout in words, for the aria-live region (and anyone who prefers text).
 export function describe(shape, stride, offset, size) {
   const a = analyse(shape, stride, offset, size);

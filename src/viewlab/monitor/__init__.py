@@ -223,7 +223,8 @@ class MemoryMonitor:
                     self.backend, self._line = self._source.label, self._source.line
                 if not self._cell_mode:  # in cell mode, each cell enters (pre_run_cell)
                     self._source.enter_thread()  # type: ignore[union-attr]
-            if self.display:  # first: its warm-up (ipywidgets, matplotlib's first draw) is not on the time axis
+            if self.display:  # first: its warm-up (ipywidgets, matplotlib's first draw) is not on the time axis; a
+                # fresh monitor has no sample yet, so the widget waits for two before its first frame (.widget)
                 self._show_widget()
             with self._lock:
                 self._t0, self._stop_event = time.perf_counter(), threading.Event()
@@ -276,7 +277,7 @@ class MemoryMonitor:
         _RUNNING.discard(self)
         final = show if show is not None else self.display
         if self._view is not None:  # the static PNG below replaces the live image
-            self._view.show(f"stopped - {self.backend}", live=not final)
+            self._view.show(f"stopped - {self.backend}", live=not final, sampling=False)
         if final:
             from IPython.display import HTML, display
 

@@ -1,7 +1,8 @@
 """The monitor's live view (:mod:`viewlab.monitor`): an ``ipywidgets.Image`` (no ipympl: it works on Colab), three
 buttons and a status line, displayed once. It only shows what it is given: :meth:`LiveView.put` sends one PNG, never
 two within :data:`MIN_INTERVAL` s; when frames are drawn and from which thread they are sent is decided by
-:mod:`.frames`.
+:mod:`.frames`. No frame is sent before the monitor has two samples (one sample draws no line: the plot would be
+empty axes): until then the image is hidden and the status line says it waits for them.
 
 >>> MIN_INTERVAL
 0.25
@@ -43,6 +44,9 @@ class LiveView:
         # held weakly (the buttons too): ipywidgets keeps every widget alive; a dropped monitor must be collectable
         self._monitor = weakref.ref(monitor)
         self.frames, self.time = 0, 0.0  # frames sent, and perf_counter() when the last one was sent
+        self.warmed: float | None = None  # perf_counter() when matplotlib's first (unsent) draw ended
+        # the status shown; the image hidden until a first frame is put; whether samples are coming
+        self._status, self._waiting, self._sampling = "", False, True
         self._lock = threading.Lock()  # not the monitor's lock: a frame never waits for a sample
         self.image = w.Image(format="png", layout=w.Layout(width="800px"))  # the PNG at 100 %: plot.DPI
         buttons = [w.Button(description=name, layout=w.Layout(width="70px")) for name in ("start", "stop", "reset")]
@@ -60,17 +64,36 @@ class LiveView:
         if callable(handle):
             handle()
 
-    def show(self, status: str, live: bool = True) -> None:
-        """Show (or, when the final PNG replaces it, hide) the live image; send a frame while it is shown."""
-        self.image.layout.display = None if live else "none"
+    def show(self, status: str, live: bool = True, sampling: bool = True) -> None:
+        """Show (or, when the final PNG replaces it, hide) the live image; send a frame while it is shown.
+        ``sampling``: whether samples are coming (what the status line says while there are too few to draw)."""
+        with self._lock:
+            self._status, self._waiting, self._sampling = status, False, sampling
+            self.image.layout.display = None if live else "none"
+            self.status.value = status
         if live:
-            self.send()  # the first one also warms matplotlib up before the sampling thread draws
-        self.status.value = status
+            self.send()
 
     def send(self) -> bool:
-        """Draw a frame on this thread and send it (waiting out :data:`MIN_INTERVAL` since the last one)."""
+        """Draw a frame on this thread and send it (waiting out :data:`MIN_INTERVAL` since the last one). With fewer
+        than two samples there is no line to draw: the image is hidden, the status line says the monitor waits for
+        its first samples, and the first frame :meth:`put` later shows the image again."""
         mon = self._monitor()
-        return mon is not None and self.put(mon.png())
+        if mon is None:
+            return False
+        with mon._lock:
+            drawable = len(mon.samples) >= 2
+        if drawable:
+            return self.put(mon.png())
+        if self.warmed is None:  # matplotlib's first draw (seconds in a fresh kernel) here, before t = 0, unsent
+            mon.png()
+            self.warmed = time.perf_counter()
+        with self._lock:
+            self._waiting = True
+            self.image.layout.display = "none"
+            wait = f"waiting for the first samples (one every {mon.interval:g} s)" if self._sampling else "no samples"
+            self.status.value = f"{self._status} - {wait}"
+        return False
 
     def put(self, png: bytes, wait: bool = True) -> bool:
         """Send ``png`` as the next frame; never two within :data:`MIN_INTERVAL` s (``wait=False``: skip instead of
@@ -82,5 +105,9 @@ class LiveView:
                     return False
                 time.sleep(early)
             self.image.value = png
-            self.time, self.frames = time.perf_counter(), self.frames + 1
+            if self._waiting:  # the first frame after the wait: show the image, drop "waiting"
+                self._waiting = False
+                self.image.layout.display = None
+                self.status.value = self._status
+            self.time, self.frames = time.perf_counter(), self.frames + 1  # counted once it shows
         return True
