@@ -1,7 +1,7 @@
 """expand vs repeat vs copying the same bytes, side by side at several sizes (notebook 03, section 5).
 
 A ``(1, 4096)`` float32 row is grown to ``R`` rows. Candidates, interleaved in rounds in one run
-(``viewlab.bench.compare``) so machine load hits them alike:
+(``viewlab.course.bench.compare``) so machine load hits them alike:
 
   same-bytes copy    -- dst.copy_(src) between preallocated buffers of the output's size (read + write):
                         the yardstick, about the fastest this machine moves that many bytes
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from viewlab.bench import compare, same_bytes_copy
+from viewlab.course.bench import compare, same_bytes_copy
 
 RESULTS = Path(__file__).resolve().parent / "results" / "expand_vs_repeat.json"
 WIDTH = 4096

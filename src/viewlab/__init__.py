@@ -6,10 +6,11 @@ many bytes code allocates (:func:`measure`, :class:`MemoryMonitor`), guards that
 accidental broadcasts (:func:`views_only`, :func:`watch_broadcasts`), what IPython keeps alive
 (:func:`held_by_ipython`), pictures of all of it (:func:`draw_layout`, :func:`draw_broadcast`) and a
 stride explorer to edit a layout and watch which storage elements it reads (:func:`explore`).
-More lives in submodules, imported when first used: ``viewlab.attention`` (masks and attention built
-by broadcasting), ``viewlab.bench`` (timings as ratios); ``viewlab.viewops.OFFICIAL_VIEW_OPS`` is the docs' list of view ops. The course's own exercises, claims and torch floor (``viewlab.course.versions``: the behaviours
-that changed between torch releases which the notebooks rely on) are in ``viewlab.course``,
-which ``import viewlab`` never loads.
+More lives in submodules: ``viewlab.attention`` (masks and attention built by broadcasting, imported
+when first used); ``viewlab.viewops.OFFICIAL_VIEW_OPS`` is the docs' list of view ops. The course's own
+exercises, claims, timing method (``viewlab.course.bench``: candidates timed side by side, as ratios)
+and torch floor (``viewlab.course.versions``: the behaviours that changed between torch releases which
+the notebooks rely on) are in ``viewlab.course``, which ``import viewlab`` never loads.
 
 Importing viewlab starts nothing: no CUDA initialisation, no threads, no pyplot state.
 
@@ -67,9 +68,9 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-# Reached as attributes, imported on first use: `import viewlab` stays light (bench pulls in
-# torch.utils.benchmark) and a learner still writes `viewlab.attention.causal_mask(...)`.
-_SUBMODULES = ("attention", "bench")
+# Reached as attributes, imported on first use: `import viewlab` stays light and a learner still writes
+# `viewlab.attention.causal_mask(...)`.
+_SUBMODULES = ("attention",)
 
 
 def __getattr__(name: str):  # noqa: ANN202 - a module attribute hook

@@ -7,8 +7,8 @@ import json
 import torch
 
 from tests.conftest import ROOT
-from viewlab.bench import BenchRow
 from viewlab.course import exercises as ex
+from viewlab.course.bench import BenchRow
 from viewlab.course.exercises.bank import nb03_expand
 
 NOTEBOOK = ROOT / "notebooks" / "03_expand_expand_as_repeat.ipynb"

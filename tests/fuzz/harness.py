@@ -82,7 +82,7 @@ SURFACE = (
     "viewlab.attention",
     "viewlab.draw",
     "viewlab.draw_broadcast",
-    "viewlab.bench",
+    "viewlab.course.bench",
     "viewlab.memory",
     "viewlab.monitor",
     "viewlab.sentinels",

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import viewlab
+import viewlab.course.bench
 from tests.fuzz.harness import (
     FIGURES,
     Hang,
@@ -85,7 +86,7 @@ def oracle_views(kw: dict, result: Any, data: Any) -> None:
 
 def _alone_block() -> torch.Tensor:
     with views_only():  # a guard already on: torch_alone sets it aside in its block, then puts it back
-        with viewlab.bench.torch_alone():
+        with viewlab.course.bench.torch_alone():
             inside = torch.ones(2).repeat(2)  # a copy, and no CopyError: the guard is aside
         with pytest.raises(viewlab.CopyError):
             torch.ones(2).repeat(2)  # the guard is back
@@ -317,7 +318,7 @@ EXEMPT = {
 REQUIRED = (
     "viewlab",
     "viewlab.attention",
-    "viewlab.bench",
+    "viewlab.course.bench",
     "viewlab.course.versions",
     "viewlab.ipython",
     "viewlab.course.exercises",

@@ -19,8 +19,8 @@ import pytest
 import torch
 
 import viewlab as vl
-from viewlab import bench
 from viewlab.attention import causal_mask, scaled_dot_product_attention
+from viewlab.course import bench
 from viewlab.course.versions import check_torch, torch_at_least
 
 

@@ -26,7 +26,7 @@ MODULES = (
     "draw.layout",
     "draw.broadcast",
     "draw.png",
-    "bench",
+    "course.bench",
     "broadcast",
     "viewops",
     "sentinels",

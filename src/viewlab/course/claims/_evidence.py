@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from viewlab._format import fmt_us
-from viewlab.bench import torch_alone
+from viewlab.course.bench import torch_alone
 from viewlab.memory import measure
 
 from .model import NOT_CHECKABLE, Facts, Verdict

@@ -1,10 +1,10 @@
-"""viewlab.bench: side-by-side timing. Only structure and arithmetic are asserted, never wall-clock values."""
+"""viewlab.course.bench: side-by-side timing. Only structure and arithmetic are asserted, never wall-clock values."""
 
 import pytest
 import torch
 
 from tests.conftest import ROOT
-from viewlab.bench import BenchRow, Comparison, compare, same_bytes_copy
+from viewlab.course.bench import BenchRow, Comparison, compare, same_bytes_copy
 
 
 def test_every_case_runs_and_rows_keep_the_given_order():

@@ -26,7 +26,7 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-from ._checks import (
+from viewlab._checks import (
     INT64_MAX,
     entry,
     problem,
@@ -38,8 +38,8 @@ from ._checks import (
     type_error,
     value_error,
 )
-from ._dispatch import enter_mode, leave, pending, remove_mode, sweep
-from ._format import fmt_time
+from viewlab._dispatch import enter_mode, leave, pending, remove_mode, sweep
+from viewlab._format import fmt_time
 
 __all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "torch_alone"]
 __all__ += ["MAX_MIN_RUN_TIME", "MAX_TOTAL_SECONDS"]
