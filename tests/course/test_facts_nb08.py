@@ -24,7 +24,7 @@ from viewlab import measure
 
 NB08 = ROOT / "notebooks" / "08_under_the_hood.ipynb"
 SECTIONS = [
-    "A dispatch mode in fifteen lines",
+    "A dispatch mode of your own",
     "What IPython keeps alive",
     "Naming what autograd saves",
     "Memory per module",
