@@ -24,7 +24,7 @@ from viewlab import measure
 
 NB08 = ROOT / "notebooks" / "08_under_the_hood.ipynb"
 SECTIONS = [
-    "A dispatch mode in fifteen lines",
+    "A dispatch mode of your own",
     "What IPython keeps alive",
     "Naming what autograd saves",
     "Memory per module",
@@ -172,3 +172,61 @@ def test_a_big_cpu_tensor_faults_its_pages_in_on_first_touch_and_again_after_del
     f4 = faults()
     assert f1 - f0 < pages // 100 and f3 - f2 < pages // 100
     assert f2 - f1 >= pages // 512 and f4 - f3 >= pages // 512  # at least one fault per 2 MiB (huge pages)
+
+
+def test_a_subclass_made_from_an_existing_tensor_can_be_made_inside_a_dispatch_mode():
+    class Own(torch.Tensor):  # no __new__: torch.Tensor's constructor makes it
+        pass
+
+    with Passing():
+        param = nn.Parameter(torch.ones(3))
+        made = torch.Tensor._make_subclass(Own, torch.ones(2))
+        with pytest.raises(RuntimeError, match=SUBCLASS_ERROR + " Own"):
+            Own([1.0, 2.0])
+    assert type(param) is nn.Parameter and type(made) is Own
+
+
+@pytest.mark.parametrize("layers", [4, 8])
+def test_one_checkpoint_keeps_the_peak_and_smaller_segments_lower_it(layers):
+    from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+    torch.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(layers) for m in (nn.Linear(16, 16), nn.ReLU())])
+    x = torch.randn(1024, 16)  # activations far above the parameters
+    peaks = []
+    for forward in (
+        lambda: model(x),
+        lambda: checkpoint(model, x, use_reentrant=False),
+        lambda: checkpoint_sequential(model, layers // 2, x, use_reentrant=False),
+    ):
+        model.zero_grad(set_to_none=True)
+        with measure(device="cpu") as m:
+            forward().sum().backward()
+        peaks.append(m.peak_bytes)
+    plain, whole, segments = peaks
+    assert whole == plain > segments
+
+
+@pytest.mark.parametrize("op", ["nonzero", "mask"])
+def test_fake_tensors_refuse_an_output_shape_that_depends_on_the_data(op):
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException, FakeTensorMode
+
+    with FakeTensorMode():
+        scores = torch.randn(8, 3)
+        with pytest.raises(DynamicOutputShapeException):
+            scores.nonzero() if op == "nonzero" else scores[scores > 0]
+        assert torch.where(scores > 0, scores, 0.0).shape == (8, 3)
+
+
+def test_the_memory_timeline_needs_all_three_flags_and_the_warning_names_a_missing_function(tmp_path):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
+        torch.ones(4).mul(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="record_shapes=True, with_stack=True required"):
+            p.export_memory_timeline(str(tmp_path / "t.json"), device="cpu")
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
+    assert "_export_memory_snapshot" in message and not hasattr(torch.cuda.memory, "_export_memory_snapshot")
+    assert hasattr(torch.cuda.memory, "_dump_snapshot")
