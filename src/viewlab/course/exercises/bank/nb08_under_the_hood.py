@@ -11,51 +11,8 @@ from typing import Any
 
 import torch
 
-from viewlab._learner import own_code_name
 from viewlab.course.exercises import Exercise, Rules, register, tensors
-
-
-class _Program:
-    """A small function of two tensors ``(a, b)``, as data: each step binds one name to an expression of the
-    earlier names (one of expand, repeat, clone, mul, view, add_, cat), and it returns some of them. Called, it
-    runs the steps (nothing outlives the call but what it returns and what autograd saves); shown, it reads as
-    the code it runs.
-
-    >>> fn = _Program((("t1", "a.clone()"), ("t2", "t1 * b")), ("t2",))
-    >>> fn
-    fn(a, b): t1 = a.clone(); t2 = t1 * b; return t2
-    >>> fn(torch.ones(2), torch.full((2,), 3.0)).tolist()
-    [3.0, 3.0]
-    """
-
-    def __init__(self, steps: tuple[tuple[str, str], ...], returns: tuple[str, ...]) -> None:
-        self.steps, self.returns = steps, returns
-        self._code = [(name, compile(code, own_code_name("exercise 08 fn"), "eval")) for name, code in steps]
-
-    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> Any:
-        env: dict[str, Any] = {"a": a, "b": b}
-        for name, code in self._code:
-            env[name] = eval(code, {"torch": torch}, env)  # noqa: S307 - the bank's own expressions
-        out = tuple(env[r] for r in self.returns)
-        return out[0] if len(out) == 1 else out
-
-    def __repr__(self) -> str:
-        body = "".join(f"{name} = {code}; " for name, code in self.steps)
-        return f"fn(a, b): {body}return {', '.join(self.returns)}"
-
-
-def _step(kind: str, v: str, shape: tuple[int, ...], w: str | None) -> str:
-    """The expression of one step of ``kind`` on the value named ``v`` (of ``shape``), ``w`` a second operand."""
-    sizes = ", ".join(str(n) for n in shape)
-    return {
-        "expand": f"{v}.expand(2, {sizes})" if shape else f"{v}.expand(2)",
-        "repeat": f"{v}.repeat({', '.join(['2'] + ['1'] * (len(shape) - 1))})" if shape else f"{v}.repeat(2)",
-        "clone": f"{v}.clone()",
-        "mul": f"{v} * {w}" if w else f"{v} * 2",
-        "view": f"{v}.view(-1)",
-        "add_": f"{v}.add_(1)",
-        "cat": f"torch.cat([{v}, {w or v}])",
-    }[kind]
+from viewlab.course.exercises.programs import Program, _run
 
 
 def _programs() -> Any:
@@ -82,13 +39,12 @@ def _programs() -> Any:
             kind = draw(st.sampled_from(kinds))
             same = sorted(n for n, (u, _) in values.items() if u.shape == t.shape)
             w = draw(st.sampled_from([None, *same])) if kind in ("mul", "cat") else None
-            code = _step(kind, name, tuple(t.shape), w)
-            out = eval(code, {"torch": torch}, {n: u for n, (u, _) in values.items()})  # noqa: S307
+            out = _run(kind, t, None if w is None else values[w][0])
             values[f"t{i + 1}"] = (out, owned if kind in ("view", "add_") else kind != "expand")
-            steps.append((f"t{i + 1}", code))
+            steps.append((f"t{i + 1}", kind, name, w))
         made = sorted(n for n in values if n.startswith("t"))
         returns = draw(st.lists(st.sampled_from(made), min_size=1, max_size=2, unique=True))
-        return _Program(tuple(steps), tuple(returns)), a, b
+        return Program(tuple(steps), tuple(returns)), a, b
 
     return draw()
 
@@ -124,9 +80,9 @@ def _bytes_by_dispatch(fn, *args):
 
     with AliveBytes() as mode:
         out = fn(*args)
-    alive = sum(s.nbytes() for s in mode.new)  # fn's result is still held here, and so is what autograd saved
+    nbytes = sum(s.nbytes() for s in mode.new)  # fn's result is still held here, and so is what autograd saved
     del out
-    return alive
+    return nbytes
 
 
 def _log_bytes(fn, *args):  # the notebook's LogBytes: every new storage, the temporaries that died included
@@ -221,25 +177,20 @@ def _by_viewlab(fn, *args):  # viewlab's own meter counts for you: forbidden
 
 
 def _examples() -> tuple[tuple[Any, ...], ...]:
-    p = _Program
-    grad = torch.ones(2, 3, requires_grad=True)
+    p, one = Program, torch.ones(1, 3)
     return (
-        # notebook 08's three lines, shortened: the 48-byte r * 2 and the 96-byte cat die before fn returns
-        (
-            p((("t1", "a.repeat(4, 1)"), ("t2", "t1 * 2"), ("t3", "torch.cat([t2, t2])")), ("t1",)),
-            torch.ones(1, 3),
-            torch.ones(1, 3),
-        ),
+        # notebook 08's three lines, shortened: the 24-byte t1 * 2 and the 48-byte cat die before fn returns
+        (p((("t1", "repeat", "a", None), ("t2", "mul", "t1", None), ("t3", "cat", "t2", None)), ("t1",)), one, one),
         # a requires grad: mul saves t1 for backward, so t1 is alive though fn does not return it
-        (p((("t1", "a.clone()"), ("t2", "t1 * a")), ("t2",)), grad, torch.ones(2, 3)),
+        (p((("t1", "clone", "a", None), ("t2", "mul", "t1", "a")), ("t2",)), torch.ones(2, 3, requires_grad=True), one),
         # one storage behind two returned tensors (and an in-place op), counted once
         (
-            p((("t1", "a.clone()"), ("t2", "t1.view(-1)"), ("t3", "t2.add_(1)")), ("t1", "t3")),
-            torch.ones(2, 3),
-            torch.ones(2, 3),
+            p((("t1", "clone", "a", None), ("t2", "view", "t1", None), ("t3", "add_", "t2", None)), ("t1", "t3")),
+            one,
+            one,
         ),
         # an expand of an input: no new storage
-        (p((("t1", "a.expand(2, 2, 3)"),), ("t1",)), torch.ones(2, 3), torch.ones(2, 3)),
+        (p((("t1", "expand", "a", None),), ("t1",)), one, one),
     )
 
 
@@ -266,7 +217,7 @@ register(
         hints=(
             "Your mode sees each new storage the moment an operator makes it: how can it know, after fn has "
             "returned, which of those are still alive, without keeping them alive itself?",
-            "A storage (t.untyped_storage()) is a Python object that a weak reference can point to, and one "
+            "A storage (what untyped_storage() gives) is a Python object that a weak reference can point to, and one "
             "that dies drops out of a weakref.WeakSet by itself. Which storages must never enter that set, and "
             "when, relative to fn's result going away, do you add up what is left?",
         ),
@@ -277,10 +228,10 @@ register(
             "while fn's result is still held, before the function returns.",
         ),
         wrong=(
-            (_log_bytes, "the result is 192 (int), expected 48 (int)"),
+            (_log_bytes, "the result is 96 (int), expected 24 (int)"),
             (_returned_only, "the result is 24 (int), expected 48 (int)"),
-            (_per_tensor, "the result is 72 (int), expected 24 (int)"),
-            (_inputs_too, "the result is 24 (int), expected 0 (int)"),
+            (_per_tensor, "the result is 36 (int), expected 12 (int)"),
+            (_inputs_too, "the result is 12 (int), expected 0 (int)"),
             (_by_profiler, "rule `forbid profiler`"),
             (_by_viewlab, "rule `no_viewlab`"),
         ),
