@@ -66,8 +66,8 @@ register(
             "N rows) and int64 labels of shape (N,) with values in -1..C-1, return the (N,) tensor whose entry i "
             "is scores[i, labels[i]], and 0 where labels[i] is -1: a row to ignore, as a loss's ignore_index "
             "marks padding. Careful: -1 is also a valid index (the last column). Rule: new bytes may peak at a "
-            "few N elements (8 bytes a row, 8 times over, plus 64 bytes; measured), so no intermediate of N * N "
-            "or N * C elements -- building scores[:, labels] and keeping its diagonal is one."
+            "few N elements: 64 bytes a row (eight int64 numbers) plus 64 (measured), so no intermediate of "
+            "N * N or N * C elements -- building scores[:, labels] and keeping its diagonal is one."
         ),
         signature="def pick_per_row(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor",
         reference=_pick_per_row,
