@@ -205,8 +205,8 @@ EDGES: dict[str, dict[str, Any]] = {
         "a requires grad": lambda a: a[1].requires_grad and a[1].numel() > 0,
         "a temporary dies": lambda a: len(a[0].steps) > len(a[0].returns),
         "two results": lambda a: len(a[0].returns) == 2,
-        "an in-place op": lambda a: any(".add_(" in code for _, code in a[0].steps),
-        "an expand": lambda a: any(".expand(" in code for _, code in a[0].steps),
+        "an in-place op": lambda a: any(kind == "add_" for _, kind, _v, _w in a[0].steps),
+        "an expand": lambda a: any(kind == "expand" for _, kind, _v, _w in a[0].steps),
         "a non-contiguous input": lambda a: a[1].numel() > 1 and not a[1].is_contiguous(),
     },
     "09-pick-per-row": {
