@@ -162,6 +162,30 @@ def _inputs_too(fn, *args):  # every storage an operator returned and still aliv
     return sum(s.nbytes() for s in mode.new)
 
 
+def _result_dropped(fn, *args):  # fn's result is not held: it is gone before the count is read
+    import weakref
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    inputs = {id(t.untyped_storage()) for t in args}
+
+    class Alive(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.new = weakref.WeakSet()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor) and id(t.untyped_storage()) not in inputs:
+                    self.new.add(t.untyped_storage())
+            return out
+
+    with Alive() as mode:
+        fn(*args)
+    return sum(s.nbytes() for s in mode.new)
+
+
 def _by_profiler(fn, *args):  # the profiler counts for you: forbidden
     with torch.profiler.profile(profile_memory=True) as prof:
         out = fn(*args)  # noqa: F841
@@ -232,6 +256,7 @@ register(
             (_returned_only, "the result is 24 (int), expected 48 (int)"),
             (_per_tensor, "the result is 36 (int), expected 12 (int)"),
             (_inputs_too, "the result is 12 (int), expected 0 (int)"),
+            (_result_dropped, "the result is 0 (int), expected 24 (int)"),
             (_by_profiler, "rule `forbid profiler`"),
             (_by_viewlab, "rule `no_viewlab`"),
         ),
