@@ -23,6 +23,8 @@ EXERCISES = [
     "06-repeat-bytes",
     "07-expand-as-by-strides",
     "07-safe-copy",
+    "08-bytes-by-dispatch",
+    "09-pick-per-row",
 ]
 PASS = (True, "")
 NONE = (False, "no answer submitted")
@@ -50,6 +52,31 @@ RIGHT_OTHER_WAY = {
         "    return (d >= 0) & (d < window)"
     ),
     "03-grad-of-expand": "def grad_of_expand(upstream):\n    return upstream.sum(0, keepdim=True)",
+    "08-bytes-by-dispatch": (  # weak references with a callback, as measure keeps them
+        "import weakref\n\nimport torch\nfrom torch.utils._python_dispatch import TorchDispatchMode\n\n"
+        "class Alive(TorchDispatchMode):\n"
+        "    def __init__(self, inputs):\n"
+        "        super().__init__()\n"
+        "        self.inputs, self.bytes, self.refs = inputs, 0, {}\n\n"
+        "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+        "        out = func(*args, **(kwargs or {}))\n"
+        "        for t in out if isinstance(out, (tuple, list)) else (out,):\n"
+        "            s = t.untyped_storage() if isinstance(t, torch.Tensor) else None\n"
+        "            known = self.refs.get(id(s))\n"
+        "            if s is None or id(s) in self.inputs or (known is not None and known() is s):\n"
+        "                continue\n"
+        "            self.bytes += s.nbytes()\n"
+        "            self.refs[id(s)] = weakref.ref(s, lambda _r, n=s.nbytes(): setattr(self, 'bytes', self.bytes - n))\n"
+        "        return out\n\n"
+        "def bytes_by_dispatch(fn, *args):\n"
+        "    with Alive({id(t.untyped_storage()) for t in args}) as mode:\n"
+        "        out = fn(*args)\n"
+        "    return mode.bytes"
+    ),
+    "09-pick-per-row": (
+        "import torch\n\ndef pick_per_row(scores, labels):\n"
+        "    return torch.where(labels >= 0, scores[torch.arange(len(labels)), labels], 0)"
+    ),
     "07-expand-as-by-strides": (  # refuses with its own ValueError where the reference raises RuntimeError
         "class ShapeError(ValueError):\n    pass\n\n"
         "def expand_as_by_strides(x, other):\n"
@@ -74,6 +101,19 @@ WRONG = {
         "    strides = [0] * pad + [s if n == w else 0 for n, s, w in zip(x.shape, x.stride(), other.shape[pad:])]\n"
         "    return x.as_strided(other.shape, strides)",
         "on these inputs your function must refuse (raise RuntimeError or ValueError)",
+    ),
+    "08-bytes-by-dispatch": (  # no mode: the storages of what fn returned, so nothing that autograd saved
+        "def bytes_by_dispatch(fn, *args):\n"
+        "    out = fn(*args)\n"
+        "    outs = out if isinstance(out, tuple) else (out,)\n"
+        "    mine = {t.untyped_storage().data_ptr() for t in args}\n"
+        "    found = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in outs}\n"
+        "    return sum(n for p, n in found.items() if p not in mine)",
+        "the result is 24 (int), expected 48 (int)",
+    ),
+    "09-pick-per-row": (  # -1 read as the last column
+        "import torch\n\ndef pick_per_row(scores, labels):\n    return scores[torch.arange(len(labels)), labels]",
+        "values differ",
     ),
     "03-windows-by-strides": (  # ignores x's storage offset
         "def windows_by_strides(x, size, step):\n"
@@ -119,6 +159,17 @@ RULE_BREAKING = {
     "07-expand-as-by-strides": (
         "def expand_as_by_strides(x, other):\n    return x.expand_as(other)",
         "breaks rule `forbid expand`",
+    ),
+    "08-bytes-by-dispatch": (
+        "import torch\n\ndef bytes_by_dispatch(fn, *args):\n"
+        "    with torch.profiler.profile(profile_memory=True) as prof:\n        fn(*args)\n"
+        "    return sum(max(e.cpu_memory_usage, 0) for e in prof.events())",
+        "breaks rule `forbid profiler`: your function called torch.profiler.profile at line 4 of this cell",
+    ),
+    "09-pick-per-row": (
+        "def pick_per_row(scores, labels):\n"
+        "    return scores[:, labels.clamp(min=0)].diagonal().masked_fill(labels < 0, 0)",
+        "breaks rule `max_new_bytes`",
     ),
 }
 

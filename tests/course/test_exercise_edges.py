@@ -200,6 +200,24 @@ EDGES: dict[str, dict[str, Any]] = {
         "refused: a size neither 1 nor other's": lambda a: not _expands(a) and a[0].dim() <= a[1].dim(),
         "refused: more dims": lambda a: a[0].dim() > a[1].dim(),
     },
+    "08-bytes-by-dispatch": {
+        "size 0": lambda a: a[1].numel() == 0,
+        "a requires grad": lambda a: a[1].requires_grad and a[1].numel() > 0,
+        "a temporary dies": lambda a: len(a[0].steps) > len(a[0].returns),
+        "two results": lambda a: len(a[0].returns) == 2,
+        "an in-place op": lambda a: any(kind == "add_" for _, kind, _v, _w in a[0].steps),
+        "an expand": lambda a: any(kind == "expand" for _, kind, _v, _w in a[0].steps),
+        "a non-contiguous input": lambda a: a[1].numel() > 1 and not a[1].is_contiguous(),
+    },
+    "09-pick-per-row": {
+        "no rows": lambda a: a[0].shape[0] == 0,
+        "an ignored row": lambda a: bool((a[1] == -1).any()),
+        "the last column picked": lambda a: bool((a[1] == a[0].shape[1] - 1).any()) and a[0].shape[1] > 1,
+        "one column": lambda a: a[0].shape[1] == 1 and a[0].shape[0] > 0,
+        "scores transposed": non_contiguous(),
+        "one row expanded": lambda a: a[0].shape[0] > 1 and a[0].stride(0) == 0,
+        "labels strided": lambda a: a[1].numel() > 1 and not a[1].is_contiguous(),
+    },
     "07-faster-beyond-spread": {
         "tie, a slower": lambda a: _tie(a) and a[0] > a[2],
         "tie, a faster": lambda a: _tie(a) and a[0] < a[2],
@@ -398,6 +416,70 @@ def _expand_by_zipping_from_the_right(x, other):
     return torch.as_strided(x, other.shape, strides, x.storage_offset())
 
 
+def _alive_by_weak_refs(fn, *args):
+    """Weak references in a list, looked through by identity (no WeakSet), the inputs' storages held apart."""
+    import weakref
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    inputs = [t.untyped_storage() for t in args]
+    refs = []
+
+    class Alive(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    s = t.untyped_storage()
+                    if all(s is not i for i in inputs) and all(r() is not s for r in refs):
+                        refs.append(weakref.ref(s))
+            return out
+
+    with Alive():
+        out = fn(*args)
+    alive = sum(s.nbytes() for r in refs if (s := r()) is not None)
+    del out
+    return alive
+
+
+def _alive_by_callbacks(fn, *args):
+    """What measure does: add a storage's bytes when it is made, subtract them in its weak reference's callback."""
+    import weakref
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    inputs = {id(t.untyped_storage()) for t in args}
+
+    class Alive(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.bytes, self.refs = 0, {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if not isinstance(t, torch.Tensor):
+                    continue
+                s = t.untyped_storage()
+                known = self.refs.get(id(s))
+                if id(s) in inputs or (known is not None and known() is s):
+                    continue
+                n = s.nbytes()
+                self.bytes += n
+
+                def gone(_ref, n=n):
+                    self.bytes -= n
+
+                self.refs[id(s)] = weakref.ref(s, gone)
+            return out
+
+    with Alive() as mode:
+        out = fn(*args)
+    alive = mode.bytes
+    del out
+    return alive
+
+
 def _write_by_region(write):
     scalar_fill = write in ("e.fill_(7)", "e.zero_()")
     return "goes through" if scalar_fill or write.startswith(("e[0]", "e[0,")) else "raises"
@@ -499,6 +581,11 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda loss, keep: torch.where(keep[:, :, None].bool(), loss, 0.0),
     ),
     "07-expand-as-by-strides": (_expand_by_padding_the_shape, _expand_by_zipping_from_the_right),
+    "08-bytes-by-dispatch": (_alive_by_weak_refs, _alive_by_callbacks),
+    "09-pick-per-row": (
+        lambda scores, labels: torch.where(labels >= 0, scores[torch.arange(scores.shape[0]), labels], 0),
+        lambda scores, labels: scores.gather(1, labels.clamp(min=0).unsqueeze(1)).squeeze(1) * (labels != -1),
+    ),
     "07-faster-beyond-spread": (
         lambda ma, ia, mb, ib: "unclear" if abs(mb - ma) <= ia + ib else ("a" if ma < mb else "b"),
         lambda ma, ia, mb, ib: "a" if mb - ma > ia + ib else "b" if ma - mb > ia + ib else "unclear",

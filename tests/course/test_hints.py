@@ -125,7 +125,8 @@ def test_pasting_the_printed_solution_over_the_stub_passes(exercise_id, capsys):
     stub = e.signature[4:].split("(")[0]
     ex.solution(exercise_id)
     printed = capsys.readouterr().out
-    assert f"def {stub}(" in printed and "def _" not in printed, printed
+    # no private helper of the bank's (def _name); a class's own methods (def __init__) are the answer's code
+    assert f"def {stub}(" in printed and not re.search(r"def _(?!_)", printed), printed
     namespace = {"torch": torch}  # what every notebook has imported
     exec(compile(solution_source(e), "<pasted cell>", "exec"), namespace)
     result = ex.check_exercise(exercise_id, namespace[stub])
@@ -145,6 +146,7 @@ RULE_WORDS = {
     "forbid sdpa": r"scaled_dot_product_attention",
     "forbid unfold": r"\bunfold\b",
     "forbid gather": r"\bgather",
+    "forbid profiler": r"\bprofiler\b",
     "no_python_loops": r"\bno Python loops?\b",
     "must_view": r"\bview of\b",
     "must_copy": r"\bshares no memory\b|\bnever shares memory\b",

@@ -17,7 +17,8 @@ The package, one job per module: :mod:`.engine` (:func:`check`), :mod:`.result` 
 :func:`named_rule`), :mod:`.recorder` (the modes that record a run, as plain data), :mod:`.source` (the
 answer's source, read with ``ast``), :mod:`.watch` (one watched call), :mod:`.messages` (the rules judged),
 :mod:`.registry` (:class:`Exercise`, :func:`register`, :func:`get`, :func:`exercise_ids`),
-:mod:`.picture` (the failure figure) and :mod:`.bank` (the exercises of each notebook).
+:mod:`.picture` (the failure figure), :mod:`.programs` (small generated functions as plain data, the
+``fn`` of exercise 08) and :mod:`.bank` (the exercises of each notebook).
 
 Adding exercises for your notebook (authors of other notebooks)
 -----------------------------------------------------------------

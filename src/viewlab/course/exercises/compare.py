@@ -58,8 +58,9 @@ def describe(obj: Any) -> str:
             return f"{obj.layout} tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)}"
         if obj.device.type == "meta":
             return f"tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)} on meta (sizes only, no values)"
+        grad = ", requires grad" if obj.requires_grad else ""
         return (
-            f"tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)}, stride {tuple(obj.stride())}, "
+            f"tensor shape {tuple(obj.shape)} {dtype_name(obj.dtype)}{grad}, stride {tuple(obj.stride())}, "
             f"offset {obj.storage_offset()}: {_values_text(obj)}"
         )
     if isinstance(obj, (tuple, list)) and any(isinstance(o, torch.Tensor) for o in obj):

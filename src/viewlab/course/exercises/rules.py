@@ -11,6 +11,8 @@ An exercise says *what* to return (the reference checks that) and often *how*: "
   work, :data:`NUMPY_NAMES`: ``np.tile``, ``np.tri``, ``np.add.at`` ...). ``"autograd"`` is any operator run
   by the autograd engine (``torch.autograd.grad``, ``.backward()``), forward-mode AD and ``torch.func``
   (``jacfwd``, ``jvp``, ``torch.autograd.forward_ad``).
+  ``"profiler"`` is seen by name alone: a call of ``torch.profiler`` or ``torch.autograd.profiler`` in the
+  answer's source.
 * ``no_python_loops``: a function ``n -> args`` building inputs of size ``n``. Two witnesses: the answer's
   source has no loop (:func:`.source.static_loop`: ``for``, ``while``, comprehensions, recursion, ``map``,
   ``sum`` over data, in the answer and in the helpers it calls by name); and on two sizes it runs the same
@@ -106,6 +108,10 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "build it from its parts: scores from q and k, the mask, a softmax, then the weighted sum of v",
     ),
+    "profiler": (
+        (),  # no operator of its own: seen by name in the answer's source (torch.profiler, torch.autograd.profiler)
+        "count with a TorchDispatchMode of your own, which sees each operator's outputs as they are made",
+    ),
 }
 
 
@@ -160,6 +166,7 @@ FORBIDS = {
     "bincount": "bincount, histc and histogram (torch's or numpy's, and numpy.add.at): they count for you",
     "sdpa": "scaled_dot_product_attention (and its aten kernels)",
     "unfold": "unfold (Tensor.unfold builds the windows for you)",
+    "profiler": "the profiler (torch.profiler and torch.autograd.profiler): it counts the bytes for you",
     "gather": (
         "gathering entries by indexing (a bool mask or a tensor of positions as an index, masked_select, nonzero, "
         "index_select, gather, take): each copies the entries it picks"
@@ -227,7 +234,12 @@ class Rules:
 
     def sentences(self) -> list[str]:
         """The rules in words, for :func:`viewlab.course.exercises.show`."""
-        out = [f"Do not use {n} (checked: every operator your function runs is recorded)." for n in self.forbid]
+        out = [
+            f"Do not use {n} (checked: every operator your function runs is recorded)."
+            if FAMILIES[n][0]
+            else f"Do not use the {n} (checked: the calls in your source)."
+            for n in self.forbid
+        ]
         if self.no_python_loops is not None:
             out.append(
                 "No Python loops (checked two ways: your source, and the helpers it calls, has no for, while, "

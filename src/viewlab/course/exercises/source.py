@@ -60,14 +60,15 @@ _MAPS = {"map", "filter", "reduce", "starmap", "accumulate"}  # a Python loop ru
 _SUMS = {"sum", "prod", "fsum"}  # a loop over a sequence, unless the sequence is sizes
 _KEYED = {"sorted", "max", "min"}  # with key=: a Python function called once per item
 _AUTOGRAD_MODULES = ("torch.autograd", "torch.autograd.forward_ad", "torch.autograd.functional")
+_PROFILER_MODULES = ("torch.profiler", "torch.autograd.profiler")
 _MOST_HELPERS = 16  # functions read per answer, the answer included
 _NOTHING = object()
 
 
 @dataclass(frozen=True)
 class Call:
-    """A call by name in the answer's source: ``kind`` is ``"numpy"``, ``"viewlab"``, ``"autograd"`` or
-    ``"exit"``; ``name`` as a message shows it (``numpy.tile``); ``line`` as :func:`~viewlab._learner.place`
+    """A call by name in the answer's source: ``kind`` is ``"numpy"``, ``"viewlab"``, ``"autograd"``,
+    ``"profiler"`` or ``"exit"``; ``name`` as a message shows it (``numpy.tile``); ``line`` as :func:`~viewlab._learner.place`
     says it."""
 
     kind: str
@@ -199,13 +200,15 @@ def _spelled(obj: Any) -> str:
 
 
 def _kind_of(obj: Any, spelled: str) -> str | None:
-    """``"numpy"``, ``"viewlab"``, ``"autograd"`` or ``"exit"`` for a call of ``obj``, else None."""
+    """``"numpy"``, ``"viewlab"``, ``"autograd"``, ``"profiler"`` or ``"exit"`` for a call of ``obj``, else None."""
     module = getattr(obj, "__module__", None) or ""
     owner = getattr(obj, "__self__", None)
     if spelled.startswith("numpy.") or module.startswith("numpy") or _is_ufunc(obj) or _is_ufunc(owner):
         return "numpy"
     if obj is torch.from_numpy or obj is torch.frombuffer:
         return "exit"
+    if module.startswith(_PROFILER_MODULES) or spelled.startswith(_PROFILER_MODULES):
+        return "profiler"
     if module.startswith("torch._functorch") or spelled.startswith("torch.func."):
         return "autograd"
     if module in _AUTOGRAD_MODULES and (module != "torch.autograd" or not isinstance(obj, type)):

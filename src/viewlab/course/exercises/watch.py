@@ -149,6 +149,8 @@ class Watch:
                 seen.viewlab = seen.viewlab or hit
             elif call.kind == "autograd":
                 seen.named.setdefault("autograd", Hit("autograd", autograd_name(call.name), call.line))
+            elif call.kind == "profiler":
+                seen.named.setdefault("profiler", Hit("profiler", call.name, call.line))
             elif call.kind == "exit":
                 seen.exit = seen.exit or hit
                 if call.name.endswith("frombuffer"):

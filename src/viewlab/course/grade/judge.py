@@ -27,6 +27,7 @@ import torch
 
 from viewlab.course.exercises.compare import compare, describe, fresh, tensor_parts
 from viewlab.course.exercises.engine import ATOL, FAILED, NOT_SOLVED, PASSED, RTOL, Refused, refusal_problem
+from viewlab.course.exercises.programs import plain
 from viewlab.course.exercises.registry import Exercise
 from viewlab.course.exercises.strategies import run_examples
 
@@ -77,8 +78,8 @@ class Plan:
             "exercise": self.ex.id,
             "name": self.name,
             "spec": self.spec(),
-            "inputs": [fresh(a) for a in self.inputs],
-            "probe": [fresh(a) for a in self.probe],
+            "inputs": [plain(fresh(a)) for a in self.inputs],  # a generated fn (exercise 08) as str and tuples
+            "probe": [plain(fresh(a)) for a in self.probe],
         }
 
 

@@ -241,7 +241,9 @@ def run_input(fn: Callable[..., Any], args: tuple[Any, ...], rules: Any, memory:
         record["watch"] = seam.record(watch, fn, plain, measured)
     if m is not None:
         record["peak"], record["allocated"] = int(m.peak_bytes), int(m.allocated_bytes)
-    record["inputs_after"] = tuple(a.detach() if type(a) is torch.Tensor else a for a in args)
+    from viewlab.course.exercises.programs import plain
+
+    record["inputs_after"] = tuple(a.detach() if type(a) is torch.Tensor else plain(a) for a in args)
     return record
 
 
@@ -295,8 +297,10 @@ def run_command(cmd: dict[str, Any], folder: str) -> dict[str, Any]:
     out: dict[str, Any] = {"exercise": job["exercise"], "defined": why is None, "why": why, "records": []}
     if fn is not None:
         rules = _rules(job["spec"])
+        from viewlab.course.exercises.programs import revive
+
         for args in job["inputs"]:
-            record = run_input(fn, tuple(args), rules, job["spec"]["memory"])
+            record = run_input(fn, tuple(revive(tuple(args))), rules, job["spec"]["memory"])
             out["records"].append(record)
             refusing = record["kind"] == "raised" and job["spec"].get("refuses")  # maybe right: the grader knows
             if record["kind"] in ("call", "stub", "raised", "bad_result") and not refusing:

@@ -1,0 +1,96 @@
+"""Exercises for notebook 09 (more layouts): one element per row, without the (N, N) block.
+
+>>> from viewlab.course.exercises import exercise_ids
+>>> exercise_ids("09")
+['09-pick-per-row']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from viewlab.course.exercises import Exercise, Rules, register, tensors
+
+
+def _scores_and_labels() -> Any:
+    """scores (N, C) in any layout (transposed, strided, offset, one row expanded to all N), N from 0, C from 1;
+    labels (N,) of int64 in -1..C-1, laid out contiguous, strided or offset."""
+    from hypothesis import strategies as st
+
+    sizes = st.tuples(st.integers(0, 5), st.integers(1, 4))
+    return sizes.flatmap(
+        lambda s: st.tuples(
+            tensors(shape=s),
+            tensors(
+                shape=(s[0],), dtype=torch.int64, values=(-1, s[1] - 1), layouts=("contiguous", "strided", "offset")
+            ),
+        )
+    )
+
+
+def _pick_per_row(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    rows = torch.arange(scores.shape[0])
+    picked = scores[rows, labels.clamp(min=0)]  # a -1 reads column 0 here, then gets its 0 below
+    return picked.masked_fill(labels < 0, 0)
+
+
+def _pick_budget(scores: torch.Tensor, labels: torch.Tensor) -> int:
+    """A few N elements: eight int64 numbers a row, and 64 bytes for scalars."""
+    return 8 * 8 * labels.shape[0] + 64
+
+
+def _by_diagonal(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:  # right values, an (N, N) block
+    return scores[:, labels.clamp(min=0)].diagonal().masked_fill(labels < 0, 0)
+
+
+def _examples() -> tuple[tuple[Any, ...], ...]:
+    n, c = 40, 50
+    return (
+        # notebook 09's scores, with one row to ignore
+        (torch.arange(20.0).reshape(4, 5), torch.tensor([3, -1, 4, 3])),
+        # big enough that an (N, N) or (N, C) intermediate does not fit in a few N elements; one row expanded
+        (torch.arange(float(c)).expand(n, c), torch.arange(n) % (c + 1) - 1),
+        # transposed scores
+        (torch.arange(float(n * c)).reshape(c, n).t(), (torch.arange(n) * 7) % c),
+    )
+
+
+register(
+    Exercise(
+        id="09-pick-per-row",
+        title="One score per row, some rows ignored",
+        statement=(
+            "Given scores of shape (N, C) in any layout (transposed, strided, offset, or one row expanded to all "
+            "N rows) and int64 labels of shape (N,) with values in -1..C-1, return the (N,) tensor whose entry i "
+            "is scores[i, labels[i]], and 0 where labels[i] is -1: a row to ignore, as a loss's ignore_index "
+            "marks padding. Careful: -1 is also a valid index (the last column). Rule: new bytes may peak at a "
+            "few N elements: 64 bytes a row (eight int64 numbers) plus 64 (measured), so no intermediate of "
+            "N * N or N * C elements -- building scores[:, labels] and keeping its diagonal is one."
+        ),
+        signature="def pick_per_row(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor",
+        reference=_pick_per_row,
+        inputs=_scores_and_labels,
+        rules=Rules(max_new_bytes=_pick_budget),
+        examples=_examples(),
+        hints=(
+            "Which (row, column) pairs do you need, and what does a label of -1 pick when it is used as an index?",
+            "Pair a tensor of row numbers with the labels, so that each row gives one element, not a whole row "
+            "of them. An ignored row must read some column that exists before its entry is set to 0: which "
+            "column, and which operation writes the 0s where the label is -1?",
+        ),
+        why=(
+            "Two index tensors of shape (N,) pair up: rows[i] with labels[i], one element per row, N in all; a "
+            "slice beside the labels would pick every label's column for every row, N * N elements.",
+            "A -1 label indexes the last column, so the ignored rows are read from a safe column (clamp) and "
+            "then masked to 0; gather refuses a -1 outright.",
+        ),
+        wrong=(
+            (lambda scores, labels: scores[torch.arange(scores.shape[0]), labels], "1 of 4 values differ"),
+            (lambda scores, labels: scores.gather(1, labels[:, None]).squeeze(1), "your function raised RuntimeError"),
+            (lambda scores, labels: scores[:, labels].masked_fill(labels < 0, 0), "the result has shape (4, 4)"),
+            (_by_diagonal, "rule `max_new_bytes`"),
+        ),
+    )
+)
