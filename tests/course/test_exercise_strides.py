@@ -155,7 +155,7 @@ def test_the_review_case_peaks_at_96_bytes_twice_and_48_once():
 
 
 def test_the_grader_matches_a_refusal_through_the_bases_the_answers_process_reports():
-    from viewlab.course.exercises.engine import Refused, refusal_problem
+    from viewlab.course.exercises.messages import Refused, refusal_problem
     from viewlab.course.grade.judge import _raised_name
 
     allowed = ("RuntimeError", "ValueError")

@@ -46,7 +46,7 @@ from viewlab._checks import (
 )
 
 from .compare import compare, describe, fresh, tensor_parts
-from .messages import forbid_problem, loop_problem, memory_problem
+from .messages import Refused, forbid_problem, loop_problem, memory_problem, refusal_problem
 from .result import FAILED, NOT_SOLVED, PASSED, CheckResult
 from .rules import Rules
 from .strategies import as_arg_tuples, is_strategy, run_examples
@@ -65,8 +65,6 @@ __all__ = [
     "MAX_EXAMPLES",
     "MIN_EXERCISE_EXAMPLES",
     "MEMORY",
-    "Refused",
-    "refusal_problem",
     "RTOL",
     "ATOL",
 ]
@@ -103,49 +101,6 @@ def _meter(memory: str | None, args: tuple[Any, ...], rules: Rules) -> Any:
 
 class _NotSolved(Exception):
     pass
-
-
-@dataclass(frozen=True)
-class Refused:
-    """What the reference did with an input it must refuse: raised one of the exercise's ``raises`` types
-    (the message is the reference's own). A learner's function must raise one of them there too.
-
-    >>> Refused(("RuntimeError", "ValueError"), "sizes do not match")
-    raises RuntimeError or ValueError (the reference: sizes do not match)
-    """
-
-    allowed: tuple[str, ...]
-    message: str = ""
-
-    def __repr__(self) -> str:
-        said = f" (the reference: {self.message})" if self.message else ""
-        return f"raises {' or '.join(self.allowed)}{said}"
-
-
-def refusal_problem(expected: Refused, raised: BaseException | str | None, got: Any = None) -> str | None:
-    """Why the learner's answer to an input the exercise refuses is wrong (``raised``: the exception it raised, or
-    its type's name; None when it returned ``got``), or None when it raised an allowed type.
-
-    >>> refusal_problem(Refused(("ValueError",), "no"), KeyError("k")).split(";")[1]
-    ' it raised KeyError. Raise ValueError with a message that says which sizes do not fit'
-    >>> refusal_problem(Refused(("ValueError",), "no"), ValueError("sizes")) is None
-    True
-    """
-    allowed = " or ".join(expected.allowed)
-    said = f" ({expected.message})" if expected.message else ""
-    if raised is None:
-        return (
-            f"on these inputs your function must refuse (raise {allowed}), as the reference does{said}; it returned "
-            f"{describe(got)} instead. Check the sizes first and raise when they do not fit"
-        )
-    names = [c.__name__ for c in type(raised).__mro__] if isinstance(raised, BaseException) else [raised]
-    if any(n in expected.allowed for n in names):
-        return None
-    name = names[0]
-    return (
-        f"on these inputs your function must raise {allowed}, as the reference does{said}; it raised {name}. "
-        f"Raise {allowed} with a message that says which sizes do not fit"
-    )
 
 
 class _ReferenceError(RuntimeError):

@@ -14,6 +14,7 @@ those judged once the values are right (zero new bytes for a view, torch does th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,6 +22,7 @@ import torch
 from viewlab import shares_storage
 from viewlab._checks import entry, type_error
 
+from .compare import describe
 from .recorder import Hit, OpRecorder, Seen, at
 from .rules import FAMILIES, FORBIDS, Rules
 
@@ -35,6 +37,8 @@ __all__ = [
     "bytes_problem",
     "predict_problem",
     "outside_problem",
+    "Refused",
+    "refusal_problem",
 ]
 
 
@@ -259,4 +263,48 @@ def outside_problem(numpy: Hit | None, exit: Hit | None, viewlab: Hit | None) ->
         f"breaks rule `torch_only`: your function {hit.ran()}{hit.where()}, so {who} did work that the rules check "
         "on torch operators (numpy arrays, lists and buffers are out of their sight); instead, do it with torch "
         "operations on the tensors themselves"
+    )
+
+
+# ----- inputs an answer must refuse ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Refused:
+    """What the reference did with an input it must refuse: raised one of the exercise's ``raises`` types
+    (the message is the reference's own). A learner's function must raise one of them there too.
+
+    >>> Refused(("RuntimeError", "ValueError"), "sizes do not match")
+    raises RuntimeError or ValueError (the reference: sizes do not match)
+    """
+
+    allowed: tuple[str, ...]
+    message: str = ""
+
+    def __repr__(self) -> str:
+        said = f" (the reference: {self.message})" if self.message else ""
+        return f"raises {' or '.join(self.allowed)}{said}"
+
+
+def refusal_problem(expected: Refused, raised: BaseException | str | None, got: Any = None) -> str | None:
+    """Why the learner's answer to an input the exercise refuses is wrong (``raised``: the exception it raised, or
+    its type's name; None when it returned ``got``), or None when it raised an allowed type.
+
+    >>> refusal_problem(Refused(("ValueError",), "no"), KeyError("k")).split(";")[1]
+    ' it raised KeyError. Raise ValueError with a message that says which sizes do not fit'
+    >>> refusal_problem(Refused(("ValueError",), "no"), ValueError("sizes")) is None
+    True
+    """
+    allowed = " or ".join(expected.allowed)
+    said = f" ({expected.message})" if expected.message else ""
+    if raised is None:
+        return (
+            f"on these inputs your function must refuse (raise {allowed}), as the reference does{said}; it returned "
+            f"{describe(got)} instead. Check the sizes first and raise when they do not fit"
+        )
+    names = [c.__name__ for c in type(raised).__mro__] if isinstance(raised, BaseException) else [raised]
+    if any(n in expected.allowed for n in names):
+        return None
+    name = names[0]
+    return (
+        f"on these inputs your function must raise {allowed}, as the reference does{said}; it raised {name}. "
+        f"Raise {allowed} with a message that says which sizes do not fit"
     )

@@ -26,7 +26,8 @@ from typing import Any
 import torch
 
 from viewlab.course.exercises.compare import compare, describe, fresh, tensor_parts
-from viewlab.course.exercises.engine import ATOL, FAILED, NOT_SOLVED, PASSED, RTOL, Refused, refusal_problem
+from viewlab.course.exercises.engine import ATOL, FAILED, NOT_SOLVED, PASSED, RTOL
+from viewlab.course.exercises.messages import Refused, refusal_problem
 from viewlab.course.exercises.programs import plain
 from viewlab.course.exercises.registry import Exercise
 from viewlab.course.exercises.strategies import run_examples
