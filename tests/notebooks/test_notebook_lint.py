@@ -161,7 +161,7 @@ def test_notebook_states_its_reading_time_and_fits_one_sitting(path):
 # A notebook points at another one as "notebook 03, section 5 (*Writing into an expanded tensor*)": the number
 # for the reader, the title so a renumbered or renamed section fails here instead of sending the reader to
 # the wrong place.
-SECTION_LINK = re.compile(r"notebook\s+(0\d),\s+section\s+(\w+)(\s+\(\*([^*]+)\*)?")
+SECTION_LINK = re.compile(r"notebook\s+(\d\d),\s+section\s+(\w+)(\s+\(\*([^*]+)\*)?")
 HEADING_NUMBER = re.compile(r"#+ (\w+)\s*[.·]\s*(.*)")
 
 
@@ -177,6 +177,7 @@ def test_section_links_are_checked_against_titles():
     assert SECTION_LINK.search("notebook 01, section 8 (*Five real mistakes*, Mistake 2)")[4] == "Five real mistakes"
     assert SECTION_LINK.search("in notebook 04,\nsection 6a.")[2] == "6a"  # a line break does not hide a link
     assert SECTION_LINK.search("see notebook 03, section 5.")[3] is None
+    assert SECTION_LINK.search("notebook 10, section 2 (*Memory per module*)")[1] == "10"  # two digits, 10 on
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
