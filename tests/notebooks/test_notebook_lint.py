@@ -161,7 +161,8 @@ def test_notebook_states_its_reading_time_and_fits_one_sitting(path):
 # A notebook points at another one as "notebook 03, section 5 (*Writing into an expanded tensor*)": the number
 # for the reader, the title so a renumbered or renamed section fails here instead of sending the reader to
 # the wrong place.
-SECTION_LINK = re.compile(r"notebook\s+(\d\d),\s+section\s+(\w+)(\s+\(\*([^*]+)\*)?")
+# "Notebook 08, section 3 (...)" at the start of a sentence is a link too.
+SECTION_LINK = re.compile(r"notebook\s+(\d\d),\s+section\s+(\w+)(\s+\(\*([^*]+)\*)?", re.IGNORECASE)
 HEADING_NUMBER = re.compile(r"#+ (\w+)\s*[.·]\s*(.*)")
 
 
