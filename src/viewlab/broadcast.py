@@ -315,9 +315,14 @@ def _incompatible(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> Br
             lines.append(f"  ... and {len(fixes) - _MAX_FIXES_SHOWN} more (see the error's .fixes).")
         if len(fixes) > 1:
             lines.append("  Pick the one whose dims mean the same thing as the dims they line up with.")
-    else:
-        text = "No single unsqueeze or permute of one operand fixes this: check where these shapes come from"
-        lines.append(f"{text} (a wrong reshape, a reduction over the wrong dim, or the wrong tensor).")
+    else:  # .mT of one operand may still broadcast, to a bigger shape (a 1-D one is unchanged and fails)
+        swap = [[s[:-2] + s[:-3:-1] if j == i else s for j, s in enumerate(shapes)] for i in range(len(shapes))]
+        grown = [f"; {n}.mT broadcasts, to {fmt_shape(out)}" for n, t in zip(names, swap) if (out := _broadcast(t))]
+        text = "Found no single unsqueeze or permute of one operand that broadcasts to the other operands' shape"
+        lines.append(
+            f"{text}{''.join(grown)}: check where these shapes come from (a wrong reshape, a reduction "
+            "over the wrong dim, or the wrong tensor)."
+        )
     return BroadcastError("\n".join(lines), tuple(conflicts), tuple(fixes))
 
 

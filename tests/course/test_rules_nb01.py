@@ -143,8 +143,9 @@ def test_the_transpose_of_a_matrix_is_contiguous_only_with_a_size_0_or_1(shape):
 
 @pytest.mark.rule(
     "01",
-    "`shares_storage(a, b)` compares blocks, not elements: one storage, or overlapping storages (an array's block: "
-    "its owner's buffer).",
+    "`shares_storage(a, b)` asks whether the memory blocks of `a` and `b` overlap, not their elements: a tensor's "
+    "block is its whole storage, a NumPy array's the buffer of the array that owns the memory, and `from_numpy` makes "
+    "a storage of just the array's bytes",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -158,8 +159,9 @@ def test_shares_storage_is_the_storage_pointer_except_for_empty_storages(a, b):
 
 @pytest.mark.rule(
     "01",
-    "`shares_storage(a, b)` compares blocks, not elements: one storage, or overlapping storages (an array's block: "
-    "its owner's buffer).",
+    "`shares_storage(a, b)` asks whether the memory blocks of `a` and `b` overlap, not their elements: a tensor's "
+    "block is its whole storage, a NumPy array's the buffer of the array that owns the memory, and `from_numpy` makes "
+    "a storage of just the array's bytes",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -204,7 +206,7 @@ def test_reshape_and_flatten_view_exactly_when_view_works(t):
     flat = (t.numel(),)
     assert _outcome(t.reshape(flat), t) == ("view" if _view_works(t, flat) else "copy")
     assert _outcome(t.reshape_as(t.new_empty(flat)), t) == ("view" if _view_works(t, flat) else "copy")
-    # the exception the next sentence states: flatten of a 1-D tensor hands back the tensor itself
+    # beyond the sentence: flatten of a 1-D tensor hands back the tensor itself (notebook 01 shows it in code)
     expected = "same tensor" if t.dim() == 1 else ("view" if _view_works(t, flat) else "copy")
     assert _outcome(t.flatten(), t) == expected
 
@@ -678,11 +680,6 @@ def test_numpy_bridges_share_or_copy_as_stated(case, other):
     "01",
     "It also refuses a tensor that requires grad, one with the conjugate bit set (`.conj()` of a complex tensor), and "
     "a dtype NumPy lacks, such as `bfloat16`.",
-)
-@pytest.mark.rule(
-    "01",
-    "`t.numpy(force=True)` is `t.detach().cpu().resolve_conj().resolve_neg().numpy()`: it shares only where none of "
-    "these copies.",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS

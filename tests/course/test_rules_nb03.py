@@ -39,8 +39,8 @@ def layouts(ndim=None):
 )
 @pytest.mark.rule(
     "03",
-    "`detach()` (notebook 01, section 5 (*What `detach()` shares*)) and `.data` share the storage but are no views: "
-    "their `_base` is `None`, and a view of them names *them*. Trust the storage pointer.",
+    "`detach()` (notebook 01, section 5 (*What `detach()` shares*)) and `.data` share the storage but are not autograd "
+    "views: `_is_view()` is False, their `_base` is `None`, and a view of them names *them*. Trust the storage pointer.",
 )
 @RULE_SETTINGS
 @given(t=layouts(), chain=st.lists(st.integers(0, 3), max_size=4))

@@ -249,9 +249,20 @@ def test_transposed_operand_gets_a_transpose_fix():
 
 
 def test_error_without_fix_says_so():
-    with pytest.raises(BroadcastError, match="No single unsqueeze or permute of one operand fixes this") as info:
+    with pytest.raises(BroadcastError, match="Found no single unsqueeze or permute of one operand that") as info:
         explain_broadcast((2, 3), (5,))
-    assert info.value.fixes == ()
+    assert info.value.fixes == () and ".mT" not in str(info.value)
+
+
+def test_a_transpose_that_broadcasts_to_a_bigger_shape_is_named_and_true():
+    # (3, 4) vs (2, 1, 3): no fix keeps b's shape, yet a.mT broadcasts (to (2, 4, 3)); the message must say so.
+    with pytest.raises(BroadcastError) as info:
+        explain_broadcast((3, 4), (2, 1, 3))
+    msg = str(info.value)
+    assert info.value.fixes == () and "Found no single" in msg and "No single" not in msg
+    assert "a.mT broadcasts, to (2, 4, 3)" in msg and "b.mT broadcasts, to (2, 3, 4)" in msg
+    a, b = torch.zeros(3, 4), torch.zeros(2, 1, 3)
+    assert (a.mT + b).shape == (2, 4, 3) and (a + b.mT).shape == (2, 3, 4)
 
 
 def test_ambiguous_fixes_are_all_offered_fewest_new_dims_first():
