@@ -8,6 +8,8 @@ here instead of leaving a dangling "see notebook 01, section 8".
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -123,3 +125,13 @@ def test_every_exercise_of_the_bank_is_used_in_notebook_05_and_only_those():
     code = "".join(c.source for c in nbformat.read(NB05, as_version=4).cells if c.cell_type == "code")
     used = set(re.findall(r'"(05-[a-z-]+)"', code))
     assert used == set(ex.exercise_ids("05"))
+
+
+def test_from_dlpack_of_a_negative_stride_array_aborts_the_process_as_p11_says():
+    # P11's edge: not a catchable error but an abort, so the check, like the notebook, runs it in a child process
+    code = "import numpy as np, torch; torch.from_dlpack(np.arange(12.0).reshape(3, 4)[:, ::-1])"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert child.returncode != 0
+    assert "strides=[4, -1]" in child.stderr
+    fine = "import numpy as np, torch; torch.from_dlpack(np.ascontiguousarray(np.arange(12.0).reshape(3, 4)[:, ::-1]))"
+    assert subprocess.run([sys.executable, "-c", fine], capture_output=True, timeout=120, check=False).returncode == 0

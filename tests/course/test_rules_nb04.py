@@ -223,7 +223,8 @@ def test_merging_heads_is_a_view_exactly_when(out):
 @pytest.mark.rule(
     "04",
     "it copies a contiguous `(B, H, L, Dh)` output (ours; SDPA on CPU for a contiguous `q`) unless `L`, `H` or `Dh` "
-    "is 1, and is a view when `out.transpose(1, 2)` is contiguous (SDPA on CPU for split-head `q`).",
+    "is 1, and is a view when `out.transpose(1, 2)` is contiguous (SDPA's fused CPU kernel for split-head `q`; with "
+    "dropout it runs MATH, and the merge copies).",
 )
 @RULE_SETTINGS
 @given(b=st.integers(0, 2), h=dims, length=dims, dh=dims)
@@ -239,12 +240,18 @@ def test_merging_a_contiguous_output_copies_unless_a_dim_is_one(b, h, length, dh
 @pytest.mark.rule(
     "04",
     "our attention and SDPA's MATH kernel return a contiguous tensor; SDPA's default CPU kernel returns one for a "
-    "contiguous `q` and a position-major one for heads from `split_heads`",
+    "contiguous `q` and a position-major one for heads from `split_heads`, but with `dropout_p > 0`, as in training, "
+    "falls back to MATH, and the merge copies",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(layouts=("contiguous", "split_heads")))
 def test_the_output_layout_is_the_kernels_and_decides_the_merge(case):
     q, k, v, *_ = _unpack(case)
+    dropped = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)  # training: the fused CPU kernel refuses dropout
+    with pytest.raises(RuntimeError), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    assert dropped.is_contiguous()  # MATH's layout, for either input layout
+    assert (merge_heads(dropped)._base is not None) == (1 in dropped.shape[1:] or dropped.numel() == 0)
     with sdpa_kernel(SDPBackend.MATH):
         by_math = F.scaled_dot_product_attention(q, k, v)
     default = F.scaled_dot_product_attention(q, k, v)
@@ -557,3 +564,62 @@ def test_on_cpu_flash_takes_masks(case, kind):
     assert ran[SDPBackend.EFFICIENT_ATTENTION] is None and ran[SDPBackend.CUDNN_ATTENTION] is None
     assert ran[SDPBackend.MATH] is not None and ran[SDPBackend.FLASH_ATTENTION] is not None
     torch.testing.assert_close(ran[SDPBackend.FLASH_ATTENTION], ran[SDPBackend.MATH], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.rule(
+    "04",
+    "Given `attn_mask=` and `is_causal=True` together, the default CPU kernel applies both, but MATH, the kernel any "
+    "call with `dropout_p > 0` runs, refuses them (next cell). For padding plus causal, pass one mask: "
+    "`pad & causal_mask(Lq, Lk)`.",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), data=st.data())
+def test_attn_mask_with_is_causal_runs_only_on_the_fused_kernel_and_one_mask_is_the_fix(case, data):
+    q, k, v, b, _, lq, lk = _unpack(case)
+    pad = padding_mask(data.draw(lengths_for(b, lk)), lk)
+    both = F.scaled_dot_product_attention(q, k, v, attn_mask=pad, is_causal=True)
+    with sdpa_kernel(SDPBackend.MATH):
+        one_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=pad & causal_mask(lq, lk))
+        with pytest.raises(RuntimeError, match="attn_mask should not be set when is_causal=True"):
+            F.scaled_dot_product_attention(q, k, v, attn_mask=pad, is_causal=True)
+    with pytest.raises(RuntimeError, match="attn_mask should not be set when is_causal=True"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=pad, is_causal=True, dropout_p=0.5)
+    torch.testing.assert_close(both, one_mask)
+
+
+@pytest.mark.rule(
+    "04",
+    "Torch's SDPA first turns a bool mask into a float one of the mask's own shape: a broadcast mask stays tiny, a "
+    "materialised one becomes a full float32 score tensor",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), data=st.data())
+def test_sdpa_pays_a_float_copy_of_a_bool_mask_at_the_masks_own_shape(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
+    shape = tuple(data.draw(st.sampled_from([1, n])) for n in (b, h, lq)) + (lk,)  # any shape that broadcasts
+    keep = torch.rand(shape, generator=torch.Generator().manual_seed(lq * 7 + lk)) > 0.3
+    keep[..., 0] = True
+    additive = torch.zeros(shape, dtype=q.dtype).masked_fill(~keep, float("-inf"))
+    with measure() as by_bool:
+        out_bool = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    with measure() as by_float:
+        out_float = F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+    assert by_bool.peak_bytes - by_float.peak_bytes == keep.numel() * q.element_size()
+    torch.testing.assert_close(out_bool, out_float)
+
+
+@pytest.mark.rule(
+    "04",
+    "Keys shared across heads, `(B, 1, Dh, Lk)`, become a temporary `H` times their size (when `q` requires grad, it "
+    "is saved for backward",
+)
+@RULE_SETTINGS
+@given(b=st.integers(2, 3), h=st.integers(2, 4), lq=dims, lk=dims, dh=dims)
+def test_matmuls_copy_of_shared_keys_is_freed_at_once_or_kept_for_backward(b, h, lq, lk, dh):
+    keys = torch.randn(b, 1, dh, lk)  # B > 1: with B = 1 the batch dims merge as a view and nothing is copied
+    for grad in (False, True):
+        q = torch.randn(b, h, lq, dh, requires_grad=grad)
+        with measure() as m:
+            scores = q @ keys
+        made, kept = m.peak_bytes - m.allocated_bytes, m.allocated_bytes - scores.nbytes
+        assert (made, kept) == ((0, h * keys.nbytes) if grad else (h * keys.nbytes, 0))
