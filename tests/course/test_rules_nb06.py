@@ -84,7 +84,8 @@ def _result_bytes(t: torch.Tensor) -> int:
 @pytest.mark.rule(
     "06",
     "`expand`, basic slicing, `view`, `t()` make none; `repeat`, `contiguous()` of a non-contiguous view and"
-    " out-of-place arithmetic do (`numel × element size` of the result; an in-place `x += 1` makes none).",
+    " out-of-place arithmetic do (`numel × element size` of the result; an in-place `x += 1` makes none, unless"
+    " autograd must keep the old value).",
 )
 @RULE_SETTINGS
 @given(tensors(), st.lists(st.integers(0, 3), min_size=3, max_size=3))
@@ -108,6 +109,25 @@ def test_copies_allocate_numel_times_element_size_and_views_and_in_place_nothing
     assert m_rep.allocated_bytes == _result_bytes(r) == r.untyped_storage().nbytes()
     assert m_mat.allocated_bytes == (0 if x.is_contiguous() else _result_bytes(c))
     assert m_out.allocated_bytes == _result_bytes(y) and m_in.allocated_bytes == m_in.peak_bytes == 0
+
+
+@pytest.mark.rule(
+    "06",
+    "In place allocates nothing unless autograd must keep the old value: `c *= y` with `y` requiring grad, or"
+    " `c.pow_(2)`, needs the `c` of before for its backward, so autograd saves a clone of it.",
+)
+@RULE_SETTINGS
+@given(st.integers(1, 64), st.sampled_from([torch.float32, torch.float64]), st.sampled_from(["add", "mul", "pow"]))
+def test_in_place_saves_a_clone_only_when_backward_needs_the_old_value(n, dtype, op):
+    w, y = torch.randn(n, dtype=dtype, requires_grad=True), torch.randn(n, dtype=dtype, requires_grad=True)
+    c = w * 1.0  # not a leaf: in place is allowed, and autograd records it
+    with measure(device="cpu", log_ops=True) as m:
+        {"add": lambda: c.add_(1), "mul": lambda: c.mul_(y), "pow": lambda: c.pow_(2)}[op]()
+    saved = sum(o.bytes for o in m.ops if o.name == "aten.clone.default")
+    assert m.allocated_bytes == m.peak_bytes == saved == (0 if op == "add" else c.nbytes)
+    with torch.no_grad(), measure(device="cpu") as m_plain:  # no graph: nothing to keep
+        c.mul_(y)
+    assert m_plain.allocated_bytes == 0
 
 
 @pytest.mark.rule(
@@ -227,8 +247,7 @@ def test_self_cpu_mem_is_net_so_it_sums_to_what_is_held(name, length):
 @pytest.mark.rule(
     "06",
     "what is still held is the sum of that column, but the peak is not in it: an operator that frees its own"
-    " temporaries before it returns books only the net, and a replay of its self memory misses them (SDPA's math"
-    " path, two cells above).",
+    " temporaries before it returns books only the net, and a replay of its self memory misses them.",
 )
 @RULE_SETTINGS
 @given(
@@ -252,10 +271,10 @@ def _allocation_peak(prof) -> int:  # noqa: ANN001
 
 @pytest.mark.rule(
     "06",
-    "`measure` adds those two numbers, exact for every storage an operator returns, blind to what it allocates and"
-    " frees inside: the math path's `aten._safe_softmax` makes a boolean tensor, one byte per score",
+    "`measure` provides those two numbers, exact for every storage an operator returns, blind to what it allocates"
+    " and frees inside",
 )
-@pytest.mark.rule("06", "the fused kernel its scratch buffers. The profiler's allocation events see both.")
+@pytest.mark.rule("06", "The profiler's allocation events see that too")
 @RULE_SETTINGS
 @given(
     st.sampled_from([1, 2]), st.sampled_from([1, 5]), st.sampled_from([1, 6]), st.sampled_from([1, 4])
@@ -314,7 +333,7 @@ def _model(shapes_: list[tuple[int, ...]], used: list[bool]) -> tuple[list[torch
 
 @pytest.mark.rule(
     "06",
-    "With Adam in float32 a training step holds **4 tensors of parameter size** for every parameter that got a"
+    "With Adam a training step holds **4 tensors of parameter size** for every parameter that got a"
     " gradient (parameters, gradients, `exp_avg`, `exp_avg_sq`: 3 × the parameter bytes beyond the parameters), plus"
     " activations from forward to backward.",
 )
@@ -334,6 +353,12 @@ def test_adam_keeps_gradient_and_two_moments_per_parameter_that_got_a_gradient(s
     state = {k: sum(opt.state[p][k].untyped_storage().nbytes() for p in got) for k in ("exp_avg", "exp_avg_sq", "step")}
     assert state == {"exp_avg": nbytes, "exp_avg_sq": nbytes, "step": 4 * len(got)}
     assert m.allocated_bytes == 3 * nbytes + 4 * len(got)  # gradients + the two moments + a 4-byte step each
+    dtype = data.draw(st.sampled_from([torch.float16, torch.bfloat16, torch.float64]))  # the moments follow it
+    other = torch.nn.Parameter(torch.zeros(shapes_[0], dtype=dtype))
+    other.grad = torch.ones_like(other)
+    other_opt = torch.optim.Adam([other], foreach=False)
+    other_opt.step()
+    assert other_opt.state[other]["exp_avg"].nbytes == other_opt.state[other]["exp_avg_sq"].nbytes == other.nbytes
 
 
 @pytest.mark.rule(
@@ -395,8 +420,9 @@ def frozen_gc():
 
 @pytest.mark.rule(
     "06",
-    "`viewlab.release_ipython_refs()` adds the rest: it drops IPython's references everywhere (`sources=` picks some of"
-    ' `"history"`, `"result"`, `"traceback"`), leaves your own variables alone, and returns the bytes that died.',
+    "`viewlab.release_ipython_refs()` adds the rest: it drops the references to tensors it finds in those places"
+    ' (`sources=` picks some of `"history"`, `"result"`, `"traceback"`), leaves your own variables alone, and returns'
+    " the bytes that died.",
 )
 @RULE_SETTINGS
 @given(

@@ -4,7 +4,7 @@ reads a running monitor, so every picture can be drawn and tested from plain rec
 >>> from viewlab.monitor import Mark, Sample
 >>> samples = [Sample(0.0, 0, 0), Sample(0.5, 4096, 8192)]
 >>> alt_text(samples, [Mark(0.2, "after repeat", 4096)], [], backend="tensor storages (cpu)")
-'Memory over 0.5 s measured by tensor storages (cpu): 4.0 KiB allocated at the end, peak 8.0 KiB; marks: after repeat.'
+'Memory over 500 ms measured by tensor storages (cpu): 4.0 KiB allocated at the end, peak 8.0 KiB; marks: after repeat.'
 >>> len(figure(samples, backend="tensor storages (cpu)").axes), png(samples)[:4]
 (1, b'\\x89PNG')
 """
@@ -141,7 +141,8 @@ def alt_text(samples: Samples, marks: Marks, cells: Cells, backend: str) -> str:
     if not samples:
         return f"Empty memory plot ({backend}): no samples yet."
     last, peak = samples[-1], fmt_bytes(max(s.peak for s in samples))
-    text = f"Memory over {last.t:.1f} s measured by {backend}: {fmt_bytes(last.allocated)} allocated at the end"
+    span = f"{last.t:.1f} s" if last.t >= 1 else f"{last.t * 1e3:.0f} ms"  # a cell's plot lasts milliseconds
+    text = f"Memory over {span} measured by {backend}: {fmt_bytes(last.allocated)} allocated at the end"
     text += f", peak {peak}" + (f", {fmt_bytes(last.reserved)} reserved" if last.reserved is not None else "")
     text += ("; marks: " + ", ".join(m.label for m in marks)) if marks else ""
     return text + (f"; {len(cells)} cells shaded" if cells else "") + "."

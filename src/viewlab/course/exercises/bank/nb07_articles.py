@@ -137,9 +137,9 @@ register(
         title="Which is faster -- or can we not tell?",
         statement=(
             "Given two timings as median and interquartile range in seconds (median_a, iqr_a, median_b, iqr_b), "
-            "return 'a' when a is faster by more than the two spreads together (median_b - median_a > "
-            "iqr_a + iqr_b), 'b' in the mirror case, and 'unclear' otherwise: a timing judge must be able to say "
-            "that the spread exceeds the difference."
+            "return 'a' when a's median is the smaller by a gap larger than both spreads together, 'b' in the "
+            "mirror case, and 'unclear' otherwise: a timing judge must be able to say that the spread exceeds the "
+            "difference."
         ),
         signature="def faster(median_a: float, iqr_a: float, median_b: float, iqr_b: float) -> str",
         reference=_faster,
@@ -236,10 +236,10 @@ register(
         statement=(
             "Describe first, in two sentences, what x.expand_as(other) does to the shape and the strides of x; "
             "then write the smallest code with that behaviour. Given tensors x and other, return a view of x "
-            "with other's shape (nothing copied, no new bytes): the shapes line up from the right; each new "
-            "leading dim, and each size-1 dim of x where other's size differs, gets stride 0; a dim of the same "
-            "size keeps x's own stride. Refuse shapes that do not expand that way (x has more dims than other, or "
-            "a dim of x is neither 1 nor other's size): raise RuntimeError or ValueError. Rules: no expand (nor "
+            "with other's shape (nothing copied, no new bytes) that holds what x.expand_as(other) holds: the "
+            "shapes line up from the right, and x's values repeat along every dim that x lacks or has with size "
+            "1. Which strides give that is yours to find (a dim of size 1 may have any stride). Where "
+            "x.expand_as(other) refuses, refuse too: raise RuntimeError or ValueError. Rules: no expand (nor "
             "expand_as or broadcast_to); as_strided may set the strides."
         ),
         signature="def expand_as_by_strides(x: torch.Tensor, other: torch.Tensor) -> torch.Tensor",
@@ -262,8 +262,10 @@ register(
             "anything?",
         ),
         why=(
-            "expand_as writes other's shape over x's storage: a stretched or new dim gets stride 0, so every "
-            "index along it reads the same element; the other dims keep x's strides. Nothing is copied.",
+            "expand_as writes other's shape over x's storage: each new leading dim of size > 1, and each size-1 "
+            "dim of x that other stretches, gets stride 0, so every index along it reads the same element (a dim "
+            "of size 1 may have any stride: torch gives a new size-1 leading dim a non-zero one); the other dims "
+            "keep x's strides. Nothing is copied.",
             "Only a size-1 dim can stretch (a stride-0 dim repeats one element), so any other mismatch, or x "
             "having more dims, is refused.",
         ),
