@@ -205,7 +205,8 @@ register(
         ),
         why=(
             "Adam keeps exp_avg and exp_avg_sq (and, with amsgrad, max_exp_avg_sq), each the parameter's shape "
-            "and dtype, plus a `step` counter that is a float32 scalar whatever the parameter's dtype.",
+            "and dtype, plus a `step` counter that is a float32 scalar whatever the parameter's dtype (float64 "
+            "if torch's default dtype is float64).",
             "So a parameter of n elements and itemsize b costs (2 or 3) * n * b + 4 bytes of state.",
         ),
         wrong=(
