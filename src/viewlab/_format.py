@@ -1,7 +1,7 @@
 """Numbers, sizes and dtypes as text: one spelling everywhere (messages, tables, figures, alt text).
 
->>> fmt_bytes(1536), exact_bytes(1536), fmt_time(2.5e-6), dtype_name(torch.float32), fmt_shape([2, 3])
-('1.5 KiB', '1,536 B (1.5 KiB)', '2.5 us', 'float32', '(2, 3)')
+>>> fmt_bytes(1536), exact_bytes(1536), dtype_name(torch.float32), fmt_shape([2, 3])
+('1.5 KiB', '1,536 B (1.5 KiB)', 'float32', '(2, 3)')
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 
 from ._checks import entry, type_error
 
-__all__ = ["fmt_bytes", "exact_bytes", "mib", "fmt_time", "fmt_us", "dtype_name", "fmt_shape", "cell_value"]
+__all__ = ["fmt_bytes", "exact_bytes", "mib", "dtype_name", "fmt_shape", "cell_value"]
 
 
 @entry("fmt_bytes")
@@ -57,27 +57,6 @@ def mib(n: int) -> str:
     '3,145,728 B (3.0 MiB)'
     """
     return f"{n:,} B ({n / 2**20:.1f} MiB)"
-
-
-def fmt_time(seconds: float) -> str:
-    """A duration with three significant digits in s, ms, us or ns.
-
-    >>> fmt_time(1.5), fmt_time(0.0025), fmt_time(3e-9)
-    ('1.5 s', '2.5 ms', '3 ns')
-    """
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def fmt_us(seconds: float) -> str:
-    """A short duration in microseconds below a millisecond, else milliseconds (tables of timings).
-
-    >>> fmt_us(2.5e-5), fmt_us(0.0125)
-    ('25.0 us', '12.50 ms')
-    """
-    return f"{seconds * 1e6:,.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:,.2f} ms"
 
 
 def dtype_name(dtype: torch.dtype) -> str:

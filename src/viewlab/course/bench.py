@@ -39,10 +39,21 @@ from viewlab._checks import (
     value_error,
 )
 from viewlab._dispatch import enter_mode, leave, pending, remove_mode, sweep
-from viewlab._format import fmt_time
 
 __all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "torch_alone"]
 __all__ += ["MAX_MIN_RUN_TIME", "MAX_TOTAL_SECONDS"]
+
+
+def _fmt_time(seconds: float) -> str:
+    """A duration with three significant digits in s, ms, us or ns.
+
+    >>> _fmt_time(1.5), _fmt_time(0.0025), _fmt_time(3e-9)
+    ('1.5 s', '2.5 ms', '3 ns')
+    """
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,7 @@ class Comparison:
         out = [("candidate", "median", "IQR", f"x {self.reference}", "bytes moved", "GB/s")]
         for r in self.rows:
             extra = ["-" if x is None else format(x, spec) for x, spec in ((r.bytes_moved, ","), (r.gb_per_s, ".3g"))]
-            out.append((r.name, fmt_time(r.median_s), fmt_time(r.iqr_s), f"{r.ratio:.3g}", *extra))
+            out.append((r.name, _fmt_time(r.median_s), _fmt_time(r.iqr_s), f"{r.ratio:.3g}", *extra))
         return out
 
     def __str__(self) -> str:

@@ -27,7 +27,6 @@ from typing import Any
 
 import torch
 
-from viewlab._format import fmt_us
 from viewlab.course.bench import torch_alone
 from viewlab.memory import measure
 
@@ -168,8 +167,17 @@ def which_faster(
     return "unclear"
 
 
+def fmt_us(seconds: float) -> str:
+    """A short duration in microseconds below a millisecond, else milliseconds (tables of timings).
+
+    >>> fmt_us(2.5e-5), fmt_us(0.0125)
+    ('25.0 us', '12.50 ms')
+    """
+    return f"{seconds * 1e6:,.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:,.2f} ms"
+
+
 def fmt_spread(seconds: float) -> str:
-    """An interquartile range as :func:`viewlab._format.fmt_us` writes it, or in nanoseconds where that would
+    """An interquartile range as :func:`fmt_us` writes it, or in nanoseconds where that would
     round a measured spread to "0.0 us" (which reads as no spread at all).
 
     >>> fmt_spread(2.2e-8), fmt_spread(1.5e-6)

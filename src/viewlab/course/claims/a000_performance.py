@@ -16,13 +16,14 @@ from typing import Any
 
 import torch
 
-from viewlab._format import fmt_us, mib
+from viewlab._format import mib
 from viewlab.memory import measure
 
 from ._evidence import (
     best_device,
     bytes_of,
     fmt_spread,
+    fmt_us,
     graph_nodes,
     not_the_same_work,
     nothing_tried,

@@ -16,11 +16,12 @@ from typing import Any
 
 import torch
 
-from viewlab._format import fmt_us, mib
+from viewlab._format import mib
 
 from ._evidence import (
     OpNames,
     bytes_of,
+    fmt_us,
     judge_claimed_times,
     not_the_same_work,
     nothing_tried,

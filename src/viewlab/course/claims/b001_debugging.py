@@ -19,12 +19,12 @@ import torch
 import torch.nn.functional as F
 
 from viewlab import shares_storage
-from viewlab._format import fmt_us
 
 from .. import article_helpers as ah
 from ._evidence import (
     bytes_of,
     error_of,
+    fmt_us,
     not_the_same_work,
     nothing_tried,
     paired_timings,

@@ -18,13 +18,14 @@ import torch
 from torch import nn
 
 from viewlab import shares_storage
-from viewlab._format import fmt_us, mib
+from viewlab._format import mib
 from viewlab.memory import measure
 
 from ._evidence import (
     OpNames,
     bytes_of,
     error_of,
+    fmt_us,
     not_the_same_work,
     nothing_tried,
     paired_timings,
