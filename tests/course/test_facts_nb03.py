@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import torch
 
-from tests.conftest import ROOT
 from viewlab.course import exercises as ex
-from viewlab.course.bench import BenchRow
+from viewlab.course.bench import BenchRow, firm
 from viewlab.course.exercises.bank import nb03_expand
-
-NOTEBOOK = ROOT / "notebooks" / "03_expand_expand_as_repeat.ipynb"
 
 
 def test_predicted_write_outcome_matches_torch_on_every_listed_write():
@@ -48,18 +43,8 @@ def test_scalar_fill_skips_the_check_where_indexed_assignment_of_the_same_number
         raise AssertionError("e[0] = 5 on a stride-0 row went through; notebook 03 section 5 says it raises")
 
 
-def _notebook_firm():
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    source = next("".join(c["source"]) for c in cells if "def firm(" in "".join(c["source"]))
-    lines = source.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("def firm("))
-    namespace: dict = {}
-    exec("\n".join(lines[start : start + 2]), namespace)  # the two-line definition, as the notebook runs it
-    return namespace["firm"]
-
-
 def test_timing_verdict_of_the_notebook_comes_out_both_ways():
-    firm = _notebook_firm()
+    # notebooks 03 and 09 conclude only where viewlab.course.bench.firm holds
     steady = BenchRow("steady", median_s=1e-3, iqr_s=1e-4, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
     noisy = BenchRow("noisy", median_s=1e-3, iqr_s=2e-3, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
     assert firm(steady) and firm(steady, steady)

@@ -276,6 +276,24 @@ def oracle_compare(kw: dict, result: Any, data: Any) -> None:
     str(result), result._repr_html_()
 
 
+BenchRow = public("BenchRow")
+_bench_rows = st.builds(
+    BenchRow,
+    name=st.just("row"),
+    median_s=st.floats(1e-9, 1.0),
+    iqr_s=st.floats(0.0, 1.0),
+    runs=st.integers(1, 12),
+    ratio=st.just(1.0),
+    bytes_moved=st.none(),
+    gb_per_s=st.none(),
+)
+
+
+def oracle_firm(kw: dict, result: Any, data: Any) -> None:
+    rows = kw["*"]
+    assert result is all(r.runs >= 3 and 4 * r.iqr_s <= r.median_s for r in rows)  # no rows: nothing against it
+
+
 def oracle_copy(kw: dict, result: Any, data: Any) -> None:
     fn, nbytes = result
     like = kw["like"]
@@ -564,6 +582,7 @@ TARGETS: list[Target] = [
         after=_se_weights_unchanged,
     ),
     Target("compare", public("compare"), _compare_good, oracle_compare, examples=30),
+    Target("firm", public("firm"), _fixed(**{"*": st.lists(_bench_rows, max_size=3)}), oracle_firm, examples=60),
     Target(
         "same_bytes_copy",
         public("same_bytes_copy"),

@@ -40,7 +40,7 @@ from viewlab._checks import (
 )
 from viewlab._dispatch import enter_mode, leave, pending, remove_mode, sweep
 
-__all__ = ["BenchRow", "Comparison", "compare", "same_bytes_copy", "torch_alone"]
+__all__ = ["BenchRow", "Comparison", "compare", "firm", "same_bytes_copy", "torch_alone"]
 __all__ += ["MAX_MIN_RUN_TIME", "MAX_TOTAL_SECONDS"]
 
 
@@ -196,6 +196,21 @@ def compare(
         gb_per_s = None if nbytes is None else nbytes / m.median / 1e9
         rows.append(BenchRow(name, m.median, m.iqr, len(m.times), m.median / ref_median, nbytes, gb_per_s))
     return Comparison(tuple(rows), reference)
+
+
+@entry("firm")
+def firm(*rows: BenchRow) -> bool:
+    """Whether the rows' timings support a conclusion: each over 3 or more timed blocks, each interquartile range
+    at most a quarter of its median. The notebooks print a ratio or a trend only where this holds.
+
+    >>> steady = BenchRow("steady", 1e-3, 1e-4, 10, 1.0, None, None)
+    >>> firm(steady), firm(steady, BenchRow("noisy", 1e-3, 5e-4, 10, 1.0, None, None))
+    (True, False)
+    """
+    for row in rows:
+        if not isinstance(row, BenchRow):
+            raise type_error("rows", "BenchRow rows of a Comparison", row, "Pass rows such as compare(...)['expand'].")
+    return all(r.iqr_s <= r.median_s / 4 and r.runs >= 3 for r in rows)
 
 
 @entry("same_bytes_copy")
