@@ -17,31 +17,36 @@ from viewlab.course.exercises.programs import Program, _run
 
 def _programs() -> Any:
     """(fn, a, b): a and b of one 2-D shape (size 0 included, any layout), each requiring grad or not, and fn a
-    program of 1 to 5 steps from the menu, built step by step on a copy of the inputs so that each step fits
-    (a view only of a contiguous value, add_ only on a value fn made itself and that is not an expand of it).
-    relu saves its result and sin its input; mul saves the other operand of each one that requires grad."""
+    program of 2 to 5 steps from the menu, built step by step on a copy of the inputs so that each step fits
+    (a view only of a contiguous value, matmul only of values of 2 dims or more; no in-place op, which would
+    leave a saved tensor unfit for backward). relu saves its result, sin its input, mul the other operand of
+    each one that requires grad, matmul both (one as a transposed view). Programs that save are drawn first:
+    each step acts on the newest value or on an input (the one that requires grad first), and t * t comes
+    before t * u."""
     from hypothesis import strategies as st
 
     from viewlab.course.exercises.compare import fresh
 
     @st.composite
     def draw(draw: Any) -> tuple[Any, ...]:
-        shape = draw(st.one_of(st.tuples(st.integers(1, 3), st.integers(1, 3)), st.just((0, 2))))
+        sized = st.tuples(st.integers(1, 3), st.integers(1, 3))
+        shape = draw(st.integers(0, 7).flatmap(lambda k: st.just((0, 2)) if k == 0 else sized))  # size 0: 1 in 8
         a, b = draw(tensors(shape=shape)), draw(tensors(shape=shape))
-        a, b = fresh(a).requires_grad_(draw(st.booleans())), fresh(b).requires_grad_(draw(st.booleans()))
-        values: dict[str, tuple[torch.Tensor, bool]] = {"a": (fresh(a), False), "b": (fresh(b), False)}
+        grads = draw(st.sampled_from([(True, False), (False, True), (False, False), (True, True)]))
+        a, b = fresh(a).requires_grad_(grads[0]), fresh(b).requires_grad_(grads[1])
+        inputs = ["b", "a"] if b.requires_grad and not a.requires_grad else ["a", "b"]  # the one with grad first
+        values = {"a": fresh(a), "b": fresh(b)}
         steps: list[tuple[str, str, str, str | None]] = []
-        for i in range(draw(st.integers(1, 5))):
-            name = draw(st.sampled_from(list(reversed(values))))  # the newest value first
-            t, owned = values[name]
-            kinds = ["relu", "sin", "mul", "clone"] + (["expand", "repeat", "cat"] if t.dim() < 4 else [])
-            kinds += ["view"] if t.is_contiguous() else []
-            kinds += ["add_"] if owned else []
+        for i in range(draw(st.integers(2, 5))):
+            made = [f"t{k}" for k in range(i, 0, -1)]  # the newest first
+            name = draw(st.sampled_from([*made[:1], *inputs, *made[1:]]))
+            t = values[name]
+            kinds = ["relu", "sin", "mul"] + (["matmul"] if t.dim() > 1 else []) + ["clone"]
+            kinds += (["expand", "repeat", "cat"] if t.dim() < 4 else []) + (["view"] if t.is_contiguous() else [])
             kind = draw(st.sampled_from(kinds))
-            same = sorted(n for n, (u, _) in values.items() if u.shape == t.shape)
-            w = draw(st.sampled_from([None, *same])) if kind in ("mul", "cat") else None
-            out = _run(kind, t, None if w is None else values[w][0])
-            values[f"t{i + 1}"] = (out, owned if kind in ("view", "add_") else kind != "expand")
+            same = sorted(n for n, u in values.items() if u.shape == t.shape and n != name)
+            w = draw(st.sampled_from([name, *same, None])) if kind in ("mul", "cat", "matmul") else None
+            values[f"t{i + 1}"] = _run(kind, t, None if w is None else values[w])
             steps.append((f"t{i + 1}", kind, name, w))
         made = sorted(n for n in values if n.startswith("t"))
         returns = draw(st.lists(st.sampled_from(made), min_size=1, max_size=2, unique=True))
@@ -181,6 +186,8 @@ def _examples() -> tuple[tuple[Any, ...], ...]:
             rows(True),
             rows(),
         ),
+        # matmul saves t1 and its transpose, two tensors on one storage: 24
+        (p((("t1", "clone", "a", None), ("t2", "matmul", "t1", None)), ("t2",)), rows(True), rows()),
         # nothing requires grad: nothing is saved
         (p((("t1", "mul", "a", "b"), ("t2", "relu", "t1", None)), ("t2",)), rows(), rows()),
     )
@@ -198,8 +205,8 @@ register(
             "expanded tensor reads). An input counts like any other tensor: for a * b autograd saves b when a "
             "requires grad, whether b does or not, and it saves nothing when no input requires grad. What fn "
             "returns counts only if autograd saved it, and a save counts even when fn drops the value that needed it "
-            "(its graph goes when fn returns). fn is made from expand, repeat, clone, mul, view, add_, cat, relu "
-            "(autograd saves its result) and sin (autograd saves its input)."
+            "(its graph goes when fn returns). fn is made from expand, repeat, clone, mul, view, cat, relu (autograd "
+            "saves its result), sin (its input) and matmul (v @ w.mT: both operands, w as a transposed view)."
         ),
         signature="def saved_bytes(fn, *args) -> int",
         reference=_saved_bytes,
