@@ -87,17 +87,27 @@ def _per_tensor_object(fn, *args):  # once per tensor object: a view on a saved 
     return sum(n for _, n in saved.values())
 
 
+def _by_storage(saved: dict[int, int], held: list[Any], size: Any = None, only: Any = None) -> Any:
+    """A ``keep`` for :func:`_hooked`: holds each tensor, and records ``size(t)`` (its storage's bytes by
+    default) under its storage's address when ``only(t)`` (always, by default)."""
+
+    def keep(t: torch.Tensor) -> None:
+        held.append(t)
+        if only is None or only(t):
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes() if size is None else size(t)
+
+    return keep
+
+
 def _elements_read(fn, *args):  # once per storage, but the bytes the tensor reads (t.nbytes), not its storage's
     saved: dict[int, int] = {}
-    held: list[torch.Tensor] = []
-    _hooked(fn, args, lambda t: (held.append(t), saved.update({t.untyped_storage().data_ptr(): t.nbytes})))
+    _hooked(fn, args, _by_storage(saved, [], size=lambda t: t.nbytes))
     return sum(saved.values())
 
 
 def _with_results(fn, *args):  # what fn returns is added, saved or not
     saved: dict[int, int] = {}
-    held: list[torch.Tensor] = []
-    keep = lambda t: (held.append(t), saved.update({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()}))  # noqa: E731
+    keep = _by_storage(saved, [])
     out = _hooked(fn, args, keep)
     for t in out if isinstance(out, tuple) else (out,):
         keep(t)
@@ -106,9 +116,7 @@ def _with_results(fn, *args):  # what fn returns is added, saved or not
 
 def _needing_grad_only(fn, *args):  # a saved tensor that does not require grad is skipped: b in a * b
     saved: dict[int, int] = {}
-    held: list[torch.Tensor] = []
-    keep = lambda t: t.requires_grad and saved.update({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()})  # noqa: E731
-    _hooked(fn, args, lambda t: (held.append(t), keep(t)))
+    _hooked(fn, args, _by_storage(saved, [], only=lambda t: t.requires_grad))
     return sum(saved.values())
 
 
@@ -121,9 +129,7 @@ def _nothing_unless_all_need_grad(fn, *args):  # 0 as soon as one input does not
 def _made_by_fn_only(fn, *args):  # the inputs' storages left out, as if only new memory counted
     inputs = {t.untyped_storage().data_ptr() for t in args}
     saved: dict[int, int] = {}
-    held: list[torch.Tensor] = []
-    keep = lambda t: saved.update({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()})  # noqa: E731
-    _hooked(fn, args, lambda t: (held.append(t), keep(t)))
+    _hooked(fn, args, _by_storage(saved, []))
     return sum(n for p, n in saved.items() if p not in inputs)
 
 
