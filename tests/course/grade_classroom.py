@@ -25,6 +25,7 @@ EXERCISES = [
     "07-safe-copy",
     "08-bytes-by-dispatch",
     "09-pick-per-row",
+    "10-saved-bytes",
 ]
 PASS = (True, "")
 NONE = (False, "no answer submitted")
@@ -77,6 +78,16 @@ RIGHT_OTHER_WAY = {
         "import torch\n\ndef pick_per_row(scores, labels):\n"
         "    return torch.where(labels >= 0, scores[torch.arange(len(labels)), labels], 0)"
     ),
+    "10-saved-bytes": (  # the storage objects themselves, held by identity
+        "import torch\n\ndef saved_bytes(fn, *args):\n"
+        "    storages = {}\n\n"
+        "    def pack(t):\n"
+        "        storages[id(t.untyped_storage())] = t.untyped_storage()\n"
+        "        return t\n\n"
+        "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n"
+        "        fn(*args)\n"
+        "    return sum(s.nbytes() for s in storages.values())"
+    ),
     "07-expand-as-by-strides": (  # refuses with its own ValueError where the reference raises RuntimeError
         "class ShapeError(ValueError):\n    pass\n\n"
         "def expand_as_by_strides(x, other):\n"
@@ -114,6 +125,17 @@ WRONG = {
     "09-pick-per-row": (  # -1 read as the last column
         "import torch\n\ndef pick_per_row(scores, labels):\n    return scores[torch.arange(len(labels)), labels]",
         "values differ",
+    ),
+    "10-saved-bytes": (  # per saved tensor, not per storage: t1 * t1 counts t1 twice
+        "import torch\n\ndef saved_bytes(fn, *args):\n"
+        "    sizes = []\n\n"
+        "    def pack(t):\n"
+        "        sizes.append(t.untyped_storage().nbytes())\n"
+        "        return t\n\n"
+        "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n"
+        "        fn(*args)\n"
+        "    return sum(sizes)",
+        "the result is 72 (int), expected 48 (int)",
     ),
     "03-windows-by-strides": (  # ignores x's storage offset
         "def windows_by_strides(x, size, step):\n"

@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from viewlab.course import exercises as ex
 from viewlab.course.exercises import FAILED, PASSED, Rules, check
 from viewlab.course.exercises.bank import nb05_pitfalls
+from viewlab.course.exercises.bank import nb10_memory_tools as nb10
+from viewlab.course.exercises.compare import fresh
 
 # as many draws as check_exercise tries by default: the edges must show up within them
 DRAWS = inspect.signature(ex.check_exercise).parameters["max_examples"].default
@@ -46,6 +48,28 @@ def non_contiguous(i: int = 0):
 
 def expanded(i: int = 0):
     return lambda a: 0 in a[i].stride() and a[i].numel() > 1
+
+
+def _saves(a: tuple[Any, ...]) -> dict[str, Any]:
+    """What autograd saves while ``fn(a, b)`` runs on copies of the inputs: the saved tensors, the distinct
+    tensor objects among them, and the (non-empty) storages of fn's inputs and results that are among them."""
+    fn, *args = fresh(a)
+    saved: list[torch.Tensor] = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: (saved.append(t), t)[1], lambda t: t):
+        out = fn(*args)
+    returned = _storages(out if isinstance(out, tuple) else (out,))
+    kept = _storages(saved)
+    return {
+        "saved": saved,
+        "objects": {id(t) for t in saved if t.numel()},
+        "inputs": _storages(args) & kept,
+        "results": returned & kept,
+        "returned": returned,
+    }
+
+
+def _storages(ts: Any) -> set[int]:
+    return {t.untyped_storage().data_ptr() for t in ts if t.numel()}
 
 
 def _is(value: Any):
@@ -217,6 +241,24 @@ EDGES: dict[str, dict[str, Any]] = {
         "scores transposed": non_contiguous(),
         "one row expanded": lambda a: a[0].shape[0] > 1 and a[0].stride(0) == 0,
         "labels strided": lambda a: a[1].numel() > 1 and not a[1].is_contiguous(),
+    },
+    "10-saved-bytes": {
+        "size 0": lambda a: a[1].numel() == 0,
+        "nothing requires grad": lambda a: not (a[1].requires_grad or a[2].requires_grad),
+        "a storage saved twice": lambda a: len(_saves(a)["saved"]) > len(_storages(_saves(a)["saved"])) > 0,
+        "two tensors on one saved storage": lambda a: (
+            len(_saves(a)["objects"]) > len(_storages(_saves(a)["saved"])) > 0
+        ),
+        "a saved tensor that needs no grad": lambda a: any(
+            t.numel() and not t.requires_grad for t in _saves(a)["saved"]
+        ),
+        "a saved input": lambda a: bool(_saves(a)["inputs"]),
+        "a saved result": lambda a: bool(_saves(a)["results"]),
+        "a result not saved": lambda a: bool(_saves(a)["saved"]) and _saves(a)["results"] != _saves(a)["returned"],
+        "a saved tensor that reads part of its storage": lambda a: any(
+            t.nbytes != t.untyped_storage().nbytes() for t in _saves(a)["saved"]
+        ),
+        "a save whose value fn drops": lambda a: nb10._from_the_graph(*fresh(a)) < nb10._saved_bytes(*fresh(a)),
     },
     "07-faster-beyond-spread": {
         "tie, a slower": lambda a: _tie(a) and a[0] > a[2],
@@ -480,6 +522,39 @@ def _alive_by_callbacks(fn, *args):
     return alive
 
 
+def _saved_by_storage_object(fn, *args):
+    """The storage objects themselves, by identity (a storage's Python object is one while it lives)."""
+    storages = {}
+
+    def pack(t):
+        storages[id(t.untyped_storage())] = t.untyped_storage()  # holds the storage, so its id is not reused
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn(*args)
+    del out
+    return sum(s.nbytes() for s in storages.values())
+
+
+def _saved_by_hooks_subclass(fn, *args):
+    """saved_tensors_hooks subclassed, pack a method; (address, bytes) pairs in a set, the tensors held."""
+
+    class Saved(torch.autograd.graph.saved_tensors_hooks):
+        def __init__(self):
+            self.pairs, self.held = set(), []
+            super().__init__(self.pack, lambda t: t)
+
+        def pack(self, t):
+            self.held.append(t)
+            self.pairs.add((t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()))
+            return t
+
+    saved = Saved()  # entered below: its __enter__ returns None, so `with Saved() as saved` would bind None
+    with saved:
+        fn(*args)
+    return sum(n for _, n in saved.pairs)
+
+
 def _write_by_region(write):
     scalar_fill = write in ("e.fill_(7)", "e.zero_()")
     return "goes through" if scalar_fill or write.startswith(("e[0]", "e[0,")) else "raises"
@@ -586,6 +661,7 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda scores, labels: torch.where(labels >= 0, scores[torch.arange(scores.shape[0]), labels], 0),
         lambda scores, labels: scores.gather(1, labels.clamp(min=0).unsqueeze(1)).squeeze(1) * (labels != -1),
     ),
+    "10-saved-bytes": (_saved_by_storage_object, _saved_by_hooks_subclass),
     "07-faster-beyond-spread": (
         lambda ma, ia, mb, ib: "unclear" if abs(mb - ma) <= ia + ib else ("a" if ma < mb else "b"),
         lambda ma, ia, mb, ib: "a" if mb - ma > ia + ib else "b" if ma - mb > ia + ib else "unclear",

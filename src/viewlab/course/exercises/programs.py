@@ -1,10 +1,11 @@
-"""Small generated functions as data: what exercise 08 passes as ``fn`` (a function of two tensors).
+"""Small generated functions as data: what exercises 08 and 10 pass as ``fn`` (a function of two tensors).
 
 A :class:`Program` is a few steps, each binding a new name to one operator of a menu (expand, repeat, clone,
-mul, view, add_, cat) applied to earlier names, and the names it returns. Called, it runs the steps and nothing
-outlives the call but what it returns (and what autograd saves); shown, it reads as the code it runs. It is
-plain data (str and tuples), so the grader sends it to the answer's process as :meth:`Program.plain` and that
-process, which may not import the exercise bank, makes it callable again with :func:`revive`.
+mul, view, add_, cat; and relu, sin and matmul, for which autograd saves tensors: exercise 10) applied to earlier
+names, and the names it returns. Called, it runs the steps and nothing outlives the call but what it returns
+(and what autograd saves); shown, it reads as the code it runs. It is plain data (str and tuples), so the
+grader sends it to the answer's process as :meth:`Program.plain` and that process, which may not import the
+exercise bank, makes it callable again with :func:`revive`.
 
 >>> fn = Program((("t1", "clone", "a", None), ("t2", "mul", "t1", "b")), ("t2",))
 >>> fn
@@ -24,7 +25,7 @@ import torch
 
 __all__ = ["MENU", "Program", "revive", "plain"]
 
-MENU = ("expand", "repeat", "clone", "mul", "view", "add_", "cat")
+MENU = ("expand", "repeat", "clone", "mul", "view", "add_", "cat", "relu", "sin", "matmul")
 _MARK = "__program__"
 
 
@@ -41,6 +42,12 @@ def _run(kind: str, v: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
         return v.view(-1)
     if kind == "add_":
         return v.add_(1)
+    if kind == "relu":
+        return v.relu()  # autograd saves its result
+    if kind == "sin":
+        return v.sin()  # autograd saves its input
+    if kind == "matmul":
+        return v @ (v if w is None else w).mT  # autograd saves both operands, the second as a transposed view
     return torch.cat([v, v if w is None else w])
 
 
@@ -53,6 +60,9 @@ def _code(kind: str, v: str, w: str | None) -> str:
         "view": f"{v}.view(-1)",
         "add_": f"{v}.add_(1)",
         "cat": f"torch.cat([{v}, {w or v}])",
+        "relu": f"{v}.relu()",
+        "sin": f"{v}.sin()",
+        "matmul": f"{v} @ {w or v}.mT",
     }[kind]
 
 

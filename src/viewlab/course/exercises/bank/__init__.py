@@ -5,5 +5,5 @@ See :mod:`viewlab.course.exercises` for the format.
 
 >>> from viewlab.course.exercises import exercise_ids
 >>> sorted({i[:2] for i in exercise_ids()})
-['01', '02', '03', '04', '05', '06', '07', '08', '09']
+['01', '02', '03', '04', '05', '06', '07', '08', '09', '10']
 """
