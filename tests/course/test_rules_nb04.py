@@ -135,6 +135,39 @@ def test_a_dead_row_gives_nan_gradients_to_q_and_k_only_through_an_added_mask(ca
         assert torch.isnan(qg.grad).any() == torch.isnan(kg.grad).any() == (form == "added")
 
 
+@pytest.mark.rule(
+    "04",
+    "Zeroing the dead rows' weights after the softmax clears the output and the gradient of `v`: enough for a "
+    "selecting mask, not for an added one, whose NaN has already reached the scores' gradient; the fix below, before "
+    "the softmax, works for both.",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), data=st.data())
+def test_zeroing_dead_rows_after_the_softmax_misses_only_an_added_mask(case, data):
+    q, k, v, b, h, lq, lk = _unpack(case)
+    assume(b > 0 and lk > 0 and lq > 0)
+    lengths = data.draw(lengths_for(b, lk, low=0))
+    assume((lengths == 0).any())  # at least one empty sequence: a row with no key
+    keep = padding_mask(lengths, lk)
+    dead = ~keep.any(-1, keepdim=True)
+    added = torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
+    forms = {
+        "masked_fill": lambda s: s.masked_fill(~keep, float("-inf")),
+        "where": lambda s: s.where(keep, -math.inf),
+        "added": lambda s: s + added,
+    }
+    for form, apply in forms.items():
+        for fix in ("after", "before"):
+            qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
+            s = apply(qg @ kg.transpose(-2, -1))
+            s = s.masked_fill(dead, 0.0) if fix == "before" else s  # finite scores for the dead rows
+            out = s.softmax(-1).masked_fill(dead, 0.0) @ vg
+            out.sum().backward()
+            assert torch.isfinite(out).all() and torch.isfinite(vg.grad).all()
+            nan_qk = torch.isnan(qg.grad).any().item(), torch.isnan(kg.grad).any().item()
+            assert nan_qk == ((form == "added" and fix == "after"),) * 2
+
+
 @st.composite
 def inputs(draw) -> tuple[torch.Tensor, int]:
     """(B, L, D) tensors as learners meet them (every kind of the shared strategy that has rank 3, unfold windows
