@@ -87,7 +87,7 @@ def _heads_inputs() -> Any:
         shape = st.tuples(st.integers(0, 2), st.integers(0, 3), st.just(h * dh))  # empty batch or sequence too
         return st.tuples(tensors(shape=shape), st.just(h))
 
-    return st.tuples(st.integers(1, 3), st.integers(1, 3)).flatmap(lambda p: build(*p))
+    return st.tuples(st.integers(1, 3), st.integers(0, 3)).flatmap(lambda p: build(*p))
 
 
 def _split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
