@@ -256,7 +256,7 @@ def test_merging_heads_is_a_view_exactly_when(out):
 @pytest.mark.rule(
     "04",
     "it copies a contiguous `(B, H, L, Dh)` output (ours; SDPA on CPU for a contiguous `q`) unless `L`, `H` or `Dh` "
-    "is 1, and is a view when `out.transpose(1, 2)` is contiguous (SDPA's fused CPU kernel for split-head `q`; with "
+    "is 1 or it is empty, and is a view when `out.transpose(1, 2)` is contiguous (SDPA's fused CPU kernel for split-head `q`; with "
     "dropout it runs MATH, and the merge copies).",
 )
 @RULE_SETTINGS
@@ -352,6 +352,36 @@ def test_a_boolean_mask_is_true_where_a_query_may_attend(case, data):
     float_mask = torch.zeros(keep.shape, dtype=q.dtype).masked_fill(~keep, float("-inf"))
     torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=keep), by_hand)
     torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=float_mask), by_hand)
+
+
+@pytest.mark.rule(
+    "04",
+    "`nn.MultiheadAttention`'s `key_padding_mask` (what the `nn.Transformer*` layers' `*_key_padding_mask` becomes) "
+    "means the opposite, `True` = ignore: pass it `~keep`.",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), data=st.data())
+def test_key_padding_mask_is_true_where_a_key_is_ignored(case, data):
+    _, k, _, b, _, _, lk = _unpack(case)
+    assume(b > 0 and lk > 0)
+    lengths = data.draw(lengths_for(b, lk))  # every sequence keeps a key
+    keep = padding_mask(lengths, lk)[:, 0, 0]  # (B, Lk), True = may attend, as SDPA reads it
+    x = k[:, 0].detach().float()  # (B, Lk, E): self-attention over the keys, in the modules' float32
+    e = x.shape[-1]
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(e, 1, batch_first=True)
+    with torch.no_grad():
+        w_right = mha(x, x, x, key_padding_mask=~keep)[1]  # (B, Lk, Lk), averaged over heads
+        w_wrong = mha(x, x, x, key_padding_mask=keep)[1]
+    assert (w_right.masked_select(~keep[:, None, :].expand_as(w_right)) == 0).all()
+    torch.testing.assert_close(w_right.sum(-1), torch.ones(b, lk))
+    partly = (lengths > 0) & (lengths < lk)  # with keep passed, those sequences attend to their padding only
+    assert (w_wrong[partly].masked_select(keep[partly][:, None, :].expand_as(w_wrong[partly])) == 0).all()
+    layer = torch.nn.TransformerEncoderLayer(e, 1, dim_feedforward=4, dropout=0.0, batch_first=True)
+    noise = torch.where(keep[..., None], x, torch.randn(x.shape))  # padded positions' content changed
+    with torch.no_grad():
+        out, out_noise = (layer(t, src_key_padding_mask=~keep) for t in (x, noise))
+    torch.testing.assert_close(out[keep], out_noise[keep])  # real tokens never read the padding
 
 
 @pytest.mark.rule(
@@ -518,7 +548,8 @@ def test_a_mask_unsqueezed_at_the_wrong_end(case, data):
 
 
 @pytest.mark.rule(
-    "04", "A query with no visible key: `0/0 = NaN` from a plain softmax; SDPA and `viewlab.attention` return 0."
+    "04",
+    "A query with no visible key: `0/0 = NaN` from a plain softmax; SDPA (on CPU) and `viewlab.attention` return 0.",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(), floats=st.booleans(), math_only=st.booleans(), data=st.data())
@@ -602,7 +633,7 @@ def test_on_cpu_flash_takes_masks(case, kind):
 @pytest.mark.rule(
     "04",
     "Given `attn_mask=` and `is_causal=True` together, the default CPU kernel applies both, but MATH, the kernel any "
-    "call with `dropout_p > 0` runs, refuses them (next cell). For padding plus causal, pass one mask: "
+    "call with `dropout_p > 0` runs on CPU, refuses them (next cell). For padding plus causal, pass one mask: "
     "`pad & causal_mask(Lq, Lk)`.",
 )
 @RULE_SETTINGS
