@@ -5,7 +5,8 @@
   (``Out``, ``_``, ``_5``, their hidden and display-hook copies), the last result, the last stored error. Each
   holder is walked into containers, ``nn.Module`` parameters and buffers, NumPy arrays sharing a tensor's storage
   and objects' attributes, six levels deep; a tensor is IPython's only if no variable of yours reaches
-  its storage by the same walk. Not seen: closures, ``__slots__``, C objects, past 50,000 objects a walk.
+  its storage by the same walk. Not seen: closures, ``functools.partial``, ``__slots__``, dict keys (only values
+  are walked), bound methods (``obj.method`` does not lead to ``obj``), C objects, past 50,000 objects a walk.
 
 Nothing here imports IPython at module load.
 

@@ -163,3 +163,30 @@ def test_the_memory_timeline_needs_all_three_flags_and_the_warning_names_a_missi
     (message,) = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
     assert "_export_memory_snapshot" in message and not hasattr(torch.cuda.memory, "_export_memory_snapshot")
     assert hasattr(torch.cuda.memory, "_dump_snapshot")
+
+
+@pytest.mark.parametrize("layers", [4, 8])
+def test_one_checkpoint_lowers_a_peak_that_falls_in_the_forward_because_recomputation_stops_early(layers):
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+
+    torch.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(layers) for m in (nn.Linear(16, 16), nn.ReLU())])
+    x = torch.randn(1024, 16)
+
+    def deep_then_wide(inputs):  # a temporary after the layers that backward does not need
+        return torch.cat([model(inputs)] * 8, dim=1).sum(dim=1)
+
+    def peaks(forward):
+        model.zero_grad(set_to_none=True)
+        with measure(device="cpu") as m:
+            y = forward()
+            forward_peak = m.peak_bytes
+            y.sum().backward()
+        return forward_peak, m.peak_bytes
+
+    plain_forward, plain = peaks(lambda: deep_then_wide(x))
+    _, whole = peaks(lambda: checkpoint(deep_then_wide, x, use_reentrant=False))
+    with set_checkpoint_early_stop(False):
+        _, whole_no_early_stop = peaks(lambda: checkpoint(deep_then_wide, x, use_reentrant=False))
+    assert plain_forward == plain > whole
+    assert whole_no_early_stop > whole  # rerun to the end, the wide temporary is made again
