@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tests.conftest import ROOT
-from viewlab.course.bench import BenchRow, Comparison, compare, same_bytes_copy
+from viewlab.course.bench import BenchRow, Comparison, apart, compare, firm, same_bytes_copy
 
 
 def test_every_case_runs_and_rows_keep_the_given_order():
@@ -133,3 +133,38 @@ def test_compare_refuses_what_would_time_out_or_fail_inside_the_timer():
         compare({"a": lambda: None}, bytes_moved=[("a", 1)])
     with pytest.raises(ValueError, match=r"compare\(\): `num_threads` must be an int in 1\.\."):
         compare({"a": lambda: None}, num_threads=0)
+
+
+def _row(name, median_s, iqr_s, runs=10, bytes_moved=None):
+    return BenchRow(name, median_s, iqr_s, runs, 1.0, bytes_moved, None if bytes_moved is None else 1.0)
+
+
+def test_apart_needs_medians_further_apart_than_the_two_iqrs():
+    a = _row("a", 1.00e-3, 0.24e-3)
+    assert firm(a, _row("b", 0.99e-3, 0.24e-3)) and not apart(a, _row("b", 0.99e-3, 0.24e-3))  # firm, not apart
+    assert apart(a, _row("c", 0.5e-3, 0.1e-3)) and apart(_row("c", 0.5e-3, 0.1e-3), a)  # symmetric
+    assert not apart(a, _row("d", 0.76e-3, 0.0))  # 0.24 ms apart, 0.24 ms of IQR: the ranges may touch
+    assert not apart(a, _row("e", 0.1e-3, 0.1e-3, runs=2))  # far apart, but on 2 blocks: not firm
+
+
+def test_apart_compares_per_byte_when_both_rows_name_their_bytes():
+    small, big = _row("small", 1e-6, 1e-8, bytes_moved=1000), _row("big", 1e-3, 1e-5, bytes_moved=1_000_000)
+    assert not apart(small, big)  # the same bandwidth, 1000x the time
+    assert apart(small, _row("slow", 4e-3, 1e-5, bytes_moved=1_000_000))  # a quarter of the bandwidth
+    assert apart(small, _row("none", 1e-3, 1e-5))  # no bytes on one row: per call
+
+
+def test_apart_names_its_argument():
+    with pytest.raises(TypeError, match="`b`"):
+        apart(_row("a", 1.0, 0.0), 1.0)
+
+
+def test_table_marks_the_numbers_that_firm_does_not_back():
+    steady, noisy = _row("steady", 1e-3, 1e-5, bytes_moved=1000), _row("noisy", 2e-3, 1e-3, bytes_moved=1000)
+    lines = str(Comparison((steady, noisy), "steady")).splitlines()
+    assert "(spread)" not in lines[1] and lines[2].count("(spread)") == 2  # its ratio and its GB/s
+    assert lines[-1].startswith("(spread): an IQR over a quarter of its median")
+    lines = str(Comparison((steady, noisy), "noisy")).splitlines()
+    assert lines[1].count("(spread)") == 1  # a firm row's ratio to a noisy reference: marked, its GB/s not
+    assert "(spread)" not in str(Comparison((steady,), "steady"))  # nothing marked: no footnote
+    assert "(spread):" in Comparison((steady, noisy), "steady")._repr_html_()

@@ -187,30 +187,35 @@ def test_unfold_window_count_and_sharing(n, size, step):
 
 @pytest.mark.rule(
     "03",
-    "`unfold` checks its arguments against the tensor; `as_strided` checks only that its strides are non-negative "
-    "and that every element it can reach lies inside the **storage**.",
+    "`unfold` checks its arguments against the tensor; `as_strided` checks little more than that sizes, strides and "
+    "offset are non-negative and that every element it can reach lies inside the **storage** (on a meta tensor, "
+    "which has no storage, not even that).",
 )
 @RULE_SETTINGS
 @given(
     stored=st.integers(0, 12),
-    offset=st.integers(0, 3),
-    size=st.lists(st.integers(0, 4), min_size=1, max_size=3),
+    offset=st.integers(-1, 3),
+    size=st.lists(st.integers(-1, 4), min_size=1, max_size=3),
     stride=st.lists(st.integers(-2, 4), min_size=3, max_size=3),
+    meta=st.booleans(),
 )
-def test_as_strided_checks_only_the_stride_sign_and_the_storage_bounds(stored, offset, size, stride):
+def test_as_strided_checks_only_the_signs_and_the_storage_bounds(stored, offset, size, stride, meta):
     storage = torch.arange(float(stored + 3))[3:]  # a tensor with storage offset 3: as_strided ignores it
+    storage = storage.to("meta") if meta else storage
     stride = stride[: len(size)]
+    negative = any(n < 0 for n in (*size, *stride, offset))
     last = offset + sum((n - 1) * s for n, s in zip(size, stride))
     reachable = math.prod(size) > 0
     try:
         torch.as_strided(storage, size, stride, offset)
         ok = True
     except RuntimeError as err:
-        negative = any(s < 0 for s in stride)
-        assert ("Negative strides are not supported" if negative else "out of bounds for storage") in str(err)
+        assert negative or "out of bounds for storage" in str(err), str(err)
         ok = False
-    if any(s < 0 for s in stride):
-        assert not ok  # refused even when no element is reachable (size 0)
+    if negative:
+        assert not ok  # refused even when no element is reachable (size 0), on meta too
+    elif meta:
+        assert ok  # no storage to check: any reach goes through
     else:
         assert ok == (not reachable or last < stored + 3)  # the whole storage, not the tensor's 'stored' elements
 
@@ -362,8 +367,8 @@ def test_checked_writes_raise_exactly_on_a_stride_zero_dim(size, stride, write):
 
 @pytest.mark.rule(
     "03",
-    "No other overlap is detected: overlapping windows (`x.unfold(0, 4, 2).mul_(2)`) write each shared element once "
-    "per window.",
+    "No other overlap inside the written region is detected: overlapping windows (`x.unfold(0, 4, 2).mul_(2)`) write "
+    "each shared element once per window.",
 )
 @RULE_SETTINGS
 @given(n=st.integers(2, 9), size=st.integers(2, 4), step=st.integers(1, 3))
@@ -375,6 +380,38 @@ def test_overlapping_windows_pass_the_check_and_corrupt(n, size, step):
     for i in range((n - size) // step + 1):
         covered[i * step : i * step + size] += 1
     assert torch.equal(x, 2.0**covered)
+
+
+@pytest.mark.rule(
+    "03",
+    "A second check refuses an input that partly overlaps the region written (`x[1:].copy_(x[:-1])`, below).",
+)
+@RULE_SETTINGS
+@given(n=st.integers(2, 9), shift=st.integers(0, 8), op=st.sampled_from(["copy_", "add_", "out="]))
+def test_an_input_that_partly_overlaps_the_written_region_is_refused(n, shift, op):
+    assume(shift < n)
+    x = torch.arange(float(n))
+    dst, src = x[shift:], x[: n - shift]  # shift 0: the same elements (full overlap)
+    partly = 0 < shift < n - shift  # some elements shared, not all (shift >= n - shift: none shared)
+    write = {
+        "copy_": lambda: dst.copy_(src),
+        "add_": lambda: dst.add_(src),
+        "out=": lambda: torch.add(src, 1, out=dst),
+    }[op]
+    try:
+        write()
+        raised = False
+    except RuntimeError as err:
+        assert "some elements of the input tensor and the written-to tensor refer to a single memory location" in str(
+            err
+        )
+        raised = True
+    assert raised == partly  # full overlap (each element written from itself) and none are allowed
+    if raised:
+        assert x.tolist() == [float(i) for i in range(n)]  # refused before anything was written
+    disjoint = torch.arange(float(2 * n))
+    disjoint[n:].copy_(disjoint[:n])  # no shared element: no check to fail
+    assert disjoint[n:].tolist() == disjoint[:n].tolist()
 
 
 ADVANCED = {
@@ -424,8 +461,9 @@ def test_tril_and_triu_skip_the_overlap_check_and_corrupt(rows, cols, upper, alo
 @pytest.mark.rule(
     "03",
     "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`): they warn "
-    "(the warning is printed in full below), and where two indices meet one location one value wins, with no error "
-    "(`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves `base[0] == 2`).",
+    "(the warning is printed in full below), and where two indices meet one location one value wins, which one is "
+    "undefined (here the last, on CPU), with no error (`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves "
+    "`base[0] == 2`).",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 4), write=st.sampled_from(sorted(ADVANCED)))
@@ -444,9 +482,9 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
 @pytest.mark.rule(
     "03",
     "A write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1 and its "
-    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` (wrong values) and the "
-    "advanced-index writes of section 5 (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`) do not, and "
-    "no other overlap is detected.",
+    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` (wrong values) and section 5's "
+    "advanced-index writes do not; no other overlap inside the region is detected, and an input that partly overlaps "
+    "it is refused.",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 4), cols=st.integers(1, 4), index=st.sampled_from(["e", "e[0]", "e[0, 0]", "e[:, 0]"]))
@@ -468,6 +506,9 @@ def test_summary_of_writes_into_an_expanded_tensor(rows, cols, index):
         warnings.simplefilter("ignore")
         e[e >= 0] = 4.0  # a mask: never refused
     assert base[0].item() == 4.0
+    if rows > 2:  # an input that partly overlaps the written region: refused, whatever the region's strides
+        with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor"):
+            base[1:].copy_(base[:-1])
 
 
 @pytest.mark.rule("03", "Both backward passes do the same job: **sum** the incoming gradient over the copies.")

@@ -8,6 +8,7 @@ rule, the time limit, the checks that nothing changed or was left behind) is :mo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -287,11 +288,25 @@ _bench_rows = st.builds(
     bytes_moved=st.none(),
     gb_per_s=st.none(),
 )
+_bench_rows_bytes = _bench_rows.flatmap(  # with bytes moved (0 included) or without
+    lambda r: st.sampled_from([None, 0, 1, 4096, 2**26]).map(lambda n: dataclasses.replace(r, bytes_moved=n))
+)
 
 
 def oracle_firm(kw: dict, result: Any, data: Any) -> None:
     rows = kw["*"]
     assert result is all(r.runs >= 3 and 4 * r.iqr_s <= r.median_s for r in rows)  # no rows: nothing against it
+
+
+def oracle_apart(kw: dict, result: Any, data: Any) -> None:
+    a, b = kw["a"], kw["b"]
+    per_byte = bool(a.bytes_moved) and bool(b.bytes_moved)
+    da, db = (a.bytes_moved, b.bytes_moved) if per_byte else (1, 1)
+    gap, spread = abs(a.median_s / da - b.median_s / db), a.iqr_s / da + b.iqr_s / db
+    firm = all(r.runs >= 3 and 4 * r.iqr_s <= r.median_s for r in (a, b))
+    assert result is (firm and gap > spread)
+    swapped = public("apart")(b, a)
+    assert swapped is result  # symmetric
 
 
 def oracle_copy(kw: dict, result: Any, data: Any) -> None:
@@ -583,6 +598,13 @@ TARGETS: list[Target] = [
     ),
     Target("compare", public("compare"), _compare_good, oracle_compare, examples=30),
     Target("firm", public("firm"), _fixed(**{"*": st.lists(_bench_rows, max_size=3)}), oracle_firm, examples=60),
+    Target(
+        "apart",
+        public("apart"),
+        _fixed(a=_bench_rows_bytes, b=_bench_rows_bytes),
+        oracle_apart,
+        examples=60,
+    ),
     Target(
         "same_bytes_copy",
         public("same_bytes_copy"),
