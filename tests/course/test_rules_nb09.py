@@ -174,7 +174,7 @@ def test_out_with_an_argument_that_requires_grad_is_refused_by_most_operators(t,
 @pytest.mark.rule(
     "09",
     "A composite one such as `torch.tensordot` computes its result, then `copy_`s it into `out=`, a copy autograd "
-    "records, so `out=` gets a gradient",
+    "records, so `out=` joins the graph and the gradient reaches the input",
 )
 @RULE_SETTINGS
 @given(t=learner_tensors(dims=(1, 4), dtypes=FLOAT_DTYPES))

@@ -77,14 +77,16 @@ register(
         hints=(
             "Which (row, column) pairs do you need, and what does a label of -1 pick when it is used as an index?",
             "Pair a tensor of row numbers with the labels, so that each row gives one element, not a whole row "
-            "of them. An ignored row must read some column that exists before its entry is set to 0: which "
-            "column, and which operation writes the 0s where the label is -1?",
+            "of them. With x[rows, labels] a -1 already reads a column that exists (the last one), so no clamp "
+            "is needed there (gather, which refuses a -1, needs one); which operation then writes the 0s where "
+            "the label is -1?",
         ),
         why=(
             "Two index tensors of shape (N,) pair up: rows[i] with labels[i], one element per row, N in all; a "
             "slice beside the labels would pick every label's column for every row, N * N elements.",
-            "A -1 label indexes the last column, so the ignored rows are read from a safe column (clamp) and "
-            "then masked to 0; gather refuses a -1 outright.",
+            "A -1 label indexes the last column, which always exists, so x[rows, labels] reads the ignored rows "
+            "without a clamp, and a mask then sets them to 0; gather refuses a -1 outright, so with gather the "
+            "labels are clamped first.",
         ),
         wrong=(
             (lambda scores, labels: scores[torch.arange(scores.shape[0]), labels], "1 of 4 values differ"),
