@@ -45,3 +45,42 @@ def test_release_of_the_history_only_leaves_the_failed_result_alone():
     )
     assert release_ipython_refs(shell, sources="history") == 0
     assert shell.last_execution_result.error_in_exec is error
+
+
+# Section 6b: `%reset -f out` leaves IPython's hidden `_` holding the last output, and IPython stops updating `_`
+# (its display hook takes the '' that the flush wrote for a value the learner assigned); release_ipython_refs()
+# frees it. In a fresh shell, a tensor held there only through a functools.partial is not seen; `%reset -f` frees it.
+HIDDEN_UNDERSCORE = [
+    "t = torch.zeros(1_000_000)\nref = weakref.ref(t)",
+    "t",
+    "del t",
+    "get_ipython().run_line_magic('reset', '-f out')",
+    "1 + 1",
+    "2 + 2",
+    "3 + 3",
+    "ip = get_ipython()\n"
+    "kept = dict(alive=ref() is not None, hidden=ip.user_ns_hidden['_'] is ref(), underscore=ip.user_ns['_'],"
+    " held=[h.where for h in held_by_ipython()], freed=release_ipython_refs())\n"
+    "kept['alive_after'] = ref() is not None\nprint('RESULT ' + json.dumps(kept))",
+]
+THROUGH_A_PARTIAL = [
+    "import functools\nb = torch.zeros(250_000)\nref_b = weakref.ref(b)",
+    "functools.partial(print, b)",
+    "del b",
+    "get_ipython().run_line_magic('reset', '-f out')",
+    "pass",
+    "kept = dict(alive=ref_b() is not None, held=[h.where for h in held_by_ipython()])\n"
+    "sys.kept_for_test = (kept, ref_b)",
+    "get_ipython().run_line_magic('reset', '-f')",
+    "import json, sys\nkept, ref_b = sys.kept_for_test\nkept['after_full_reset'] = ref_b() is not None\n"
+    "print('RESULT ' + json.dumps(kept))",
+]
+
+
+def test_the_hidden_underscore_outlives_reset_out_release_frees_it_and_only_a_full_reset_frees_a_partial():
+    from tests.unit.test_ipython import SETUP, run_in_shell
+
+    kept, partial = run_in_shell([[SETUP, "import json", *HIDDEN_UNDERSCORE], [SETUP, *THROUGH_A_PARTIAL]])
+    assert kept["alive"] and kept["hidden"] and kept["underscore"] == ""  # three outputs later, still held
+    assert kept["held"] == ["IPython's hidden _"] and kept["freed"] == 4_000_000 and not kept["alive_after"]
+    assert partial == {"alive": True, "held": [], "after_full_reset": False}  # not seen; only %reset -f frees it

@@ -84,8 +84,8 @@ def _result_bytes(t: torch.Tensor) -> int:
 @pytest.mark.rule(
     "06",
     "`expand`, basic slicing, `view`, `t()` make none; `repeat`, `contiguous()` of a non-contiguous view and"
-    " out-of-place arithmetic do (`numel × element size` of the result; an in-place `x += 1` makes none, unless"
-    " autograd must keep the old value).",
+    " out-of-place arithmetic do (`numel × element size` of the result; a whole-tensor in-place `x += 1` makes none,"
+    " unless autograd must keep the old value).",
 )
 @RULE_SETTINGS
 @given(tensors(), st.lists(st.integers(0, 3), min_size=3, max_size=3))
@@ -113,8 +113,9 @@ def test_copies_allocate_numel_times_element_size_and_views_and_in_place_nothing
 
 @pytest.mark.rule(
     "06",
-    "In place allocates nothing unless autograd must keep the old value: `c *= y` with `y` requiring grad, or"
-    " `c.pow_(2)`, needs the `c` of before for its backward, so autograd saves a clone of it.",
+    "In place on a whole tensor, with an operand that already exists, allocates nothing unless autograd must keep the"
+    " old value: `c *= y` with `y` requiring grad, or `c.pow_(2)`, needs the `c` of before for its backward, so"
+    " autograd saves a clone of it.",
 )
 @RULE_SETTINGS
 @given(st.integers(1, 64), st.sampled_from([torch.float32, torch.float64]), st.sampled_from(["add", "mul", "pow"]))
@@ -128,6 +129,26 @@ def test_in_place_saves_a_clone_only_when_backward_needs_the_old_value(n, dtype,
     with torch.no_grad(), measure(device="cpu") as m_plain:  # no graph: nothing to keep
         c.mul_(y)
     assert m_plain.allocated_bytes == 0
+
+
+@pytest.mark.rule(
+    "06",
+    "`c[mask] += 1` reads the selection out (a copy), adds, and writes it back, so its temporaries are the selection's"
+    " size (and the mask's).",
+)
+@RULE_SETTINGS
+@given(st.lists(st.booleans(), min_size=0, max_size=64), st.sampled_from([torch.float32, torch.float64, torch.int64]))
+def test_an_indexed_in_place_update_copies_the_selection_and_writes_it_back(picks, dtype):
+    c = torch.zeros(len(picks), dtype=dtype)
+    where = torch.tensor(picks, dtype=torch.bool)
+    with measure(device="cpu", log_ops=True) as m:
+        c[c == 0] += 1  # the mask is made in the line, as in the notebook
+    assert m.allocated_bytes == 0 and torch.equal(c, torch.ones_like(c))  # written back into c's own storage
+    assert m.peak_bytes == len(picks) * (1 + c.element_size())  # all of c is 0, so all is selected: mask + copy
+    with measure(device="cpu", log_ops=True) as m_some:
+        c[where] += 1  # a mask made before the line: only the selection's copy
+    assert m_some.allocated_bytes == 0 and m_some.peak_bytes == sum(picks) * c.element_size()
+    assert torch.equal(c, 1 + where.to(dtype))
 
 
 @pytest.mark.rule(
@@ -247,7 +268,7 @@ def test_self_cpu_mem_is_net_so_it_sums_to_what_is_held(name, length):
 @pytest.mark.rule(
     "06",
     "what is still held is the sum of that column, but the peak is not in it: an operator that frees its own"
-    " temporaries before it returns books only the net, and a replay of its self memory misses them.",
+    " temporaries before it returns books only the net, and a replay of its self memory misses them",
 )
 @RULE_SETTINGS
 @given(
@@ -333,7 +354,8 @@ def _model(shapes_: list[tuple[int, ...]], used: list[bool]) -> tuple[list[torch
 
 @pytest.mark.rule(
     "06",
-    "With Adam a training step holds **4 tensors of parameter size** for every parameter that got a"
+    "With Adam a training step holds **4 tensors of parameter size** (5 with `amsgrad=True`) for every parameter that"
+    " got a"
     " gradient (parameters, gradients, `exp_avg`, `exp_avg_sq`: 3 × the parameter bytes beyond the parameters), plus"
     " activations from forward to backward.",
 )
@@ -359,6 +381,10 @@ def test_adam_keeps_gradient_and_two_moments_per_parameter_that_got_a_gradient(s
     other_opt = torch.optim.Adam([other], foreach=False)
     other_opt.step()
     assert other_opt.state[other]["exp_avg"].nbytes == other_opt.state[other]["exp_avg_sq"].nbytes == other.nbytes
+    ams = torch.optim.Adam([other], amsgrad=True)  # a third tensor of parameter size: max_exp_avg_sq
+    with measure(device="cpu") as m_ams:
+        ams.step()
+    assert m_ams.allocated_bytes == 3 * other.nbytes + 4 and ams.state[other]["max_exp_avg_sq"].nbytes == other.nbytes
 
 
 @pytest.mark.rule(
