@@ -23,6 +23,7 @@ from ._evidence import (
     bytes_of,
     fmt_us,
     judge_claimed_times,
+    no_elements,
     not_the_same_work,
     nothing_tried,
     same_result,
@@ -39,7 +40,7 @@ def _ev_memory_table(
     example above the table expands to 8 heads) a ``(batch, features)`` tensor made into ``heads`` copies. For
     each: the bytes ``repeat`` allocates, the bytes ``expand`` allocates, and the bytes of the storage the
     expanded tensor reads (memory that existed before the call)."""
-    facts: dict[str, Any] = {"heads": heads}
+    facts: dict[str, Any] = {"heads": heads, "elements": batch * features}
     for reading, shape, times in (("rows", (1, features), (batch, 1)), ("heads", (batch, features), (heads, 1, 1))):
         src = torch.randn(shape, dtype=dtype)
         size = tuple(t * n for t, n in zip(times, (1,) * (len(times) - len(shape)) + shape))
@@ -69,6 +70,8 @@ def _memory_reading(f: Mapping[str, Any], reading: str) -> tuple[str, str]:
 
 
 def _j_memory_table(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the batch")
     rows, heads = _memory_reading(f, "rows"), _memory_reading(f, "heads")
     both = (
         f"read as one row made into the batch: {rows[0]} (measured {rows[1]}); read as the batch made into "
