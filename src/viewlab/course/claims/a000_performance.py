@@ -48,7 +48,7 @@ def _ev_allocated_expand(*, rows: int = 1024, features: int = 1024, dtype: torch
 _COUNTED_BY = {
     "cuda": "the CUDA allocator",
     "cpu": "tensor storages on the CPU (what memory_allocated gives for 0 B and whole multiples of 512 B; it rounds "
-    "smaller tensors up to 512-byte blocks)",
+    "other sizes up to whole 512-byte blocks)",
 }
 
 
@@ -200,7 +200,7 @@ def _j_backward(f: Mapping[str, Any]) -> Verdict:
         gap = fmt_us(r["median_s"] - e["median_s"])
         return (
             "false",
-            f"the same work: {ops}; each accumulates into x.grad once, so the reason given does not hold; "
+            f"the same work: {ops}; each backward runs one reduction into the gradient, so the reason given does not hold; "
             f"repeat's extra {extra} one more "
             f"dispatched op (about a microsecond on a CPU): a gap of that size between the medians (here {gap}) "
             f"is that overhead, not a second accumulation, and far from the 1.5x in every round that would make "

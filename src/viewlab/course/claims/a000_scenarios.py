@@ -140,7 +140,7 @@ def _j_batch_times(f: Mapping[str, Any]) -> Verdict:
     scaled = f["repeat_writes_bytes"] / speed
     verdict, why = judge_claimed_times(f, {"expand": 28.7e-6, "repeat": scaled})
     return verdict, (
-        f"timed on the {f['device'].upper()}, where the article's torch.randn(3, 224, 224) puts its sample: {why}; "
+        f"timed on the {f['device'].upper()} (on one thread, as every timing here), where the article's torch.randn(3, 224, 224) puts its sample: {why}; "
         f"repeat writes {mib(f['repeat_writes_bytes'])} ({f['repeat_runs']} timed blocks), and the claimed 152 us "
         f"for the article's 147 MiB means writing {speed / 1e9:,.0f} GB/s -- the repeat half is judged for a CPU "
         f"only (a datacenter GPU's memory could write that fast; not measured here)"

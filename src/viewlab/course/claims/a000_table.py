@@ -52,13 +52,18 @@ def _ev_memory_table(
     return facts
 
 
+def _size(n: int) -> str:
+    """Bytes, with MiB beside them from 1 MiB up (below it, "0.0 MiB" would read as nothing)."""
+    return mib(n) if n >= 2**20 else f"{n:,} B ({n / 2**10:.1f} KiB)"
+
+
 def _memory_reading(f: Mapping[str, Any], reading: str) -> tuple[str, str]:
     """The verdict of the table's two figures under one reading, and what was measured."""
     mb = {k: f[f"{reading}_{k}"] / 2**20 for k in ("repeat_bytes", "expand_bytes", "expand_reads_bytes")}
     near = lambda got, claimed: abs(got - claimed) <= 0.05 * claimed  # noqa: E731 -- the table rounds to 0.1 MB
     got = (
-        f"repeat {mib(f[f'{reading}_repeat_bytes'])}, expand {f[f'{reading}_expand_bytes']:,} B "
-        f"(the storage it reads: {mib(f[f'{reading}_expand_reads_bytes'])})"
+        f"repeat {_size(f[f'{reading}_repeat_bytes'])}, expand {f[f'{reading}_expand_bytes']:,} B "
+        f"(the storage it reads: {_size(f[f'{reading}_expand_reads_bytes'])})"
     )
     if not near(mb["repeat_bytes"], 16.0):
         return "false", got

@@ -405,8 +405,8 @@ def _j_storage_api(f: Mapping[str, Any]) -> Verdict:
         return "misleading", (
             f"{f['method']}.data_ptr() still agrees for a view, but the call warns "
             f'"{f["warning"]}": the article teaches a deprecated API; untyped_storage() is the current one -- and '
-            "pointer equality is no test of sharing for empty tensors (any two have pointer 0): "
-            "viewlab.shares_storage is"
+            "pointer equality is no test of sharing: any two empty tensors have pointer 0 (viewlab.shares_storage "
+            "tells them apart)"
         )
     return "true", f"{f['method']}.data_ptr() agrees for a view, without a warning"
 

@@ -170,7 +170,7 @@ def _j_timer_memory(f: Mapping[str, Any]) -> Verdict:
     e = {"median_s": f["expand_as_median_s"], "iqr_s": f["expand_as_iqr_s"]}
     c = {"median_s": f["copy_median_s"], "iqr_s": f["copy_iqr_s"]}
     times = (
-        f"expand_as {fmt_us(e['median_s'])}, a copy {fmt_us(c['median_s'])}, copy / view by round "
+        f"expand_as {fmt_us(e['median_s'])}, allocate and copy {fmt_us(c['median_s'])}, copy / view by round "
         f"{f['copy_over_view_by_round']}"
     )
     if not f["same_values"]:
