@@ -83,7 +83,8 @@ ZERO_ELEMENTS = {
     "B06": {"a_shape": (0, 1), "b_shape": (0, 4)},
     "B07": {"batch": 0},
     "B10": {"a_shape": (0, 1), "b_shape": (0, 4)},
-    "B16": {"rows": 0},  # a column of 0 rows is contiguous: nothing non-contiguous was expanded
+    "B16": {"rows": 0},
+    "B17": {"rows": 0},  # a column of 0 rows is contiguous: nothing non-contiguous was expanded
 }
 
 

@@ -25,6 +25,7 @@ from ._evidence import (
     bytes_of,
     error_of,
     fmt_us,
+    no_elements,
     not_the_same_work,
     nothing_tried,
     paired_timings,
@@ -244,6 +245,8 @@ B16 = claim_row(
 
 # ---- B17 -------------------------------------------------------------------------------------------------------------
 def _ev_detach_or_clone(rows: int = 3, width: int = 4) -> Facts:
+    if rows * width == 0:  # no element to write through either tensor
+        return dict.fromkeys(_DETACH_FACTS) | {"elements": 0}
     p = torch.zeros(rows, 1, requires_grad=True)
     d = p.expand(rows, width).detach()
     shares_d = shares_storage(d, p)
@@ -256,10 +259,16 @@ def _ev_detach_or_clone(rows: int = 3, width: int = 4) -> Facts:
         "detach_add_error": error_of(lambda: p.expand(rows, width).detach().add_(1)),
         "clone_shares": shares_storage(c, p),
         "clone_write_reached": p[-1, 0].item() == 7.0,
+        "elements": rows * width,
     }
 
 
+_DETACH_FACTS = ("detach_shares", "detach_write_reached", "detach_add_error", "clone_shares", "clone_write_reached")
+
+
 def _j_detach_or_clone(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the expanded tensor")
     if f["detach_shares"] or f["detach_write_reached"]:
         return "false", (
             f"detach() makes no copy: it shares memory ({f['detach_shares']}), a write through it reaches the "
