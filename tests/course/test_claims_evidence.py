@@ -13,6 +13,7 @@ import os
 import pytest
 import torch
 
+import viewlab
 from viewlab.course import claims as cl
 from viewlab.course.claims import _evidence as ev
 from viewlab.course.claims.model import NOT_CHECKABLE
@@ -57,6 +58,48 @@ def test_empty_evidence_is_not_checkable(claim_id):
     verdict, why = cl.judge(claim, claim.evidence(**EMPTY_INPUTS[claim_id]))
     assert verdict == NOT_CHECKABLE, (claim_id, verdict, why)
     assert "nothing was measured" in why or "not the article's model" in why, why
+
+
+#: Inputs under which the result has 0 elements, per claim whose verdict is about bytes copied, storage shared or
+#: values compared: with no element, "0 B", "the same storage" and "equal values" hold of any operation.
+ZERO_ELEMENTS = {
+    "A01": {"shape": (1, 0), "times": (8, 1)},
+    "A02": {"shape": (1, 0), "size": (8, 0)},
+    "A04": {"shape": (1, 0), "size": (8, 0)},
+    "A05": {"shape": (1, 0), "size": (8, 0)},
+    "A06": {"features": 0},
+    "A10": {"batch_size": 0},
+    "A16": {"features": 0},
+    "A17": {"rows": 0},
+    "A18": {"shape": (0,), "size": (0,)},
+    "A23": {"shape": (1, 3, 0), "size": (3, 256, 0)},
+    "A24": {"shape": (1, 0), "size": (100, 0)},
+    "A25": {"originals": ((1, 0),), "size": (100, 0)},
+    "A27": {"features": 0},
+    "A28": {"shape": (1, 0), "size": (8, 0)},
+    "B01": {"a_shape": (0, 1), "b_shape": (1, 4)},
+    "B04": {"w_shape": (0, 1), "f_shape": (0, 7)},
+    "B05": {"a_shape": (0, 1), "b_shape": (0, 4)},
+    "B06": {"a_shape": (0, 1), "b_shape": (0, 4)},
+    "B07": {"batch": 0},
+    "B10": {"a_shape": (0, 1), "b_shape": (0, 4)},
+    "B16": {"rows": 0},
+    "B17": {"rows": 0},  # a column of 0 rows is contiguous: nothing non-contiguous was expanded
+}
+
+
+@pytest.mark.parametrize("claim_id", sorted(ZERO_ELEMENTS))
+def test_a_result_of_zero_elements_is_not_checkable(claim_id):
+    claim = cl.get(claim_id)
+    verdict, why = cl.judge(claim, claim.evidence(**ZERO_ELEMENTS[claim_id]))
+    assert verdict == NOT_CHECKABLE and "nothing was measured" in why, (claim_id, verdict, why)
+
+
+def test_empty_tensors_share_a_data_pointer_but_no_storage():
+    """Why A05 and A28 judge no empty tensor: any two have data pointer 0, shared or not."""
+    a, b = torch.empty(0), torch.empty(0)
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() == 0
+    assert not viewlab.shares_storage(a, b)
 
 
 def test_every_input_that_names_what_is_tried_is_emptied_above():

@@ -66,6 +66,26 @@ VARYING = {
 }
 
 
+def test_a12_a29_count_no_no_op_expand():
+    """A 3-d @ hands its operands to bmm through expands that keep their shape; A12 and A29 count only the
+    expands that grow a tensor, so the rebuilt layer's verdicts do not hang on bmm being written instead of @."""
+    from viewlab.course.claims.a000_scenarios import _growing_expands
+
+    q, k = torch.randn(2, 5, 16), torch.randn(2, 5, 16)
+    with OpNames() as seen:
+        q @ k.mT
+    assert seen.names.count("expand") == 2 and _growing_expands(seen) == []
+    with OpNames() as seen:
+        torch.ones(5, 5).expand(2, 5, 5)
+    assert [tuple(t.shape) for t in _growing_expands(seen)] == [(5, 5)]
+
+
+def test_a13_the_expanded_mask_costs_the_batch_times_its_bool_copy():
+    for batch in (1, 2, 7):
+        e = get("A13").evidence(batch=batch)
+        assert e["mask_compare_bytes_expanded"] == batch * e["mask_compare_bytes_broadcast"] == batch * 25
+
+
 @pytest.mark.parametrize("claim_id", sorted(VARYING))
 def test_the_verdict_follows_the_inputs(claim_id):
     runs = VARYING[claim_id]

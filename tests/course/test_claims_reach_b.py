@@ -8,6 +8,8 @@ on this machine reaches, such as a timing that disagrees with itself, through fa
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -55,7 +57,8 @@ def with_facts(claim, real: dict, **override) -> str:
 def test_b01_broadcasting_allocates_only_the_result(pair):
     facts = bb._ev_broadcast_no_copy(*pair)
     assert facts["allocated"] == facts["result_bytes"], facts
-    assert verdict(bb.B01, facts) == "true"
+    # an empty result holds no byte a copy could show: nothing was measured
+    assert verdict(bb.B01, facts) == ("true" if math.prod(facts["result_shape"]) else "not checkable here")
 
 
 def test_b01_judge_reads_the_bytes():
@@ -133,8 +136,9 @@ def test_b04_masked_fill_expands_its_mask_inside_its_kernel():
 @FEW
 @given(expandable())
 def test_b05_b06_expand_as_is_a_free_view(pair):
-    assert verdict(bb.B05, bb._ev_expand_as_view(*pair)) == "true"
-    assert verdict(bb.B06, bb._ev_expand_equals_expand_as(*pair)) == "true"
+    expected = "true" if math.prod(pair[1]) else "not checkable here"  # an empty view: no byte to share or compare
+    assert verdict(bb.B05, bb._ev_expand_as_view(*pair)) == expected
+    assert verdict(bb.B06, bb._ev_expand_equals_expand_as(*pair)) == expected
 
 
 def test_b05_b06_judges_read_the_facts():
@@ -181,7 +185,8 @@ def test_b09_judge_reads_the_facts():
 @given(expandable(), st.integers(0, 9))
 def test_b10_gradient_is_summed_back(pair, seed):
     facts = bl._ev_gradient(*pair, seed=seed)
-    assert facts["grad_shape"] == pair[0] and verdict(bl.B10, facts) == "true"
+    expected = "true" if math.prod(pair[1]) else "not checkable here"  # an empty gradient equals any empty sum
+    assert facts["grad_shape"] == pair[0] and verdict(bl.B10, facts) == expected
 
 
 def test_b10_judge_reads_the_facts():
@@ -287,10 +292,16 @@ def test_b15_judge_reads_the_facts():
 
 # ---- B16: reason -- expand accepts any strided input; contiguity never matters to it ------------------------------------
 @FEW
-@given(st.integers(1, 4), st.integers(2, 5), st.integers(1, 5))
+@given(st.integers(2, 4), st.integers(2, 5), st.integers(1, 5))
 def test_b16_sliced_columns_expand(rows, source_cols, width):
     facts = bd._ev_noncontiguous(rows=rows, source_cols=source_cols, width=width)
     assert facts["error"] is None and facts["still_a_view"] and verdict(bd.B16, facts) == "false"
+
+
+def test_b16_a_contiguous_column_tries_nothing():
+    """A column of 0 or 1 rows is contiguous: the claim is about non-contiguous tensors, so nothing was tried."""
+    for rows in (0, 1):
+        assert verdict(bd.B16, bd._ev_noncontiguous(rows=rows)) == "not checkable here"
 
 
 def test_b16_judge_reads_the_facts():

@@ -213,6 +213,12 @@ def nothing_tried(what: str) -> Verdict:
     return NOT_CHECKABLE, f"nothing was measured ({what}): no evidence either way; run the evidence on some inputs"
 
 
+def no_elements(what: str) -> Verdict:
+    """The verdict for a result of 0 elements: with no element there is no byte to copy, share or compare, so
+    "0 B", "the same storage" and "equal values" hold of any operation and say nothing about this one."""
+    return nothing_tried(f"{what} has 0 elements: no byte to copy, share or compare")
+
+
 def not_the_same_work(what: str) -> Verdict:
     """The verdict when two timed paths do not compute the same thing: their costs are not comparable."""
     return NOT_CHECKABLE, f"the two paths compared do not compute the same result ({what}), so their costs say nothing"
@@ -335,7 +341,10 @@ VIEW_OR_COPY_OPS = {
 }
 
 
-#: In-place operations tried on an expanded tensor (do they reach the original, or refuse?).
+#: Column 0 of a (3, 4) tensor, as a bool mask (for the masked writes of :data:`INPLACE_OPS`).
+_COLUMN0 = torch.zeros(3, 4, dtype=torch.bool).index_fill_(1, torch.tensor([0]), True)
+
+#: In-place operations tried on an expanded tensor (do they reach the original, refuse, or warn?).
 INPLACE_OPS = {
     "add_(1)": lambda e: e.add_(1),
     "mul_(2)": lambda e: e.mul_(2),
@@ -345,6 +354,8 @@ INPLACE_OPS = {
     "zero_()": lambda e: e.zero_(),
     "e[0, 0] = 3": lambda e: e.__setitem__((0, 0), 3.0),
     "e[:, 0] = 3": lambda e: e.__setitem__((slice(None), 0), 3.0),
+    "masked_fill_(mask, 3)": lambda e: e.masked_fill_(_COLUMN0, 3.0),
+    "e[mask] = 3": lambda e: e.__setitem__(_COLUMN0, 3.0),
 }
 
 

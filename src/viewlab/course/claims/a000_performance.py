@@ -25,6 +25,7 @@ from ._evidence import (
     fmt_spread,
     fmt_us,
     graph_nodes,
+    no_elements,
     not_the_same_work,
     nothing_tried,
     paired_timings,
@@ -38,12 +39,23 @@ from .model import NOT_CHECKABLE, A, Claim, Facts, Verdict, claim_row
 def _ev_allocated_expand(*, rows: int = 1024, features: int = 1024, dtype: torch.dtype = torch.float32) -> Facts:
     dev = best_device()
     row = torch.randn(1, features, device=dev, dtype=dtype)
-    held, _, _ = bytes_of(lambda: row.expand(rows, features), device=dev)
-    return {"device": dev, "expand_bytes": held}
+    held, _, out = bytes_of(lambda: row.expand(rows, features), device=dev)
+    return {"device": dev, "expand_bytes": held, "elements": out.numel()}
+
+
+#: How the count was taken. The CUDA allocator (and so memory_allocated) hands out whole 512-byte blocks: for 0 B and
+#: whole multiples of 512 B, as here, it counts what the storages hold; a 100-byte tensor would count as 512 B.
+_COUNTED_BY = {
+    "cuda": "the CUDA allocator",
+    "cpu": "tensor storages on the CPU (what memory_allocated gives for 0 B and whole multiples of 512 B; it rounds "
+    "other sizes up to whole 512-byte blocks)",
+}
 
 
 def _j_allocated_expand(f: Mapping[str, Any]) -> Verdict:
-    where = "the CUDA allocator" if f["device"] == "cuda" else "tensor storages on the CPU (the same count a GPU gives)"
+    if f["elements"] == 0:
+        return no_elements("the expanded tensor")
+    where = _COUNTED_BY[f["device"]]
     if f["expand_bytes"] == 0:
         return "true", f"expand allocated 0 B, counted by {where}"
     return "false", f"expand allocated {f['expand_bytes']:,} B, counted by {where}"
@@ -67,10 +79,18 @@ def _ev_allocated_repeat(*, rows: int = 1024, features: int = 1024, dtype: torch
     dev = best_device()
     row = torch.randn(1, features, device=dev, dtype=dtype)
     held, _, out = bytes_of(lambda: row.repeat(rows, 1), device=dev)
-    return {"device": dev, "repeat_bytes": held, "shape": tuple(out.shape), "dtype": str(out.dtype)}
+    return {
+        "device": dev,
+        "repeat_bytes": held,
+        "shape": tuple(out.shape),
+        "dtype": str(out.dtype),
+        "elements": out.numel(),
+    }
 
 
 def _j_allocated_repeat(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the repeat's result")
     in_mib = f["repeat_bytes"] / 2**20
     if 7.6 <= in_mib <= 8.4 or 7.6 <= f["repeat_bytes"] / 1e6 <= 8.4:
         return "true", f"repeat to {f['shape']} {f['dtype']} allocated {mib(f['repeat_bytes'])} on {f['device']}"
@@ -96,11 +116,19 @@ A17 = claim_row(
 # ---- A18 -------------------------------------------------------------------------------------------------------------
 def _ev_graph(*, shape: tuple[int, ...] = (1,), size: tuple[int, ...] = (4,)) -> Facts:
     x = torch.randn(shape, requires_grad=True)
-    times = [n // m for n, m in zip(size, (1,) * (len(size) - len(shape)) + tuple(shape))]
-    return {"expand_nodes": graph_nodes(x.expand(*size)), "repeat_nodes": graph_nodes(x.repeat(*times))}
+    # a dim of size 0 can only be expanded to 0: repeat it once
+    times = [n // m if m else 1 for n, m in zip(size, (1,) * (len(size) - len(shape)) + tuple(shape))]
+    expanded = x.expand(*size)
+    return {
+        "expand_nodes": graph_nodes(expanded),
+        "repeat_nodes": graph_nodes(x.repeat(*times)),
+        "elements": expanded.numel(),
+    }
 
 
 def _j_graph(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:  # nothing to copy, so no copy a graph could record
+        return no_elements("the expanded tensor")
     e, r = f["expand_nodes"], f["repeat_nodes"]
     if len(r) > len(e):
         return "true", f"repeat's graph has more nodes: {r} vs {e}"
@@ -172,7 +200,7 @@ def _j_backward(f: Mapping[str, Any]) -> Verdict:
         gap = fmt_us(r["median_s"] - e["median_s"])
         return (
             "false",
-            f"the same work: {ops}; each accumulates into x.grad once, so the reason given does not hold; "
+            f"the same work: {ops}; each backward runs one reduction into the gradient, so the reason given does not hold; "
             f"repeat's extra {extra} one more "
             f"dispatched op (about a microsecond on a CPU): a gap of that size between the medians (here {gap}) "
             f"is that overhead, not a second accumulation, and far from the 1.5x in every round that would make "

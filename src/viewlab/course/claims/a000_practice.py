@@ -23,6 +23,7 @@ from ._evidence import (
     bytes_of,
     error_of,
     expand_result,
+    no_elements,
     nothing_tried,
     source_layouts,
 )
@@ -106,21 +107,37 @@ def _ev_permute_expand(
     t = torch.randn(shape)
     err = error_of(lambda: t.permute(*dims).expand(*size))
     if err:
-        return {"shape": None, "stride": None, "bytes": 0, "shares": False, "error": err}
+        return {
+            "size": tuple(size),
+            "shape": None,
+            "stride": None,
+            "bytes": 0,
+            "shares": False,
+            "error": err,
+            "elements": 0,
+        }
     held, _, out = bytes_of(lambda: t.permute(*dims).expand(*size))
     return {
+        "size": tuple(size),
         "shape": tuple(out.shape),
         "stride": out.stride(),
         "bytes": held,
         "shares": shares_storage(out, t),
         "error": None,
+        "elements": out.numel(),
     }
 
 
 def _j_permute_expand(f: Mapping[str, Any]) -> Verdict:
-    if f["shape"] == (3, 256, 224) and f["bytes"] == 0:
-        return "true", f"shape (3, 256, 224), stride {f['stride']}, 0 B: both steps are views"
-    return "false", f"shape {f['shape']}, {f['bytes']:,} B, error: {f['error']}"
+    if f["error"]:
+        return "false", f"permute then expand{f['size']} raises: {f['error']}"
+    if f["elements"] == 0:
+        return no_elements("the expanded tensor")
+    asked = f["size"]  # the shape asked for, -1 keeping a dimension as it is
+    right_shape = len(asked) == len(f["shape"]) and all(a in (-1, s) for a, s in zip(asked, f["shape"]))
+    if right_shape and f["bytes"] == 0 and f["shares"]:
+        return "true", f"shape {f['shape']}, stride {f['stride']}, 0 B: both steps are views"
+    return "false", f"shape {f['shape']}, {f['bytes']:,} B, shares memory: {f['shares']}"
 
 
 A23 = claim_row(
@@ -141,10 +158,17 @@ def _ev_contiguous_temporary(*, shape: tuple[int, ...] = (1, 100), size: tuple[i
     """Bytes of ``original.expand(size).contiguous()``: at the peak, and still held while the result lives."""
     original = torch.randn(shape)
     held, peak, out = bytes_of(lambda: original.expand(*size).contiguous())
-    return {"held_while_result_lives": held, "peak": peak, "result_bytes": out.numel() * out.element_size()}
+    return {
+        "held_while_result_lives": held,
+        "peak": peak,
+        "result_bytes": out.numel() * out.element_size(),
+        "elements": out.numel(),
+    }
 
 
 def _j_contiguous_temporary(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the result")
     held, peak = f["held_while_result_lives"], f["peak"]
     if peak == 0:
         return "false", (
@@ -179,20 +203,23 @@ def _ev_contiguous_example(
     """The article's write, ``safe[0] = 0`` through ``original.expand(size).contiguous()``, for each shape of
     ``original`` (the article never gives it) in each layout it comes in (contiguous, transposed, strided):
     whether the expanded tensor was contiguous already, and whether the write changed the original."""
-    cases = []
+    cases, elements = [], 0
     for shape in originals:
         for layout, zeros in source_layouts(tuple(shape)).items():
             original = zeros.fill_(1.0)  # ones, in that layout
             expanded = original.expand(*size)
             safe = expanded.contiguous()
             safe[0] = 0
+            elements += expanded.numel()
             cases.append((layout, tuple(shape), expanded.is_contiguous(), bool((original == 0).any())))
-    return {"cases": cases, "originals": tuple(originals)}
+    return {"cases": cases, "originals": tuple(originals), "elements": elements}
 
 
 def _j_contiguous_example(f: Mapping[str, Any]) -> Verdict:
     if not f["cases"]:
         return nothing_tried("no shape of `original` tried")
+    if f["elements"] == 0:  # an empty row 0 is written: no element could reach the original
+        return no_elements("every expanded tensor")
     changed = [f"a {lay} {sh}" for lay, sh, _, hit in f["cases"] if hit]
     kept = [f"a {lay} {sh}" for lay, sh, _, hit in f["cases"] if not hit]
     follows = all(hit == was for _, _, was, hit in f["cases"])  # changed exactly where the expand was contiguous
@@ -280,10 +307,12 @@ def _ev_threshold(*, counts: tuple[int, ...] = (2, 8, 16, 17, 64), features: int
         e, _, _ = bytes_of(lambda n=n: row.expand(n, features))
         r, _, _ = bytes_of(lambda n=n: row.repeat(n, 1))
         by_count[n] = (e, r)
-    return {"bytes_by_count": by_count}
+    return {"bytes_by_count": by_count, "elements": row.numel()}
 
 
 def _j_threshold(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the row repeated")
     pairs = f["bytes_by_count"]
     if not any(n > 16 for n in pairs) or not any(n <= 16 for n in pairs):
         return nothing_tried("the rule needs counts both above 16 and at or below it")

@@ -27,6 +27,7 @@ from ._evidence import (
     bytes_of,
     error_of,
     judge_claimed_times,
+    no_elements,
     not_the_same_work,
     nothing_tried,
     same_result,
@@ -43,7 +44,8 @@ from .model import A, Claim, Facts, Verdict, claim_row
 def _ev_batch_view(*, sample_shape: tuple[int, int, int] = (3, 8, 8), batch_size: int = 16) -> Facts:
     sample = torch.randn(sample_shape)
     held, _, batch = bytes_of(lambda: sample.unsqueeze(0).expand(batch_size, -1, -1, -1))
-    stack_b, _, stacked = bytes_of(lambda: torch.stack([sample] * batch_size))
+    # torch.stack refuses an empty list: for batch 0 its result is the empty batch (judged below as nothing tried)
+    stack_b, _, stacked = bytes_of(lambda: torch.stack([sample] * batch_size) if batch_size else batch.clone())
     rep_b, _, _ = bytes_of(lambda: sample.repeat(batch_size, 1, 1, 1))
     equal = torch.equal(batch, stacked)  # before the augmentation below writes through the batch
     before = sample.clone()
@@ -60,10 +62,13 @@ def _ev_batch_view(*, sample_shape: tuple[int, int, int] = (3, 8, 8), batch_size
         "stack_bytes": stack_b,
         "repeat_bytes": rep_b,
         "equal": equal,
+        "elements": batch.numel(),
     }
 
 
 def _j_batch_view(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the batch")
     if (
         f["shape"] == (f["batch_size"], *f["sample_shape"])
         and f["expand_bytes"] == 0
@@ -135,7 +140,7 @@ def _j_batch_times(f: Mapping[str, Any]) -> Verdict:
     scaled = f["repeat_writes_bytes"] / speed
     verdict, why = judge_claimed_times(f, {"expand": 28.7e-6, "repeat": scaled})
     return verdict, (
-        f"timed on the {f['device'].upper()}, where the article's torch.randn(3, 224, 224) puts its sample: {why}; "
+        f"timed on the {f['device'].upper()} (on one thread, as every timing here), where the article's torch.randn(3, 224, 224) puts its sample: {why}; "
         f"repeat writes {mib(f['repeat_writes_bytes'])} ({f['repeat_runs']} timed blocks), and the claimed 152 us "
         f"for the article's 147 MiB means writing {speed / 1e9:,.0f} GB/s -- the repeat half is judged for a CPU "
         f"only (a datacenter GPU's memory could write that fast; not measured here)"
@@ -170,6 +175,12 @@ A11 = claim_row(
 
 
 # ---- A12 -------------------------------------------------------------------------------------------------------------
+def _growing_expands(seen: OpNames) -> list[torch.Tensor]:
+    """The tensors an ``expand`` grew (to a shape other than its own). A no-op expand, shape unchanged, is how a
+    3-d ``@`` hands its operands to ``bmm``: it shares nothing across anything, so it is not counted."""
+    return [args[0] for args in seen.calls.get("expand", []) if tuple(args[1]) != tuple(args[0].shape)]
+
+
 def _ev_heads_shared(
     *, heads: tuple[int, ...] = (1, 4), batch: int = 2, tokens: int = 5, width: int = 16, seed: int = 0
 ) -> Facts:
@@ -183,7 +194,7 @@ def _ev_heads_shared(
         shapes = {tuple(a.shape) for args in seen.calls.get("bmm", []) for a in args}
         operand_shapes |= shapes
         split |= any(len(sh) == 4 or (h > 1 and sh[0] == batch * h and sh[-1] == width // h) for sh in shapes)
-        expanded = [args[0] for args in seen.calls.get("expand", [])]
+        expanded = _growing_expands(seen)
         expands = max(expands, len(expanded))
         expanded_weight |= any(shares_storage(t, w) for t in expanded for w in (w_in, w_out))
     scale_only = all(
@@ -233,6 +244,11 @@ def _ev_mask_reused(
     with torch.no_grad(), measure(log_ops=True) as m:
         outs = [article_attention(x, w_in, w_out, heads=heads) for _ in range(calls)]
     made = [op.bytes for op in m.ops if op.name.startswith("aten.ones")]
+    mask = torch.ones(1, tokens, tokens)
+    # the layer turns its float mask into a bool one (.bool() here, `mask == 0` in the usual masked_fill idiom):
+    # from the expanded mask that writes (B, N, N) bools, from the (1, N, N) mask left to broadcast, (1, N, N)
+    compare_expanded, _, _ = bytes_of(lambda: mask.expand(batch, tokens, tokens).bool())
+    compare_broadcast, _, _ = bytes_of(lambda: mask.bool())
     with torch.no_grad():  # the same layer with the mask step left out
         q, k, v = (x @ w_in.T).chunk(3, dim=-1)
         plain = torch.bmm(torch.bmm(q, k.transpose(1, 2)) / math.sqrt(width // heads), v) @ w_out.T
@@ -241,6 +257,8 @@ def _ev_mask_reused(
         "masks_built": len(made),
         "mask_bytes_each": made[0] if made else 0,
         "mask_changes_output": any(not torch.allclose(out, plain) for out in outs),
+        "mask_compare_bytes_expanded": compare_expanded,
+        "mask_compare_bytes_broadcast": compare_broadcast,
     }
 
 
@@ -252,8 +270,11 @@ def _j_mask_reused(f: Mapping[str, Any]) -> Verdict:
         return "false", (
             f"torch.ones builds a new {f['mask_bytes_each']}-byte mask on each of {f['calls']} calls "
             f"({f['masks_built']} built), so the mask is re-created every time; read instead as 'one (1, N, N) mask, "
-            f"not (B, N, N)', the expand does avoid B copies -- but masked_fill broadcasts a (1, N, N) mask by "
-            f"itself, so that expand is redundant{hides}"
+            "not (B, N, N)', the expand does avoid a (B, N, N) float mask -- but the .bool() (or == 0) that "
+            f"follows writes a (B, N, N) bool one, {f['mask_compare_bytes_expanded']:,} B, where a (1, N, N) mask "
+            f"left to broadcast (masked_fill and torch.where broadcast it themselves) costs "
+            f"{f['mask_compare_bytes_broadcast']:,} B: the expand is redundant and multiplies that step's bytes by "
+            f"the batch{hides}"
         )
     return "true", f"{f['masks_built']} masks built over {f['calls']} calls{hides}"
 
@@ -267,6 +288,7 @@ A13 = claim_row(
     _ev_mask_reused,
     _j_mask_reused,
     true={"masks_built": 1, "mask_changes_output": True},
+    not_checkable_here={"calls": 0},
 )
 
 
@@ -368,7 +390,7 @@ def _ev_scores_expanded(*, heads: int = 4, batch: int = 2, tokens: int = 5, widt
     x, w_in, w_out = attention_inputs(batch, tokens, width, seed)
     with torch.no_grad(), OpNames() as seen:
         article_attention(x, w_in, w_out, heads=heads)
-    expanded = [args[0] for args in seen.calls.get("expand", [])]
+    expanded = _growing_expands(seen)
     return {
         "expanded_shapes": [tuple(t.shape) for t in expanded],
         "expanded_all_ones": [bool((t == 1).all()) for t in expanded],
@@ -381,6 +403,7 @@ def _j_scores_expanded(f: Mapping[str, Any]) -> Verdict:
     data = [sh for sh, ones in zip(f["expanded_shapes"], f["expanded_all_ones"]) if not ones]
     if data:
         return "true", f"the layer expands tensors holding data: {data}"
+    # (an expand that keeps its input's shape, as a 3-d @ runs on its operands, is not counted: it stretches nothing)
     return "false", (
         f"the only tensors expanded are all-ones masks made by torch.ones ({f['expanded_shapes'] or 'none'}; "
         f"{f['ones_made']} torch.ones call); the {f['scores_shape']} scores come out of a batched product, already "

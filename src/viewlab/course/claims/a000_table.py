@@ -23,6 +23,7 @@ from ._evidence import (
     bytes_of,
     fmt_us,
     judge_claimed_times,
+    no_elements,
     not_the_same_work,
     nothing_tried,
     same_result,
@@ -39,7 +40,7 @@ def _ev_memory_table(
     example above the table expands to 8 heads) a ``(batch, features)`` tensor made into ``heads`` copies. For
     each: the bytes ``repeat`` allocates, the bytes ``expand`` allocates, and the bytes of the storage the
     expanded tensor reads (memory that existed before the call)."""
-    facts: dict[str, Any] = {"heads": heads}
+    facts: dict[str, Any] = {"heads": heads, "elements": batch * features}
     for reading, shape, times in (("rows", (1, features), (batch, 1)), ("heads", (batch, features), (heads, 1, 1))):
         src = torch.randn(shape, dtype=dtype)
         size = tuple(t * n for t, n in zip(times, (1,) * (len(times) - len(shape)) + shape))
@@ -51,13 +52,18 @@ def _ev_memory_table(
     return facts
 
 
+def _size(n: int) -> str:
+    """Bytes, with MiB beside them from 1 MiB up (below it, "0.0 MiB" would read as nothing)."""
+    return mib(n) if n >= 2**20 else f"{n:,} B ({n / 2**10:.1f} KiB)"
+
+
 def _memory_reading(f: Mapping[str, Any], reading: str) -> tuple[str, str]:
     """The verdict of the table's two figures under one reading, and what was measured."""
     mb = {k: f[f"{reading}_{k}"] / 2**20 for k in ("repeat_bytes", "expand_bytes", "expand_reads_bytes")}
     near = lambda got, claimed: abs(got - claimed) <= 0.05 * claimed  # noqa: E731 -- the table rounds to 0.1 MB
     got = (
-        f"repeat {mib(f[f'{reading}_repeat_bytes'])}, expand {f[f'{reading}_expand_bytes']:,} B "
-        f"(the storage it reads: {mib(f[f'{reading}_expand_reads_bytes'])})"
+        f"repeat {_size(f[f'{reading}_repeat_bytes'])}, expand {f[f'{reading}_expand_bytes']:,} B "
+        f"(the storage it reads: {_size(f[f'{reading}_expand_reads_bytes'])})"
     )
     if not near(mb["repeat_bytes"], 16.0):
         return "false", got
@@ -69,6 +75,8 @@ def _memory_reading(f: Mapping[str, Any], reading: str) -> tuple[str, str]:
 
 
 def _j_memory_table(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the batch")
     rows, heads = _memory_reading(f, "rows"), _memory_reading(f, "heads")
     both = (
         f"read as one row made into the batch: {rows[0]} (measured {rows[1]}); read as the batch made into "

@@ -12,6 +12,7 @@ and its registry row (the restatement, and facts under which the judge says some
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from ._evidence import (
     bytes_of,
     error_of,
     grows,
+    no_elements,
     nothing_tried,
     small_shape_pairs,
     source_layouts,
@@ -43,10 +45,13 @@ def _ev_repeat_allocates(*, shape: tuple[int, ...] = (1, 512), times: tuple[int,
         "result_bytes": rep.numel() * rep.element_size(),
         "shares": shares_storage(rep, base),
         "torch_has_repeat_function": hasattr(torch, "repeat"),
+        "elements": rep.numel(),
     }
 
 
 def _j_repeat_allocates(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the repeat's result")
     name = "" if f["torch_has_repeat_function"] else " (the method is Tensor.repeat; torch.repeat does not exist)"
     if f["repeat_bytes"] >= f["result_bytes"] > 0 and not f["shares"]:
         return "true", f"repeat allocated {f['repeat_bytes']:,} B = its whole result{name}"
@@ -72,10 +77,12 @@ A01 = claim_row(
 def _ev_expand_view(*, shape: tuple[int, ...] = (1, 512), size: tuple[int, ...] = (8, 512)) -> Facts:
     base = torch.randn(shape)
     held, _, e = bytes_of(lambda: base.expand(*size))
-    return {"expand_bytes": held, "shares": shares_storage(e, base), "stride": tuple(e.stride())}
+    return {"expand_bytes": held, "shares": shares_storage(e, base), "stride": tuple(e.stride()), "elements": e.numel()}
 
 
 def _j_expand_view(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the expanded tensor")
     if f["expand_bytes"] == 0 and f["shares"]:
         return "true", f"expand allocated 0 B and reads the same storage, stride {f['stride']}"
     return "false", f"expand allocated {f['expand_bytes']:,} B, shares memory: {f['shares']}"
@@ -164,10 +171,13 @@ def _ev_view_metadata(*, shape: tuple[int, ...] = (1, 512), size: tuple[int, ...
         "view_stride": tuple(e.stride()),
         "copy_shares": shares_storage(r, base),
         "copy_storage_bytes": layout(r).storage_bytes,
+        "elements": e.numel(),
     }
 
 
 def _j_view_metadata(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the view")
     if f["view_shares"] and f["view_storage_bytes"] == f["base_storage_bytes"] and not f["copy_shares"]:
         return "true", (
             f"the view keeps the {f['base_storage_bytes']:,}-byte storage and changes only shape and stride "
@@ -194,10 +204,12 @@ def _ev_storage_pointer(*, shape: tuple[int, ...] = (1, 512), size: tuple[int, .
     base = torch.randn(shape)
     e = base.expand(*size)
     equal, warning = storage_call(lambda: e.storage().data_ptr() == base.storage().data_ptr())
-    return {"equal": equal, "warning": warning}
+    return {"equal": equal, "warning": warning, "elements": e.numel()}
 
 
 def _j_storage_pointer(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:  # two empty tensors both have data pointer 0, shared or not
+        return no_elements("the expanded tensor")
     note = f'; Tensor.storage() warns: "{f["warning"]}" (claim A28)' if f["warning"] else ""
     if f["equal"]:
         return "true", f"the storage data pointers are equal{note}"
@@ -218,17 +230,28 @@ A05 = claim_row(
 
 # ---- A08 -------------------------------------------------------------------------------------------------------------
 def _ev_inplace_reaches(*, ops: tuple[str, ...] = tuple(INPLACE_OPS)) -> Facts:
-    """Each named in-place operation of :data:`~._evidence.INPLACE_OPS` on a (1, 4) row expanded to (3, 4)."""
-    raised, reached, missed = [], [], []
+    """Each named in-place operation of :data:`~._evidence.INPLACE_OPS` on a (1, 4) row expanded to (3, 4):
+    does it raise, reach the original or not, and (of those that run) which warn, with the first warning's text."""
+    raised, reached, missed, warned, warning = [], [], [], [], None
     for name in ops:
         op, src = INPLACE_OPS[name], torch.full((1, 4), 7.0)
-        if error_of(lambda op=op, src=src: op(src.expand(3, 4))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            err = error_of(lambda op=op, src=src: op(src.expand(3, 4)))
+        if err:
             raised.append(name)
-        elif bool((src != 7.0).any()):
-            reached.append(name)
-        else:
-            missed.append(name)
-    return {"raised": raised, "reached_original": reached, "did_not_reach": missed}
+            continue
+        (reached if bool((src != 7.0).any()) else missed).append(name)
+        if caught:
+            warned.append(name)
+            warning = warning or str(caught[0].message).split(". ")[0]
+    return {
+        "raised": raised,
+        "reached_original": reached,
+        "did_not_reach": missed,
+        "warned": warned,
+        "warning": warning,
+    }
 
 
 def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:
@@ -243,6 +266,12 @@ def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:
                 "(more than one element refers to one memory location) -- an error, not a silent change; "
                 "which ones refuse depends on the operator and on the region written, not on the values "
                 "(notebook 05, P2)"
+                + (
+                    f'; and {", ".join(f["warned"])} run, change the original and warn: "{f["warning"]}" -- '
+                    "a third outcome, neither an error nor silent"
+                    if f["warned"]
+                    else ""
+                )
             )
         return "true", f"every in-place op tried changed the original: {', '.join(f['reached_original'])}"
     return "false", f"in-place ops that left the original unchanged: {', '.join(f['did_not_reach']) or 'all'}"
@@ -257,7 +286,7 @@ A08 = claim_row(
     "are hard to notice.",
     _ev_inplace_reaches,
     _j_inplace_reaches,
-    true={"raised": [], "reached_original": ["fill_(5)"], "did_not_reach": []},
+    true={"raised": [], "reached_original": ["fill_(5)"], "did_not_reach": [], "warned": []},
     false={"raised": ["add_(1)"], "reached_original": [], "did_not_reach": ["fill_(5)"]},
 )
 
@@ -358,16 +387,26 @@ def _ev_storage_api(
         return error, error is None and call(base.expand(*size)) == call(base)
 
     (error, agree), warning = storage_call(probe)
-    return {"method": f"Tensor.{method}()", "error": error, "agree": agree, "warning": warning}
+    return {
+        "method": f"Tensor.{method}()",
+        "error": error,
+        "agree": agree,
+        "warning": warning,
+        "elements": base.numel(),
+    }
 
 
 def _j_storage_api(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:  # two empty tensors both have data pointer 0, shared or not
+        return no_elements("the tensor")
     if f["error"] or not f["agree"]:
         return "false", f"{f['method']}.data_ptr() does not answer the question: {f['error'] or 'the pointers differ'}"
     if f["warning"] and "deprecated" in f["warning"].lower():
         return "misleading", (
             f"{f['method']}.data_ptr() still agrees for a view, but the call warns "
-            f'"{f["warning"]}": the article teaches a deprecated API; untyped_storage() is the current one'
+            f'"{f["warning"]}": the article teaches a deprecated API; untyped_storage() is the current one -- and '
+            "pointer equality is no test of sharing: any two empty tensors have pointer 0 (viewlab.shares_storage "
+            "tells them apart)"
         )
     return "true", f"{f['method']}.data_ptr() agrees for a view, without a warning"
 

@@ -45,7 +45,7 @@ def article_attention(x: torch.Tensor, w_in: torch.Tensor, w_out: torch.Tensor, 
     everywhere = torch.ones(tokens, tokens).expand(batch, tokens, tokens)
     q, k, v = torch.split(x @ w_in.T, width, dim=-1)
     scores = torch.where(everywhere.bool(), torch.bmm(q, k.mT) / math.sqrt(width // heads), -math.inf)
-    return torch.bmm(scores, v) @ w_out.T  # bmm, not @: a 3-d @ expands its operands, and A12 counts expands
+    return torch.bmm(scores, v) @ w_out.T  # bmm: what a 3-d @ runs, after no-op expands of its operands
 
 
 def pool_expanded(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

@@ -25,6 +25,7 @@ from ._evidence import (
     OpNames,
     bytes_of,
     error_of,
+    no_elements,
     nothing_tried,
     small_shape_pairs,
 )
@@ -42,10 +43,13 @@ def _ev_broadcast_no_copy(a_shape: tuple[int, ...] = (3, 1), b_shape: tuple[int,
         "result_shape": tuple(c.shape),
         "ops": [op.name for op in m.ops],
         "shapes": (tuple(a.shape), tuple(b.shape)),
+        "elements": c.numel(),
     }
 
 
 def _j_broadcast_no_copy(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the result")
     if f["allocated"] == f["result_bytes"]:
         return (
             "true",
@@ -135,6 +139,7 @@ _OTHER_BROADCASTS = {
         torch.zeros(1, 7, dtype=torch.bool), 0.0
     ),
 }
+_MATMUL = next(iter(_OTHER_BROADCASTS))
 
 
 def _ev_weights_times_features(w_shape: tuple[int, ...] = (2, 1), f_shape: tuple[int, ...] = (2, 7)) -> Facts:
@@ -148,18 +153,25 @@ def _ev_weights_times_features(w_shape: tuple[int, ...] = (2, 1), f_shape: tuple
         with OpNames() as seen:
             fn()
         dispatched[name] = [n for n in seen.names if n not in ("ones", "zeros")]
+    with measure(log_ops=True) as mm:  # what matmul's expands cost: each is followed by a clone of the operand
+        _OTHER_BROADCASTS[_MATMUL]()
+    elements = 0 if out is None else out.numel()
     return {
         "error": err,
+        "elements": elements,
         "shape": None if out is None else tuple(out.shape),
-        "rows_scaled": out is not None and torch.equal(out, torch.stack([w[i] * feats[i] for i in range(len(w))])),
+        "rows_scaled": elements > 0 and torch.equal(out, torch.stack([w[i] * feats[i] for i in range(len(w))])),
         "ops_while_broadcasting": [op.name for op in m.ops],
         "expand_as_gives_the_same": out is not None and torch.equal(w.expand_as(feats) * feats, out),
         "expand_as_bytes": aligned_bytes,
         "other_operators_dispatch": dispatched,
+        "matmul_clone_bytes": [op.bytes for op in mm.ops if op.name.startswith("aten.clone")],
     }
 
 
 def _j_weights_times_features(f: Mapping[str, Any]) -> Verdict:
+    if not f["error"] and f["elements"] == 0:
+        return no_elements("the product")
     if f["error"] or not f["rows_scaled"]:
         return "false", f"the product does not scale each row by its weight: {f['error'] or f['shape']}"
     if any("expand" in op for op in f["ops_while_broadcasting"]):
@@ -177,6 +189,13 @@ def _j_weights_times_features(f: Mapping[str, Any]) -> Verdict:
         "article's own section 1 calls expand_as an explicit control, no hero behind the scenes. Operators "
         f"that do expand as part of their own work ({', '.join(with_expand) or 'none'} here, as a dispatch mode "
         "sees; masked_fill too, inside its kernel, below what a dispatch mode sees) never call expand_as"
+        + (
+            f"; and matmul's expands are not free: each broadcast operand is then copied (clone: "
+            f"{' B and '.join(f'{b:,}' for b in f['matmul_clone_bytes'])} B here), where element-wise broadcasting "
+            "copies nothing (B01)"
+            if f["matmul_clone_bytes"]
+            else ""
+        )
     )
 
 
@@ -199,10 +218,18 @@ B04 = claim_row(
 def _ev_expand_as_view(a_shape: tuple[int, ...] = (3, 1), b_shape: tuple[int, ...] = (3, 4)) -> Facts:
     a, b = torch.randn(a_shape), torch.randn(b_shape)
     held, _, out = bytes_of(lambda: a.expand_as(b))
-    return {"bytes": held, "shares": shares_storage(out, a), "shape": tuple(out.shape), "target": tuple(b.shape)}
+    return {
+        "bytes": held,
+        "shares": shares_storage(out, a),
+        "shape": tuple(out.shape),
+        "target": tuple(b.shape),
+        "elements": out.numel(),
+    }
 
 
 def _j_expand_as_view(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the view")
     if f["bytes"] == 0 and f["shares"] and f["shape"] == f["target"]:
         return "true", f"0 B, shares memory with a, shape {f['shape']}"
     return "false", f"{f['bytes']:,} B, shares: {f['shares']}, shape {f['shape']}"
@@ -224,10 +251,12 @@ B05 = claim_row(
 def _ev_expand_equals_expand_as(a_shape: tuple[int, ...] = (3, 1), b_shape: tuple[int, ...] = (3, 4)) -> Facts:
     a, b = torch.randn(a_shape), torch.randn(b_shape)
     e, ea = a.expand(*b_shape), a.expand_as(b)
-    return {"equal": torch.equal(e, ea), "strides": (tuple(e.stride()), tuple(ea.stride()))}
+    return {"equal": torch.equal(e, ea), "strides": (tuple(e.stride()), tuple(ea.stride())), "elements": e.numel()}
 
 
 def _j_expand_equals_expand_as(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:  # any two empty tensors of one shape are equal
+        return no_elements("the expanded tensor")
     if f["equal"] and f["strides"][0] == f["strides"][1]:
         return "true", f"equal values, same strides {f['strides'][0]}: b lends only its shape"
     return "false", f"equal: {f['equal']}, strides {f['strides']}"

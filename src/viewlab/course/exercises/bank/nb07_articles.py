@@ -83,7 +83,7 @@ register(
         statement=(
             "Given a per-entry loss of shape (B, L, V) (token position, vocabulary entry) and a 0/1 float mask "
             "`keep` of shape (B, L) (1 = real token), return the (B, L, V) loss with every entry of a padding "
-            "token set to 0. Give the mask a size-1 dimension where it must broadcast (claim B13 puts that "
+            "token set to 0 (every loss drawn is finite). Give the mask a size-1 dimension where it must broadcast (claim B13 puts that "
             "dimension in the wrong place). Rules: no expand and no repeat, and new bytes may peak at the result, "
             "one tensor the size of the mask and one scalar (measured), so no copied or gathered (B, L, V) mask either."
         ),
@@ -97,7 +97,9 @@ register(
             "stands. What shape must the mask take instead, and which view gets it there without copying?",
         ),
         why=(
-            "keep[:, :, None] has shape (B, L, 1), which lines up with (B, L, V) and is stretched over V.",
+            "keep[:, :, None] has shape (B, L, 1), which lines up with (B, L, V) and is stretched over V; "
+            "multiplying by it zeros a finite loss only (inf * 0 is nan), torch.where(keep[:, :, None] == 1, loss, "
+            "0.0) zeros any.",
             "keep[:, None, :] is (B, 1, L): it lines L up with V, an error or, when L == V, a wrong answer.",
         ),
         wrong=(
