@@ -128,8 +128,8 @@ def test_an_empty_tensor_is_contiguous_whatever_its_strides(t):
 
 @pytest.mark.rule(
     "01",
-    "The result is a view, and it is **not contiguous** unless one of the two sizes is 0 or 1 (section 1 checked "
-    "`zeros(4, 1).t()`).",
+    "The result is a view, and the transpose of a contiguous matrix is **not contiguous** unless one of the two sizes "
+    "is 0 or 1",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -139,6 +139,7 @@ def test_the_transpose_of_a_matrix_is_contiguous_only_with_a_size_0_or_1(shape):
     xt = x.t()
     assert xt._base is not None and _same_storage(xt, x) and xt.stride() == x.stride()[::-1]
     assert xt.is_contiguous() == (min(shape) <= 1)
+    assert xt.t().is_contiguous()  # a transpose of a transpose is the contiguous matrix again
 
 
 @pytest.mark.rule(
@@ -361,8 +362,8 @@ def advanced_indices(draw, shape: tuple[int, ...]):
 
 @pytest.mark.rule(
     "01",
-    "Indexing with a list, a tensor of indices or a boolean mask (**advanced indexing**) returns a copy — the "
-    "selected elements need not form a regular stride pattern.",
+    "Indexing with a list of integers, a tensor of indices or a boolean mask (**advanced indexing**) returns a copy — "
+    "the selected elements need not form a regular stride pattern.",
 )
 @pytest.mark.rule("01", "A 0-d integer tensor is the exception: `x[torch.tensor(1)]` counts as `x[1]`, a view.")
 @pytest.mark.rule("01", "But a 0-d `uint8` tensor is read as a mask, as `bool` is: a copy with a new leading dim.")
@@ -381,6 +382,38 @@ def test_advanced_indexing_copies_except_a_0d_integer_tensor(case):
     assert _same_storage(result, t) == (kind == "0-d int tensor")
     if kind in ("0-d uint8 tensor", "bool scalar", "python bool"):
         assert result.shape == (int(index), *t.shape)  # a mask of one: a leading dim of size 0 or 1
+
+
+@pytest.mark.rule(
+    "01",
+    "A list holding a slice, `None`, `...` or a list is read as a tuple, with a deprecation warning: "
+    "`x[[0, slice(None)]]` is the view `x[0, :]`, and `x[[[0, 1], [1, 2]]]` picks two elements where NumPy picks rows.",
+)
+@pytest.mark.nb01
+@RULE_SETTINGS
+@given(
+    layouts(dims=(2, 3), side=(1, 4)).flatmap(
+        lambda t: st.tuples(
+            st.just(t),
+            st.lists(
+                st.one_of(st.integers(0, t.shape[0] - 1), st.just(slice(None)), st.just(None), st.just(Ellipsis)),
+                min_size=1,
+                max_size=2,
+            ).filter(lambda seq: any(not isinstance(i, int) for i in seq) and seq.count(Ellipsis) <= 1),
+            st.lists(st.integers(0, 0), min_size=2, max_size=2),
+        )
+    )
+)
+def test_a_list_holding_a_non_integer_is_read_as_a_tuple(case):
+    t, seq, rows = case
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        as_list = t[list(seq)]
+    assert torch.equal(as_list, t[tuple(seq)]) and _same_storage(as_list, t)  # basic indexing: a view
+    pairs = [rows, [0] * len(rows)]  # a list of two index lists: one element per pair, as t[rows, [0, 0]]
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        picked = t[pairs]
+    assert torch.equal(picked, t[tuple(pairs)]) and picked.shape == (len(rows), *t.shape[2:])
+    assert t.detach().numpy()[pairs].shape == (2, len(rows), *t.shape[1:])  # NumPy: the list is one index, rows
 
 
 def _reads_each_element_once(t: torch.Tensor) -> bool:
@@ -592,7 +625,7 @@ def test_data_ptr_is_storage_start_plus_offset_or_0_when_empty(t, dtype):
 @pytest.mark.rule(
     "01",
     "`Tensor.storage()` returns a `TypedStorage`, which PyTorch has deprecated; it warns (the first time in a process), "
-    "as the next cell shows.",
+    "as notebook 09, section 1 (*One storage, another dtype*) shows.",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -725,8 +758,8 @@ def test_numpy_strides_are_torch_strides_times_itemsize(t, dtype):
 
 @pytest.mark.rule(
     "01",
-    "PyTorch strides are never negative, so no constructor can describe that memory: `from_numpy`, `torch.as_tensor` "
-    "and even `torch.tensor`, which copies everything else, refuse the array rather than copy it.",
+    "PyTorch strides are never negative, so every constructor refuses it (section 7), even `torch.tensor`, which "
+    "copies everything else.",
 )
 @pytest.mark.nb01
 @RULE_SETTINGS

@@ -180,6 +180,31 @@ def test_broadcasting_allocates_only_the_result(shapes, da, db):
     assert m.peak_bytes == out.untyped_storage().nbytes() == out.numel() * out.element_size()
 
 
+@pytest.mark.rule(
+    "02",
+    "mixed dtypes add a cast copy of one operand at its own size, seen only by the profiler.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(
+    broadcastable(n=2, max_rank=3),
+    st.sampled_from([torch.float32, torch.int32]),
+    st.sampled_from([torch.float32, torch.int64]),
+)
+def test_mixed_dtypes_cast_one_operand_at_its_own_size(shapes, da, db):
+    from viewlab import measure
+
+    a, b = torch.ones(shapes[0], dtype=da), torch.ones(shapes[1], dtype=db)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with measure(device="cpu") as m, torch.profiler.profile(profile_memory=True) as prof:
+            out = a + b
+    cast = sum(e.cpu_memory_usage for e in prof.key_averages() if e.key == "aten::_to_copy")
+    converted = [t for t in (a, b) if t.dtype != out.dtype]  # the operand whose dtype is not the result's
+    assert cast == sum(t.numel() for t in converted) * out.element_size()  # its own size, not the stretched one
+    assert m.peak_bytes == out.numel() * out.element_size()  # measure sees the result only
+
+
 # ----- 4. in place -------------------------------------------------------------------------------------------------
 def _in_place_works(big: torch.Tensor, small: torch.Tensor) -> bool:
     try:
@@ -201,8 +226,7 @@ def _in_place_works(big: torch.Tensor, small: torch.Tensor) -> bool:
 )
 @pytest.mark.rule(
     "02",
-    "A leaf that requires grad, or a view of one, refuses in-place writes while grad mode is on (`torch.no_grad()` "
-    "allows them: how optimizers update weights): autograd's rule (notebook 05), not broadcasting's.",
+    "A leaf that requires grad refuses any in-place write",
 )
 @pytest.mark.rule("02", "In-place ops never grow their target: `big += small` works, `small += big` cannot")
 @pytest.mark.nb02
@@ -501,13 +525,12 @@ def test_matmul_copies_exactly_when_the_batch_cannot_flatten_as_a_view(batch_a, 
     "02",
     "When the right operand is a plain matrix or a vector, as in `x @ W` with `x` of shape `(B, T, D)`, and `x`'s "
     "batch and row dims lie back to back (`stride[i] == stride[i+1] * size[i+1]` for each of them, as in a freshly "
-    "made `x`), there is no `bmm`: `matmul` views `x` as `(B·T, D)`, runs one `mm` (or `mv`) and views the result "
+    "made `x`) or `x` is empty, there is no `bmm`: `matmul` views `x` as `(B·T, D)`, runs one `mm` (or `mv`) and views the result "
     "back.",
 )
 @pytest.mark.rule(
     "02",
-    "When they do not (a transposed `x`; torch checks the strides even of a size-1 dim here, where a `view` would "
-    "merge), `matmul` expands `W` to the batch instead (stride 0, no copy of `W`) and runs `bmm`, flattening `x`'s "
+    "When they do not (a transposed `x`), `matmul` expands `W` to the batch instead (stride 0, no copy of `W`) and runs `bmm`, flattening `x`'s "
     "batch dims as above.",
 )
 @pytest.mark.rule(
