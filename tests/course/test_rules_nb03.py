@@ -42,6 +42,11 @@ def layouts(ndim=None):
     "`detach()` (notebook 01, section 5 (*What `detach()` shares*)) and `.data` share the storage but are not autograd "
     "views: `_is_view()` is False, their `_base` is `None`, and a view of them names *them*. Trust the storage pointer.",
 )
+@pytest.mark.rule(
+    "03",
+    "An inference tensor (created under `torch.inference_mode()`) has views that share its storage, yet their "
+    "`_base` is `None`.",
+)
 @RULE_SETTINGS
 @given(t=layouts(), chain=st.lists(st.integers(0, 3), max_size=4))
 def test_base_names_where_the_chain_of_views_started(t, chain):
@@ -66,7 +71,7 @@ def test_base_names_where_the_chain_of_views_started(t, chain):
     d = t.detach()
     d.zero_()
     assert t._version == d._version == before + 1  # detach() shares the counter
-    # beyond the notebook: a view of an inference tensor has no _base either
+    # a view of an inference tensor has no _base either; one taken in inference mode of an ordinary tensor has
     with torch.inference_mode():
         kept = t.unsqueeze(0)._base is root  # a view of an ordinary tensor, taken in inference mode
         made = t.clone()  # an inference tensor
@@ -189,7 +194,7 @@ def test_unfold_window_count_and_sharing(n, size, step):
     "03",
     "`unfold` checks its arguments against the tensor; `as_strided` checks little more than that sizes, strides and "
     "offset are non-negative and that every element it can reach lies inside the **storage** (on a meta tensor, "
-    "which has no storage, not even that).",
+    "whose storage holds no data, the bounds are not checked).",
 )
 @RULE_SETTINGS
 @given(
@@ -215,7 +220,7 @@ def test_as_strided_checks_only_the_signs_and_the_storage_bounds(stored, offset,
     if negative:
         assert not ok  # refused even when no element is reachable (size 0), on meta too
     elif meta:
-        assert ok  # no storage to check: any reach goes through
+        assert ok  # no data to check against: any reach goes through (the signs were checked above)
     else:
         assert ok == (not reachable or last < stored + 3)  # the whole storage, not the tensor's 'stored' elements
 
@@ -256,8 +261,9 @@ def test_channels_last_strides(img):
 )
 @pytest.mark.rule(
     "03",
-    "Where `C = 1` or `H·W = 1`, both orders coincide: `is_contiguous()` says True too, and converting returns the "
-    "tensor itself.",
+    "Where `C = 1` or `H·W = 1`, both orders coincide: `is_contiguous()` says True too, and "
+    "`contiguous(memory_format=...)` returns the tensor itself, while `.to(memory_format=...)` goes by the *suggested* "
+    "format (NCHW here) and copies.",
 )
 @pytest.mark.rule("03", "An empty `(0, 3, 4, 5)` is not channels_last: converting returns a new tensor.")
 @RULE_SETTINGS
@@ -272,10 +278,15 @@ def test_channels_last_is_contiguous_in_the_default_format_only_at_the_edges(img
         one_order = c == 1 or h * w == 1
         assert fresh.is_contiguous(memory_format=torch.channels_last) == one_order
         assert (fresh.contiguous(memory_format=torch.channels_last) is fresh) == one_order
+        if one_order and fresh.numel():  # both orders hold, NCHW is the suggested one: .to copies
+            moved = fresh.to(memory_format=torch.channels_last)
+            assert moved is not fresh and moved.untyped_storage().data_ptr() != fresh.untyped_storage().data_ptr()
 
 
 @pytest.mark.rule(
-    "03", "`channels_last` keeps the shape, changes the strides; converting copies unless already in that format."
+    "03",
+    "`channels_last` keeps the shape, changes the strides; `contiguous(memory_format=...)` copies unless already in "
+    "that format.",
 )
 @pytest.mark.rule("03", "Converting moves every element, so it copies.")
 @RULE_SETTINGS
