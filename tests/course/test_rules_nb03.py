@@ -225,7 +225,11 @@ def test_as_strided_checks_only_the_signs_and_the_storage_bounds(stored, offset,
         assert ok == (not reachable or last < stored + 3)  # the whole storage, not the tensor's 'stored' elements
 
 
-@pytest.mark.rule("03", "Its sizes and strides count storage elements, whatever the input's strides.")
+@pytest.mark.rule(
+    "03",
+    "Its sizes, strides and offset count storage elements, whatever the input's strides: offset 0 is storage "
+    "element 0, not `part[0]`.",
+)
 @RULE_SETTINGS
 @given(rows=st.integers(1, 4), cols=st.integers(1, 4), start=st.integers(0, 3), data=st.data())
 def test_as_strided_counts_in_storage_elements(rows, cols, start, data):
@@ -471,10 +475,11 @@ def test_tril_and_triu_skip_the_overlap_check_and_corrupt(rows, cols, upper, alo
 
 @pytest.mark.rule(
     "03",
-    "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`): they warn "
-    "(the warning is printed in full below), and where two indices meet one location one value wins, which one is "
-    "undefined (here the last, on CPU), with no error (`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves "
-    "`base[0] == 2`).",
+    "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`; "
+    "`index_add_` and `scatter_` check, above): they warn (the warning is printed in full below), and where two "
+    "indices meet one location one value wins, which one is undefined (here the last, on CPU), with no error "
+    "(`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves `base[0] == 2`; with `index_put_(..., accumulate=True)` the two "
+    "add up to 3).",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 4), write=st.sampled_from(sorted(ADVANCED)))
@@ -488,6 +493,18 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
     assert base[0].item() in {7.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0} and torch.equal(e, base.expand(rows, 4))
     if write.startswith("e[[0, 0]"):
         assert base[0].item() == 2.0
+    summed = torch.zeros(rows, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pair = (torch.tensor([0, 0]), torch.tensor([1, 2]))
+        summed.expand(rows, 4).index_put_(pair, torch.tensor([1.0, 2.0]), accumulate=True)
+    assert summed[0].item() == 3.0  # accumulate=True: both values land, added
+    for checked in (  # index-based writes that do check the region: refused, like add_
+        lambda t: t.index_add_(1, torch.tensor([0]), torch.ones(rows, 1)),
+        lambda t: t.scatter_(1, torch.zeros(rows, 1, dtype=torch.long), 1.0),
+    ):
+        with pytest.raises(RuntimeError, match="single memory location"):
+            checked(torch.zeros(rows, 1).expand(rows, 4))
 
 
 @pytest.mark.rule(
