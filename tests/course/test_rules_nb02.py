@@ -182,7 +182,7 @@ def test_broadcasting_allocates_only_the_result(shapes, da, db):
 
 @pytest.mark.rule(
     "02",
-    "mixed dtypes add a cast copy of one operand at its own size, seen only by the profiler.",
+    "on CPU, mixed dtypes add a cast copy of one operand at its own size, seen only by the profiler.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
