@@ -390,7 +390,7 @@ def test_a_boolean_mask_is_true_where_a_query_may_attend(case, data):
 @pytest.mark.rule(
     "04",
     "`nn.MultiheadAttention`'s `key_padding_mask` (what the `nn.Transformer*` layers' `*_key_padding_mask` becomes) "
-    "means the opposite, `True` = ignore: pass it `~keep`.",
+    "and boolean `attn_mask` mean the opposite, `True` = ignore: pass `~keep`, `~causal_mask(L)`.",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(), data=st.data())
@@ -415,6 +415,14 @@ def test_key_padding_mask_is_true_where_a_key_is_ignored(case, data):
     with torch.no_grad():
         out, out_noise = (layer(t, src_key_padding_mask=~keep) for t in (x, noise))
     torch.testing.assert_close(out[keep], out_noise[keep])  # real tokens never read the padding
+    causal = causal_mask(lk)  # True = may attend, the course's convention
+    with torch.no_grad():
+        w_causal = mha(x, x, x, attn_mask=~causal)[1]
+        w_raw = mha(x, x, x, attn_mask=causal)[1]  # passed as is: MHA reads True as "ignore"
+    assert (w_causal.masked_select(~causal.expand_as(w_causal)) == 0).all()
+    torch.testing.assert_close(w_causal.sum(-1), torch.ones(b, lk))
+    early = w_raw[:, :-1]  # the last query bans every key as is: a NaN row
+    assert (early.masked_select(causal[:-1].expand_as(early)) == 0).all()  # so the earlier ones see only the future
 
 
 @pytest.mark.rule(
