@@ -250,8 +250,8 @@ def test_merging_heads_is_a_view_exactly_when(out):
 )
 @pytest.mark.rule(
     "04",
-    "A size-1 dim merges whatever its stride: with `L`, `H` or `Dh` equal to 1, even a contiguous output merges as a "
-    "view, and so does an empty tensor",
+    "A size-1 `H` or `Dh` merges whatever its stride, and at `L = 1` the heads sit `Dh` apart: so even a contiguous "
+    "output merges as a view, as does an empty tensor",
 )
 @pytest.mark.rule(
     "04",
