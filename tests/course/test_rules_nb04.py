@@ -16,7 +16,7 @@ from torch.nn.attention.bias import causal_lower_right
 from tests.conftest import RULE_SETTINGS
 from tests.course.learner_inputs import TENSOR_KINDS, attention_cases, learner_tensors
 from viewlab import measure
-from viewlab.attention import causal_mask, merge_heads, padding_mask, scaled_dot_product_attention
+from viewlab.attention import causal_mask, merge_heads, padding_mask, scaled_dot_product_attention, split_heads
 
 pytestmark = pytest.mark.nb04
 
@@ -73,7 +73,7 @@ def _merges_as_a_view(t: torch.Tensor, batch: tuple[int, ...]) -> bool:
 @pytest.mark.rule(
     "04",
     "Unlike element-wise broadcasting, this can copy: matmul merges the leading dims into one with `reshape`, which "
-    "copies an operand whose leading dims cannot merge as a view, at the full `B·H` batch size.",
+    "copies an operand whose leading dims cannot merge as a view.",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(), one_b=st.booleans(), one_h=st.booleans(), contiguous_q=st.booleans())
@@ -250,14 +250,13 @@ def test_merging_heads_is_a_view_exactly_when(out):
 )
 @pytest.mark.rule(
     "04",
-    "A size-1 dim merges whatever its stride: with `L`, `H` or `Dh` equal to 1, even a contiguous output merges as a "
-    "view, and so does an empty tensor",
+    "A size-1 `H` or `Dh` merges whatever its stride, and at `L = 1` the heads sit `Dh` apart: so even a contiguous "
+    "output merges as a view, as does an empty tensor",
 )
 @pytest.mark.rule(
     "04",
-    "it copies a contiguous `(B, H, L, Dh)` output (ours; SDPA on CPU for a contiguous `q`) unless `L`, `H` or `Dh` "
-    "is 1 or it is empty, and is a view when `out.transpose(1, 2)` is contiguous (SDPA's fused CPU kernel for split-head `q`; with "
-    "dropout it runs MATH, and the merge copies).",
+    "it copies a contiguous `(B, H, L, Dh)` output (ours; MATH, what dropout runs) unless `L`, `H` or `Dh` "
+    "is 1 or it is empty, and is a view when `out.transpose(1, 2)` is contiguous.",
 )
 @RULE_SETTINGS
 @given(b=st.integers(0, 2), h=dims, length=dims, dh=dims)
@@ -272,9 +271,10 @@ def test_merging_a_contiguous_output_copies_unless_a_dim_is_one(b, h, length, dh
 
 @pytest.mark.rule(
     "04",
-    "our attention and SDPA's MATH kernel return a contiguous tensor; SDPA's default CPU kernel returns one for a "
-    "contiguous `q` and a position-major one for heads from `split_heads`, but with `dropout_p > 0`, as in training, "
-    "falls back to MATH, and the merge copies",
+    "our attention and SDPA's MATH kernel return a contiguous tensor; SDPA's default CPU kernel keeps `q`'s order of "
+    "dims when `q`'s last stride is 1 (position-major for `split_heads` of a row-major `x`) and returns a contiguous "
+    "one otherwise (from a transposed `x`), but with `dropout_p > 0`, as in training, falls back to MATH, and the "
+    "merge copies",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(layouts=("contiguous", "split_heads")))
@@ -294,6 +294,39 @@ def test_the_output_layout_is_the_kernels_and_decides_the_merge(case):
     else:
         assert default.transpose(1, 2).is_contiguous()
         assert merge_heads(default)._base is not None  # so its merge is a view
+
+
+def _layout_sdpa_keeps(q: torch.Tensor) -> tuple[int, ...]:
+    """The strides SDPA's default CPU kernel gives its output: q's dim order if q's last stride is 1, else row-major."""
+    if q.stride(-1) != 1:
+        return torch.empty(q.shape).stride()
+    order = sorted(range(3), key=lambda d: -q.stride(d)) + [3]  # q's dims, outermost first
+    return torch.empty([q.shape[d] for d in order]).permute(*[order.index(d) for d in range(4)]).stride()
+
+
+@pytest.mark.rule(
+    "04",
+    "SDPA's default CPU kernel keeps `q`'s order of dims when `q`'s last stride is 1 (position-major for `split_heads` "
+    "of a row-major `x`) and returns a contiguous one otherwise (from a transposed `x`)",
+)
+@RULE_SETTINGS
+@given(
+    sizes=st.tuples(*[st.integers(2, 4)] * 4),
+    order=st.permutations(range(4)),
+    step=st.integers(1, 2),
+    extra=st.integers(0, 3),
+)
+def test_sdpa_cpu_output_follows_q_when_its_last_stride_is_1(sizes, order, step, extra):
+    stored_sizes = [sizes[i] for i in order]
+    stored_sizes[order.index(3)] = sizes[3] * step + extra  # a strided or padded head dim: not dense
+    q = torch.randn(stored_sizes).permute(*[order.index(i) for i in range(4)])[..., : sizes[3] * step : step]
+    out = F.scaled_dot_product_attention(q, q, q)
+    assert out.stride() == _layout_sdpa_keeps(q)
+    b, h, length, dh = q.shape
+    x_t = torch.randn(b, h * dh, length).transpose(1, 2)  # a transposed x: split_heads gives last stride L
+    heads_t = split_heads(x_t, h)
+    out_t = F.scaled_dot_product_attention(heads_t, heads_t, heads_t)
+    assert out_t.is_contiguous() and merge_heads(out_t)._base is None  # so the merge copies
 
 
 @st.composite
@@ -357,7 +390,7 @@ def test_a_boolean_mask_is_true_where_a_query_may_attend(case, data):
 @pytest.mark.rule(
     "04",
     "`nn.MultiheadAttention`'s `key_padding_mask` (what the `nn.Transformer*` layers' `*_key_padding_mask` becomes) "
-    "means the opposite, `True` = ignore: pass it `~keep`.",
+    "and boolean `attn_mask` mean the opposite, `True` = ignore: pass `~keep`, `~causal_mask(L)`.",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(), data=st.data())
@@ -382,6 +415,14 @@ def test_key_padding_mask_is_true_where_a_key_is_ignored(case, data):
     with torch.no_grad():
         out, out_noise = (layer(t, src_key_padding_mask=~keep) for t in (x, noise))
     torch.testing.assert_close(out[keep], out_noise[keep])  # real tokens never read the padding
+    causal = causal_mask(lk)  # True = may attend, the course's convention
+    with torch.no_grad():
+        w_causal = mha(x, x, x, attn_mask=~causal)[1]
+        w_raw = mha(x, x, x, attn_mask=causal)[1]  # passed as is: MHA reads True as "ignore"
+    assert (w_causal.masked_select(~causal.expand_as(w_causal)) == 0).all()
+    torch.testing.assert_close(w_causal.sum(-1), torch.ones(b, lk))
+    early = w_raw[:, :-1]  # the last query bans every key as is: a NaN row
+    assert (early.masked_select(causal[:-1].expand_as(early)) == 0).all()  # so the earlier ones see only the future
 
 
 @pytest.mark.rule(
@@ -632,7 +673,8 @@ def test_on_cpu_flash_takes_masks(case, kind):
 
 @pytest.mark.rule(
     "04",
-    "Given `attn_mask=` and `is_causal=True` together, the default CPU kernel applies both, but MATH, the kernel any "
+    "Given `attn_mask=` and `is_causal=True` together, the default CPU kernel applies both (undocumented: the docs "
+    "say this raises), but MATH, the kernel any "
     "call with `dropout_p > 0` runs on CPU, refuses them (next cell). For padding plus causal, pass one mask: "
     "`pad & causal_mask(Lq, Lk)`.",
 )
