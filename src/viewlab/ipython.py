@@ -6,7 +6,8 @@
   holder is walked into containers, ``nn.Module`` parameters and buffers, NumPy arrays sharing a tensor's storage
   and objects' attributes, six levels deep; a tensor is IPython's only if no variable of yours reaches
   its storage by the same walk. Not seen: closures, ``functools.partial``, ``__slots__``, dict keys (only values
-  are walked), bound methods (``obj.method`` does not lead to ``obj``), C objects, past 50,000 objects a walk.
+  are walked), bound methods (``obj.method`` does not lead to ``obj``), C objects, past 50,000 new objects from
+  one name (each of your variables and each holder has its own 50,000, so a big list hides nothing after it).
 
 Nothing here imports IPython at module load.
 
@@ -30,7 +31,7 @@ from ._dispatch import storages_of
 from ._format import exact_bytes
 
 __all__ = ["in_kernel", "on_colab", "HeldTensor", "held_by_ipython", "release_ipython_refs"]
-_DEPTH, _BUDGET = 6, 50_000  # levels followed from one name; objects looked at per walk (a list of a million)
+_DEPTH, _BUDGET = 6, 50_000  # levels followed from one name; new objects looked at from one name (a list of a million)
 
 
 def in_kernel() -> bool:
@@ -85,14 +86,18 @@ class HeldTensor:
         return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {exact_bytes(self.bytes)})"
 
 
-def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEPTH) -> None:
-    """Append ``(path, tensor)`` for every tensor ``value`` reaches; ``seen``: ids already walked (and skipped)."""
-    if depth < 0 or value is None or isinstance(value, _LEAVES) or id(value) in seen or len(seen) > _BUDGET:
+def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEPTH, stop: int | None = None) -> None:
+    """Append ``(path, tensor)`` for every tensor ``value`` reaches; ``seen``: ids already walked (and skipped).
+    ``stop``: the size of ``seen`` at which this walk ends, ``_BUDGET`` new objects past its size at the start, so
+    each name walked into a shared ``seen`` has a budget of its own."""
+    stop = len(seen) + _BUDGET if stop is None else stop
+    if depth < 0 or value is None or isinstance(value, _LEAVES) or id(value) in seen or len(seen) > stop:
         return
     seen.add(id(value))
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor):  # a leaf's .grad, and a non-leaf's kept by retain_grad()
         found.append((where, value))
-        items = [(".grad", value.grad)] if value.is_leaf and not value.is_nested else []
+        keeps_grad = (value.is_leaf or value.retains_grad) and not value.is_nested
+        items = [(".grad", value.grad)] if keeps_grad else []
     elif isinstance(value, torch.nn.Module):  # parameters and buffers of every layer, then its other attributes
         items = [(f".{n}", t) for n, t in [*value.named_parameters(), *value.named_buffers()]]
         items += [(f".{k}", v) for k, v in vars(value).items() if k not in ("_parameters", "_buffers")]
@@ -107,7 +112,7 @@ def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEP
         items = [(f".{k}", v) for k, v in list(attrs.items())] if isinstance(attrs, dict) else []
         items += [(".args", value.args)] if isinstance(value, BaseException) else []
     for step, item in items:
-        _walk(where + step, item, found, seen, depth - 1)
+        _walk(where + step, item, found, seen, depth - 1, stop)
 
 
 def _shell(ip: Any, sources: Any) -> tuple[Any, tuple[str, ...]]:

@@ -350,3 +350,25 @@ def test_cycles_and_deep_nesting_end_the_walk():
         deep = [deep]
     shell = SimpleNamespace(user_ns={"Out": {1: looped, 2: deep}})
     assert [(h.where, h.bytes) for h in held_by_ipython(shell)] == [("Out[1][0]", looped[0].untyped_storage().nbytes())]
+
+
+def test_each_name_has_its_own_budget_so_a_big_list_hides_nothing_after_it():
+    kept = torch.ones(250)
+    junk = [(i,) for i in range(60_000)]  # 60,000 objects: past one name's budget of 50,000
+    shell = SimpleNamespace(user_ns={"junk": junk, "kept": kept, "Out": {1: kept}})
+    assert held_by_ipython(shell) == [] and release_ipython_refs(shell) == 0
+    # Within one name the budget still ends the walk: a tensor past 60,000 objects of one list is not reached.
+    late = torch.ones(100)
+    shell = SimpleNamespace(user_ns={"junk": [*junk, late], "Out": {1: late}})
+    assert [(h.where, h.bytes) for h in held_by_ipython(shell)] == [("Out[1]", 400)]
+
+
+def test_a_non_leafs_retained_grad_is_followed_and_a_plain_non_leaf_has_none():
+    w = torch.ones(3, requires_grad=True)
+    y, z = w * 2, w * 3
+    y.retain_grad()
+    (y.sum() + z.sum()).backward()
+    shell = SimpleNamespace(user_ns={"y": y, "z": z, "Out": {1: y.grad}})
+    assert held_by_ipython(shell) == [] and release_ipython_refs(shell) == 0
+    shell = SimpleNamespace(user_ns={"z": z, "Out": {1: y.grad}})  # z keeps no grad: Out's is IPython's
+    assert [(h.where, h.bytes) for h in held_by_ipython(shell)] == [("Out[1]", 12)]
