@@ -96,10 +96,14 @@ def test_a_result_of_zero_elements_is_not_checkable(claim_id):
 
 
 def test_empty_tensors_share_a_data_pointer_but_no_storage():
-    """Why A05 and A28 judge no empty tensor: any two have data pointer 0, shared or not."""
+    """Why A05 and A28 judge no empty tensor: new 0-byte storages all have data pointer 0, shared or not (an empty
+    slice, though, keeps its parent's pointer)."""
     a, b = torch.empty(0), torch.empty(0)
     assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() == 0
     assert not viewlab.shares_storage(a, b)
+    x = torch.arange(3.0)
+    assert x[3:].untyped_storage().data_ptr() == x.untyped_storage().data_ptr() != 0
+    assert viewlab.shares_storage(x[3:], x)
 
 
 def test_every_input_that_names_what_is_tried_is_emptied_above():

@@ -318,3 +318,20 @@ def test_a31_saving_does_not_depend_on_the_values(frames, features, seed):
     facts = get("A31").evidence(frames=frames, features=features, seed=seed)
     assert all(v["smooth"] == v["noise"] for v in facts["savings"].values())
     assert judge(get("A31"), facts)[0] == "false"
+
+
+def test_a19_names_the_gap_from_the_numbers():
+    """The same work: the verdict calls the gap the extra view's overhead only when repeat is slower in every round
+    by about what a view costs; a gap inside the spread, or one the rounds disagree on, is noise."""
+    c = get("A19")
+    real = c.evidence(rows=8, features=16)
+    e, op = real["expand_median_s"], real["view_op_s"]
+    overhead = {**real, "repeat_median_s": e + op, "repeat_over_expand_by_round": [1.01, 1.02, 1.01]}
+    overhead |= {"expand_iqr_s": op / 100, "repeat_iqr_s": op / 100}
+    assert "that overhead" in judge(c, overhead)[1]
+    noise = {**real, "repeat_median_s": e - 11e-6, "expand_iqr_s": 4e-5, "repeat_iqr_s": 5e-5}
+    noise["repeat_over_expand_by_round"] = [0.4, 1.2, 0.8]
+    verdict, why = judge(c, noise)
+    assert verdict == "false" and "inside the spread" in why and "that overhead" not in why
+    disagree = {**noise, "expand_iqr_s": 1e-7, "repeat_iqr_s": 1e-7}
+    assert "rounds disagree" in judge(c, disagree)[1]

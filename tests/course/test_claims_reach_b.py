@@ -366,3 +366,13 @@ def test_b20_autograd_reduces_an_expanded_gradient(pair):
         assert facts["autograd_summed_it"] and verdict(bl.B20, facts) == "misleading"
     else:
         assert verdict(bl.B20, facts) == NOT_CHECKABLE
+
+
+def test_b04_matmul_copies_only_where_it_flattens_batch_dims():
+    cases = bb._ev_weights_times_features()["matmul_cases"]
+    assert cases["(2, 1, 3, 4) @ (5, 4, 6)"]["clone_bytes"] == [480, 960]
+    assert cases["(1, 3, 4) @ (5, 4, 6)"]["clone_bytes"] == [] and "expand" in cases["(1, 3, 4) @ (5, 4, 6)"]["ops"]
+    assert "expand" not in cases["(5, 3, 4) @ (1, 4, 6)"]["ops"]
+    assert all(c["new_bytes"] == c["result_bytes"] for k, c in cases.items() if not c["clone_bytes"])
+    why = judge(bb.B04, bb._ev_weights_times_features())[1]
+    assert "(1, 3, 4) @ (5, 4, 6) expands and views, copying nothing" in why and "each broadcast operand" not in why

@@ -144,7 +144,11 @@ def _j_table_times(f: Mapping[str, Any]) -> Verdict:
     expand_why += f" (slowest of {', '.join(f['expand_devices'])}; expand runs only {', '.join(f['expand_ops'])})"
     if f["repeat_median_s"] is None:
         if expand_v == "false":
-            return "false", f"the expand half is wrong on any device: {expand_why}; the repeat half needs a CUDA GPU"
+            return "false", (
+                f"the expand half is wrong on any device, inferred from {' and '.join(f['expand_devices'])}, where "
+                f"expand is the same host-side operation as on a GPU (it launches no kernel): {expand_why}; the "
+                "repeat half needs a CUDA GPU"
+            )
         return (
             NOT_CHECKABLE,
             f"needs a CUDA GPU for the repeat half (the article's RTX 3090); expand half: {expand_why}",

@@ -108,6 +108,7 @@ def _ev_two_kinds(*, ops: tuple[str, ...] = tuple(VIEW_OR_COPY_OPS), rows: int =
     """Each named operation of :data:`~._evidence.VIEW_OR_COPY_OPS`, on a contiguous (rows, cols) tensor and on its transpose."""
     plain = torch.arange(float(rows * cols)).view(rows, cols)
     flipped = plain.t()
+    line = torch.arange(float(rows * cols))
 
     def kind(out: torch.Tensor, t: torch.Tensor) -> str:  # the input object itself is neither a new view nor a copy
         return "itself" if out is t else "view" if shares_storage(out, t) else "copy"
@@ -119,6 +120,8 @@ def _ev_two_kinds(*, ops: tuple[str, ...] = tuple(VIEW_OR_COPY_OPS), rows: int =
         "always_view": sorted(n for n, (a, b) in kinds.items() if a == b == "view"),
         "always_copy": sorted(n for n, (a, b) in kinds.items() if a == b == "copy"),
         "always_itself": sorted(n for n, (a, b) in kinds.items() if a == b == "itself"),
+        # a third outcome on a 1-D input: some of them hand it back itself
+        "itself_for_1d": sorted(n for n in ops if kind(VIEW_OR_COPY_OPS[n](line), line) == "itself"),
     }
 
 
@@ -136,9 +139,10 @@ def _j_two_kinds(f: Mapping[str, Any]) -> Verdict:
             f"and {_KIND_WORDS[b]} a transposed one"
             for (a, b), names in groups.items()
         )
+        one_d = [n for n in f["depends_on_layout"] if n in f.get("itself_for_1d", []) and f["kinds"][n][0] != "itself"]
         return "false", f"{said}: they belong to neither class ({classes})" + (
             f"; {itself}" if f["always_itself"] else ""
-        )
+        ) + (f"; a 1-D input comes back itself from {', '.join(one_d)}" if one_d else "")
     if f["always_itself"]:
         return "misleading", f"no operation tried depends on the layout, but there is a third answer: {itself}"
     return "true", f"every operation tried is always a view or always a copy ({classes})"
@@ -208,7 +212,7 @@ def _ev_storage_pointer(*, shape: tuple[int, ...] = (1, 512), size: tuple[int, .
 
 
 def _j_storage_pointer(f: Mapping[str, Any]) -> Verdict:
-    if f["elements"] == 0:  # two empty tensors both have data pointer 0, shared or not
+    if f["elements"] == 0:  # new empty storages all have data pointer 0, shared or not
         return no_elements("the expanded tensor")
     note = f'; Tensor.storage() warns: "{f["warning"]}" (claim A28)' if f["warning"] else ""
     if f["equal"]:
@@ -387,26 +391,45 @@ def _ev_storage_api(
         return error, error is None and call(base.expand(*size)) == call(base)
 
     (error, agree), warning = storage_call(probe)
+    # Where equal pointers mislead: new 0-byte storages all have pointer 0, while an empty slice keeps its parent's.
+    fresh = torch.empty(0), torch.zeros(2, 0)
+    parent = torch.arange(3.0)
     return {
         "method": f"Tensor.{method}()",
         "error": error,
         "agree": agree,
         "warning": warning,
         "elements": base.numel(),
+        "new_empty_pointers": [t.untyped_storage().data_ptr() for t in fresh],
+        "new_empties_share": shares_storage(*fresh),
+        "empty_slice_keeps_parent_pointer": parent[3:].untyped_storage().data_ptr()
+        == parent.untyped_storage().data_ptr(),
     }
 
 
+def _pointer_caveat(f: Mapping[str, Any]) -> str:
+    """Why equal pointers do not mean shared memory, from the empty tensors the evidence made."""
+    first, second = f["new_empty_pointers"]
+    kept = f["empty_slice_keeps_parent_pointer"]
+    if first != second or f["new_empties_share"]:
+        return ""
+    return (
+        f" -- and pointer equality is no test of sharing: two new empty tensors (torch.empty(0), torch.zeros(2, 0)) "
+        f"both have pointer {first} and share nothing, while an empty slice x[3:] "
+        + ("keeps its parent's pointer" if kept else "gets a pointer of its own")
+        + " (viewlab.shares_storage tells them apart)"
+    )
+
+
 def _j_storage_api(f: Mapping[str, Any]) -> Verdict:
-    if f["elements"] == 0:  # two empty tensors both have data pointer 0, shared or not
+    if f["elements"] == 0:  # an empty tensor of new 0-byte storage has data pointer 0, like any other
         return no_elements("the tensor")
     if f["error"] or not f["agree"]:
         return "false", f"{f['method']}.data_ptr() does not answer the question: {f['error'] or 'the pointers differ'}"
     if f["warning"] and "deprecated" in f["warning"].lower():
         return "misleading", (
             f"{f['method']}.data_ptr() still agrees for a view, but the call warns "
-            f'"{f["warning"]}": the article teaches a deprecated API; untyped_storage() is the current one -- and '
-            "pointer equality is no test of sharing: any two empty tensors have pointer 0 (viewlab.shares_storage "
-            "tells them apart)"
+            f'"{f["warning"]}": the article teaches a deprecated API; untyped_storage() is the current one{_pointer_caveat(f)}'
         )
     return "true", f"{f['method']}.data_ptr() agrees for a view, without a warning"
 

@@ -139,7 +139,13 @@ _OTHER_BROADCASTS = {
         torch.zeros(1, 7, dtype=torch.bool), 0.0
     ),
 }
-_MATMUL = next(iter(_OTHER_BROADCASTS))
+#: matmul broadcasts batch dims three ways: two batch dims, one broadcast, flattened into one (a copy of each
+#: expanded operand); one broadcast batch dim (expand and view, no copy); a batch of 1 against a batch (folded into mm).
+_MATMULS = {
+    "(2, 1, 3, 4) @ (5, 4, 6)": ((2, 1, 3, 4), (5, 4, 6)),
+    "(1, 3, 4) @ (5, 4, 6)": ((1, 3, 4), (5, 4, 6)),
+    "(5, 3, 4) @ (1, 4, 6)": ((5, 3, 4), (1, 4, 6)),
+}
 
 
 def _ev_weights_times_features(w_shape: tuple[int, ...] = (2, 1), f_shape: tuple[int, ...] = (2, 7)) -> Facts:
@@ -153,8 +159,17 @@ def _ev_weights_times_features(w_shape: tuple[int, ...] = (2, 1), f_shape: tuple
         with OpNames() as seen:
             fn()
         dispatched[name] = [n for n in seen.names if n not in ("ones", "zeros")]
-    with measure(log_ops=True) as mm:  # what matmul's expands cost: each is followed by a clone of the operand
-        _OTHER_BROADCASTS[_MATMUL]()
+    matmuls = {}
+    for case, (a_shape, b_shape) in _MATMULS.items():  # what matmul's broadcasting costs: operators, their bytes
+        a, b = torch.ones(a_shape), torch.ones(b_shape)
+        with measure(log_ops=True) as mm:
+            product = a @ b
+        matmuls[case] = {
+            "ops": [op.name.split(".")[1] for op in mm.ops],
+            "clone_bytes": [op.bytes for op in mm.ops if op.name.startswith("aten.clone")],
+            "new_bytes": sum(op.bytes for op in mm.ops),
+            "result_bytes": product.nbytes,
+        }
     elements = 0 if out is None else out.numel()
     return {
         "error": err,
@@ -165,8 +180,23 @@ def _ev_weights_times_features(w_shape: tuple[int, ...] = (2, 1), f_shape: tuple
         "expand_as_gives_the_same": out is not None and torch.equal(w.expand_as(feats) * feats, out),
         "expand_as_bytes": aligned_bytes,
         "other_operators_dispatch": dispatched,
-        "matmul_clone_bytes": [op.bytes for op in mm.ops if op.name.startswith("aten.clone")],
+        "matmul_cases": matmuls,
+        "matmul_clone_bytes": matmuls[next(iter(_MATMULS))]["clone_bytes"],
     }
+
+
+def _matmul_case(case: str, seen: Mapping[str, Any]) -> str:
+    """How one broadcasting matmul paid for its batch dims, from the operators it ran and the bytes they made."""
+    if seen["clone_bytes"]:
+        return f"{case} copies each expanded operand (clone: {' B and '.join(f'{b:,}' for b in seen['clone_bytes'])} B)"
+    kernel = next((op for op in seen["ops"] if op in ("mm", "bmm")), "its kernel")
+    if "expand" in seen["ops"]:
+        how = f"{case} expands and views"
+    else:
+        how = f"{case} folds into one {kernel} with no expand at all"
+    if seen["new_bytes"] == seen["result_bytes"]:
+        return f"{how}, copying nothing (new bytes: only the {seen['result_bytes']:,} B result)"
+    return f"{how} ({seen['new_bytes']:,} new bytes for a {seen['result_bytes']:,} B result)"
 
 
 def _j_weights_times_features(f: Mapping[str, Any]) -> Verdict:
@@ -190,11 +220,12 @@ def _j_weights_times_features(f: Mapping[str, Any]) -> Verdict:
         f"that do expand as part of their own work ({', '.join(with_expand) or 'none'} here, as a dispatch mode "
         "sees; masked_fill too, inside its kernel, below what a dispatch mode sees) never call expand_as"
         + (
-            f"; and matmul's expands are not free: each broadcast operand is then copied (clone: "
-            f"{' B and '.join(f'{b:,}' for b in f['matmul_clone_bytes'])} B here), where element-wise broadcasting "
-            "copies nothing (B01)"
-            if f["matmul_clone_bytes"]
-            else ""
+            "; and matmul's broadcasting is free only sometimes: "
+            + "; ".join(_matmul_case(case, seen) for case, seen in f["matmul_cases"].items())
+            + " -- it copies where two batch dims, one of them broadcast, must be flattened into one; element-wise "
+            "broadcasting copies nothing (B01)"
+            if any(seen["clone_bytes"] for seen in f["matmul_cases"].values())
+            else "; element-wise broadcasting copies nothing (B01)"
         )
     )
 

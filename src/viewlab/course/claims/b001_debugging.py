@@ -119,7 +119,9 @@ def _j_checker(f: Mapping[str, Any]) -> Verdict:
         return nothing_tried("no pair of shapes")
     if f["wrong"] == 0:
         return "true", f"agrees with PyTorch on all {f['pairs']:,} shape pairs"
-    more = ", every time a has more dims than b" if f["all_wrong_have_more_dims"] else ""
+    more = (
+        f" (all {f['wrong']:,} errors are pairs where a has more dims than b)" if f["all_wrong_have_more_dims"] else ""
+    )
     return "false", (
         f"wrong on {f['wrong']:,} of {f['pairs']:,} shape pairs{more}: for (1, 3) -> (3,) it says "
         f"{f['says_for_1x3_to_3']}, PyTorch says {f['torch_for_1x3_to_3']} (zip stops at the shorter shape)"
@@ -324,7 +326,7 @@ def _j_guarded(f: Mapping[str, Any]) -> Verdict:
         return "misleading", (
             f"the guard catches {f['mismatches_caught_by_assert']:,} mismatches with an early message but "
             f"lets {f['mismatches_missed']:,} through to PyTorch's own error (e.g. (1, 3) -> (3,): "
-            f"{f['missed_example']}); PyTorch's error already names the sizes and the dimension"
+            f"{f['missed_example']}); PyTorch's own errors already say what does not fit"
         )
     return "true", f"the guard caught every one of {f['mismatches_caught_by_assert']:,} mismatches"
 

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from viewlab.course.exercises import Exercise, Rules, register, tensors
+from viewlab.course.exercises.rules import named_rule
 
 
 def _any_tensor() -> Any:
@@ -25,6 +26,24 @@ def _safe_copy(x: torch.Tensor) -> torch.Tensor:
     return x.clone()
 
 
+def _writable(args: tuple[Any, ...], result: Any) -> str | None:
+    """Every element of the result has memory of its own, so any in-place write works and changes one element
+    (claims A08, B09: a stride-0 copy refuses add_ and one write changes many)."""
+    if isinstance(result, torch.Tensor) and torch._debug_has_internal_overlap(result) == 1:
+        return (
+            f"the result (shape {tuple(result.shape)}, stride {result.stride()}) has elements "
+            "that share one memory location, so an in-place op on it raises and one write changes several elements; "
+            "copy the values into new memory of their own"
+        )
+    return None
+
+
+def _deepcopy(x: torch.Tensor) -> torch.Tensor:  # rule-breaking: keeps an expanded x's stride 0
+    import copy
+
+    return copy.deepcopy(x)
+
+
 register(
     Exercise(
         id="07-safe-copy",
@@ -32,12 +51,15 @@ register(
         statement=(
             "Given a tensor x of any shape (0-d included) and memory layout (contiguous, transposed, sliced, expanded), return a "
             "tensor with x's values that shares no memory with x, so that writing into it can never change x "
-            "(claim A09: contiguous() is not always a copy)."
+            "(claim A09: contiguous() is not always a copy), and whose every element has memory of its own, so that "
+            "any in-place write works (copy.deepcopy of an expanded x keeps its stride 0, claim A08)."
         ),
         signature="def safe_copy(x: torch.Tensor) -> torch.Tensor",
         reference=_safe_copy,
         inputs=_any_tensor,
         memory="copy",
+        extra=(named_rule("writable", _writable),),
+        examples=((torch.arange(3.0).view(3, 1).expand(3, 4),),),
         hints=(
             "Which method returns new memory whatever the input's layout -- and which one returns x itself "
             "when x is already contiguous?",
@@ -50,6 +72,7 @@ register(
         wrong=(
             (lambda x: x.contiguous(), "rule `must_copy`: the result shares memory with the input"),
             (lambda x: torch.cat([x]), "zero-dimensional tensor"),  # cat copies, but refuses a 0-d x
+            (_deepcopy, "rule `writable`"),
         ),
     )
 )
