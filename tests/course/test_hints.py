@@ -153,6 +153,7 @@ RULE_WORDS = {
     "max_new_bytes": r"\bnew bytes may peak\b|\bnew tensors peak\b",
     "predict_without_running": r"\bPredict\b",
     "view_when_possible": r"\bcopy only when it must\b",
+    "writable": r"\bmemory of its own\b",
 }
 
 

@@ -14,6 +14,7 @@ import torch
 
 from viewlab.course.exercises import Exercise, Rules, register, tensors
 from viewlab.course.exercises.rules import named_rule
+from viewlab.layout import layout
 
 
 def _any_tensor() -> Any:
@@ -29,7 +30,9 @@ def _safe_copy(x: torch.Tensor) -> torch.Tensor:
 def _writable(args: tuple[Any, ...], result: Any) -> str | None:
     """Every element of the result has memory of its own, so any in-place write works and changes one element
     (claims A08, B09: a stride-0 copy refuses add_ and one write changes many)."""
-    if isinstance(result, torch.Tensor) and torch._debug_has_internal_overlap(result) == 1:
+    # viewlab's exact test from shape and stride (torch's own overlap check is private and answers
+    # "too hard to tell" for some layouts)
+    if isinstance(result, torch.Tensor) and layout(result).overlaps:
         return (
             f"the result (shape {tuple(result.shape)}, stride {result.stride()}) has elements "
             "that share one memory location, so an in-place op on it raises and one write changes several elements; "
