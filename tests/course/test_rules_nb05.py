@@ -348,9 +348,9 @@ def test_sdpa_returns_zeros_for_a_fully_masked_row_unless_the_mask_is_finite(b, 
 
 @pytest.mark.rule(
     "05",
-    "`viewlab.watch_broadcasts()` reports only elementwise operators whose operands are stretched against each other"
-    " (no operand has the result's shape), and among those, one where a stretched size-1 dim was not made on purpose"
-    " inside the watched block",
+    "`viewlab.watch_broadcasts()` reports two kinds of call. First, an elementwise operator whose operands are"
+    " stretched against each other (no operand has the result's shape), when a stretched size-1 dim was not made on"
+    " purpose inside the watched block",
 )
 @pytest.mark.rule(
     "05",
@@ -394,7 +394,8 @@ def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim
 
 @pytest.mark.rule(
     "05",
-    "A one-sided broadcast is never reported, the square reduction bug `x - x.mean(1)` of notebook 02, section 5"
+    "An operator's one-sided broadcast is never reported, the square reduction bug `x - x.mean(1)` of notebook 02,"
+    " section 5"
     " (*Broadcasting after a reduction*) included.",
 )
 @RULE_SETTINGS
@@ -413,6 +414,69 @@ def test_watch_broadcasts_never_reports_a_one_sided_broadcast(n, m, op, reduce, 
         out = getattr(torch, op)(*((lost, x) if reduced_first else (x, lost)))  # the square bug: (n, n) again
         torch.randn(n, m) + torch.randn(m)  # a bias: one-sided too
     assert tuple(out.shape) == (n, n) and found == [], (n, m, op, reduce, found)
+
+
+# The eleven losses the watcher names, each called the way its signature wants (extra arguments after the pair).
+NAMED_LOSSES = {
+    "mse_loss": (),
+    "l1_loss": (),
+    "smooth_l1_loss": (),
+    "huber_loss": (),
+    "binary_cross_entropy": (),
+    "binary_cross_entropy_with_logits": (),
+    "soft_margin_loss": (),
+    "poisson_nll_loss": (),
+    "kl_div": (),
+    "hinge_embedding_loss": (),
+    "gaussian_nll_loss": ("var",),
+}
+
+
+@pytest.mark.rule(
+    "05",
+    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `binary_cross_entropy`, ...; not `cross_entropy`)"
+    " whenever input and target differ in shape",
+)
+@RULE_SETTINGS
+@given(
+    st.sampled_from(sorted(NAMED_LOSSES)),
+    shapes,
+    shapes,
+    st.sampled_from(["before", "view", "unsqueeze"]),
+)
+def test_watch_broadcasts_reports_a_named_loss_exactly_when_input_and_target_differ_in_shape(loss, a, b, made):
+    fn = getattr(F, loss)
+    target = torch.full(b, 0.5)
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own size warning of mse_loss and others
+        with watch_broadcasts(action=found.append):
+            # how the input's size-1 dims were made (before the block, or on purpose in it) does not matter
+            pred = {
+                "before": lambda: torch.full(a, 0.5),
+                "view": lambda: torch.full((int(np.prod(a)),), 0.5).view(a),
+                "unsqueeze": lambda: torch.full(a, 0.5).unsqueeze(0).squeeze(0),
+            }[made]()
+            extra = [torch.ones(b) for _ in NAMED_LOSSES[loss]]
+            try:
+                fn(pred, target, *extra)
+            except (RuntimeError, ValueError):  # torch refused the pair: its error, and no report
+                assume(False)
+    assert len(found) == (tuple(a) != tuple(b)), (loss, a, b, made, found)
+    assert all(f"functional.{loss} got input of shape {tuple(a)}" in r for r in found)
+
+
+@pytest.mark.rule("05", "eleven losses it names")
+@RULE_SETTINGS
+@given(st.integers(1, 4), st.integers(2, 4))
+def test_watch_broadcasts_names_eleven_losses_and_not_cross_entropy(n, classes):
+    from viewlab._stretch import _LOSSES
+
+    assert _LOSSES == set(NAMED_LOSSES) and len(_LOSSES) == 11
+    found = []
+    with watch_broadcasts(action=found.append):
+        F.cross_entropy(torch.randn(n, classes), torch.zeros(n, dtype=torch.int64))  # (N, C) and (N,): by design
+    assert found == []
 
 
 # SDPA's zeros for a fully masked row are SDPA's: MultiheadAttention gives nan there on its default path
@@ -614,6 +678,29 @@ def test_an_in_place_op_works_exactly_when_the_broadcast_shape_is_the_written_sh
     except RuntimeError:
         assume(False)
     assert _raises(lambda: torch.zeros(a).add_(torch.ones(b))) == (tuple(out) != tuple(a))
+
+
+@pytest.mark.rule("05", "Assignment `x[:] = v` differs: it drops `v`'s leading 1s first.")
+@RULE_SETTINGS
+@given(shapes.filter(len), shapes)
+def test_assignment_drops_the_values_leading_ones_then_needs_the_written_shape(a, b):
+    try:
+        torch.broadcast_shapes(a, b)
+    except RuntimeError:
+        assume(False)
+    stripped = tuple(b)
+    while stripped and stripped[0] == 1:
+        stripped = stripped[1:]
+    fits = len(stripped) <= len(a) and tuple(torch.broadcast_shapes(a, stripped)) == tuple(a)
+    x = torch.zeros(a)
+    try:
+        x[:] = torch.ones(b)
+        ran = True
+    except RuntimeError:
+        ran = False
+    assert ran == fits, (a, b)
+    assert not ran or x.eq(1).all()
+    assert _raises(lambda: torch.zeros(a).add_(torch.ones(b))) == (tuple(torch.broadcast_shapes(a, b)) != tuple(a))
 
 
 @pytest.mark.rule("05", "the three writes to index 2 all write the same value")
