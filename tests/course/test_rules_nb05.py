@@ -162,6 +162,20 @@ def test_in_place_writes_refuse_stride_0_only_and_other_overlap_is_written_once_
     assert _raises(lambda: t.__setitem__(..., 5)) == refused
 
 
+@pytest.mark.rule("05", "There `tril_` and `triu_` skip the check too, writing wrong values silently")
+@RULE_SETTINGS
+@given(st.integers(2, 4), st.integers(2, 4), st.sampled_from(["tril_", "triu_"]))
+def test_tril_and_triu_skip_the_overlap_check_and_write_wrong_values(n, m, op):
+    base = torch.ones(n, 1)
+    e = base.expand(n, m)  # a stride-0 dim of size m > 1: add_ would raise here
+    assert _raises(lambda: e.add_(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning either
+        getattr(e, op)()
+    meant = getattr(torch.ones(n, m), op[:-1])()
+    assert not torch.equal(e, meant)  # a zero written to one index lands on every index sharing its element
+
+
 @pytest.mark.rule(
     "05",
     "A write through a mask (`e[e >= 0] = 7`) or index lists, or by `index_put_`, `masked_fill_` or `index_fill_`, is"
