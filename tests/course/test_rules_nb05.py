@@ -952,6 +952,7 @@ def test_storage_pointers_are_equal_exactly_for_one_block_or_two_empty_ones(x, o
     "give dead rows finite scores before the softmax, then zero their weights (output 0); zeroing only after it leaves "
     "the gradient NaN with a `0` / `-inf` mask",
 )
+@pytest.mark.rule("05", "with a `0` / `-inf` mask added (not with `masked_fill`")
 @RULE_SETTINGS
 @given(
     st.lists(st.lists(st.booleans(), min_size=3, max_size=3), min_size=1, max_size=4).filter(
@@ -972,3 +973,7 @@ def test_a_dead_row_is_fixed_before_the_softmax_and_zeroing_after_it_leaves_nan_
     (grad_after,) = torch.autograd.grad((after @ w).sum(), scores)
     (grad_fixed,) = torch.autograd.grad((fixed @ w).sum(), scores)
     assert grad_after.isnan().any() and grad_fixed.isfinite().all()
+    filled = torch.where(dead, 0.0, scores.masked_fill(~keep, float("-inf")).softmax(-1))  # masked_fill's backward
+    torch.testing.assert_close(filled, fixed)  # zeroes the masked entries' gradient: finite, zeroed after or not
+    (grad_filled,) = torch.autograd.grad((filled @ w).sum(), scores)
+    assert grad_filled.isfinite().all()
