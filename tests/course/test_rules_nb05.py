@@ -162,6 +162,20 @@ def test_in_place_writes_refuse_stride_0_only_and_other_overlap_is_written_once_
     assert _raises(lambda: t.__setitem__(..., 5)) == refused
 
 
+@pytest.mark.rule("05", "There `tril_` and `triu_` skip the check too, writing wrong values silently")
+@RULE_SETTINGS
+@given(st.integers(2, 4), st.integers(2, 4), st.sampled_from(["tril_", "triu_"]))
+def test_tril_and_triu_skip_the_overlap_check_and_write_wrong_values(n, m, op):
+    base = torch.ones(n, 1)
+    e = base.expand(n, m)  # a stride-0 dim of size m > 1: add_ would raise here
+    assert _raises(lambda: e.add_(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning either
+        getattr(e, op)()
+    meant = getattr(torch.ones(n, m), op[:-1])()
+    assert not torch.equal(e, meant)  # a zero written to one index lands on every index sharing its element
+
+
 @pytest.mark.rule(
     "05",
     "A write through a mask (`e[e >= 0] = 7`) or index lists, or by `index_put_`, `masked_fill_` or `index_fill_`, is"
@@ -348,9 +362,9 @@ def test_sdpa_returns_zeros_for_a_fully_masked_row_unless_the_mask_is_finite(b, 
 
 @pytest.mark.rule(
     "05",
-    "`viewlab.watch_broadcasts()` reports only elementwise operators whose operands are stretched against each other"
-    " (no operand has the result's shape), and among those, one where a stretched size-1 dim was not made on purpose"
-    " inside the watched block",
+    "`viewlab.watch_broadcasts()` reports two kinds of call. First, an elementwise operator whose operands are"
+    " stretched against each other (no operand has the result's shape), when a stretched size-1 dim was not made on"
+    " purpose inside the watched block",
 )
 @pytest.mark.rule(
     "05",
@@ -394,7 +408,8 @@ def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim
 
 @pytest.mark.rule(
     "05",
-    "A one-sided broadcast is never reported, the square reduction bug `x - x.mean(1)` of notebook 02, section 5"
+    "An operator's one-sided broadcast is never reported, the square reduction bug `x - x.mean(1)` of notebook 02,"
+    " section 5"
     " (*Broadcasting after a reduction*) included.",
 )
 @RULE_SETTINGS
@@ -413,6 +428,69 @@ def test_watch_broadcasts_never_reports_a_one_sided_broadcast(n, m, op, reduce, 
         out = getattr(torch, op)(*((lost, x) if reduced_first else (x, lost)))  # the square bug: (n, n) again
         torch.randn(n, m) + torch.randn(m)  # a bias: one-sided too
     assert tuple(out.shape) == (n, n) and found == [], (n, m, op, reduce, found)
+
+
+# The eleven losses the watcher names, each called the way its signature wants (extra arguments after the pair).
+NAMED_LOSSES = {
+    "mse_loss": (),
+    "l1_loss": (),
+    "smooth_l1_loss": (),
+    "huber_loss": (),
+    "binary_cross_entropy": (),
+    "binary_cross_entropy_with_logits": (),
+    "soft_margin_loss": (),
+    "poisson_nll_loss": (),
+    "kl_div": (),
+    "hinge_embedding_loss": (),
+    "gaussian_nll_loss": ("var",),
+}
+
+
+@pytest.mark.rule(
+    "05",
+    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `binary_cross_entropy`, ...; not `cross_entropy`)"
+    " whenever input and target differ in shape",
+)
+@RULE_SETTINGS
+@given(
+    st.sampled_from(sorted(NAMED_LOSSES)),
+    shapes,
+    shapes,
+    st.sampled_from(["before", "view", "unsqueeze"]),
+)
+def test_watch_broadcasts_reports_a_named_loss_exactly_when_input_and_target_differ_in_shape(loss, a, b, made):
+    fn = getattr(F, loss)
+    target = torch.full(b, 0.5)
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own size warning of mse_loss and others
+        with watch_broadcasts(action=found.append):
+            # how the input's size-1 dims were made (before the block, or on purpose in it) does not matter
+            pred = {
+                "before": lambda: torch.full(a, 0.5),
+                "view": lambda: torch.full((int(np.prod(a)),), 0.5).view(a),
+                "unsqueeze": lambda: torch.full(a, 0.5).unsqueeze(0).squeeze(0),
+            }[made]()
+            extra = [torch.ones(b) for _ in NAMED_LOSSES[loss]]
+            try:
+                fn(pred, target, *extra)
+            except (RuntimeError, ValueError):  # torch refused the pair: its error, and no report
+                assume(False)
+    assert len(found) == (tuple(a) != tuple(b)), (loss, a, b, made, found)
+    assert all(f"functional.{loss} got input of shape {tuple(a)}" in r for r in found)
+
+
+@pytest.mark.rule("05", "eleven losses it names")
+@RULE_SETTINGS
+@given(st.integers(1, 4), st.integers(2, 4))
+def test_watch_broadcasts_names_eleven_losses_and_not_cross_entropy(n, classes):
+    from viewlab._stretch import _LOSSES
+
+    assert _LOSSES == set(NAMED_LOSSES) and len(_LOSSES) == 11
+    found = []
+    with watch_broadcasts(action=found.append):
+        F.cross_entropy(torch.randn(n, classes), torch.zeros(n, dtype=torch.int64))  # (N, C) and (N,): by design
+    assert found == []
 
 
 # SDPA's zeros for a fully masked row are SDPA's: MultiheadAttention gives nan there on its default path
@@ -590,7 +668,8 @@ def test_a_view_holds_the_whole_storage_after_del_and_a_clone_holds_its_own_byte
     assert kept.untyped_storage().nbytes() == kept.numel() * kept.element_size() and kept._base is None
 
 
-@pytest.mark.rule("05", "(not `contiguous()`: a contiguous slice, `acts[0]`, stays a view)")
+@pytest.mark.rule("05", "(not `contiguous()`: a contiguous slice, `acts[0]`, stays a view")
+@pytest.mark.rule("05", "`acts[:, 0]` is not contiguous, so here it copies by luck)")
 @RULE_SETTINGS
 @given(strided(min_dims=1), st.data())
 def test_contiguous_returns_a_contiguous_slice_itself_storage_and_all(x, data):
@@ -600,6 +679,8 @@ def test_contiguous_returns_a_contiguous_slice_itself_storage_and_all(x, data):
     assert (kept is part) == part.is_contiguous()  # only a slice that is not contiguous yet gets copied
     if part.is_contiguous():
         assert kept.untyped_storage().nbytes() == x.untyped_storage().nbytes()
+    else:  # the copy owns only its own elements: the big tensor can go
+        assert kept._base is None and kept.untyped_storage().nbytes() == kept.numel() * kept.element_size()
 
 
 @pytest.mark.rule(
@@ -614,6 +695,29 @@ def test_an_in_place_op_works_exactly_when_the_broadcast_shape_is_the_written_sh
     except RuntimeError:
         assume(False)
     assert _raises(lambda: torch.zeros(a).add_(torch.ones(b))) == (tuple(out) != tuple(a))
+
+
+@pytest.mark.rule("05", "Assignment `x[:] = v` differs: it drops `v`'s leading 1s first.")
+@RULE_SETTINGS
+@given(shapes.filter(len), shapes)
+def test_assignment_drops_the_values_leading_ones_then_needs_the_written_shape(a, b):
+    try:
+        torch.broadcast_shapes(a, b)
+    except RuntimeError:
+        assume(False)
+    stripped = tuple(b)
+    while stripped and stripped[0] == 1:
+        stripped = stripped[1:]
+    fits = len(stripped) <= len(a) and tuple(torch.broadcast_shapes(a, stripped)) == tuple(a)
+    x = torch.zeros(a)
+    try:
+        x[:] = torch.ones(b)
+        ran = True
+    except RuntimeError:
+        ran = False
+    assert ran == fits, (a, b)
+    assert not ran or x.eq(1).all()
+    assert _raises(lambda: torch.zeros(a).add_(torch.ones(b))) == (tuple(torch.broadcast_shapes(a, b)) != tuple(a))
 
 
 @pytest.mark.rule("05", "the three writes to index 2 all write the same value")
@@ -683,11 +787,7 @@ def _common_elements(x: torch.Tensor, y: torch.Tensor) -> set[int]:
     return {byte // x.element_size() for byte in bytes_read(x, 0) & bytes_read(y, shift)}
 
 
-@pytest.mark.rule(
-    "05",
-    "the item size and the storage's start, so it holds across storages and dtypes too (meta tensors aside: they have"
-    " no memory)",
-)
+@pytest.mark.rule("05", "answers it exactly, for any strides, and across storages and dtypes")
 @RULE_SETTINGS
 @given(strided(), st.data())
 def test_common_elements_finds_the_shared_bytes_across_dtypes_and_storages(x, data):
@@ -748,27 +848,30 @@ def _write_in_place(t: torch.Tensor, op: str) -> None:
         t.fill_(3)
     elif op == "setitem":
         t[...] = 0.5
+    elif op == "index +=":  # two in-place ops: add_ into the view t[0], then copy_ of it back into t
+        t[0] += 1
     else:  # zero_, on h, on a view of it or on h.detach()
         t.zero_()
 
 
 @pytest.mark.rule(
     "05",
-    "each in-place write through `t`, a view of it or `t.detach()` adds one, autograd records the version it saved, and"
-    " backward refuses when the two differ",
+    "each in-place op through `t`, a view of it or `t.detach()` adds one (`h[0] += 1` is two: an add into the view,"
+    " then a copy back), autograd records the version it saved, and backward refuses when the two differ",
 )
 @RULE_SETTINGS
 @given(
     st.integers(0, 4),
-    st.lists(st.sampled_from(["add_", "mul_", "zero_", "fill_", "setitem", "view", "detach"]), max_size=4),
+    st.lists(st.sampled_from(["add_", "mul_", "zero_", "fill_", "setitem", "index +=", "view", "detach"]), max_size=4),
 )
 def test_each_in_place_write_adds_one_and_backward_refuses_any(n, writes):
     w = torch.randn(n, requires_grad=True)
     h = w.sigmoid()
     saved = h._version
+    assume(n > 0 or "index +=" not in writes)  # t[0] needs an element
     for op in writes:
         _write_in_place({"view": h[: max(n - 1, 0)], "detach": h.detach()}.get(op, h), op)
-    assert h._version == saved + len(writes)
+    assert h._version == saved + sum(2 if op == "index +=" else 1 for op in writes)
     assert _raises(lambda: h.sum().backward()) == bool(writes)
 
 
@@ -849,6 +952,7 @@ def test_storage_pointers_are_equal_exactly_for_one_block_or_two_empty_ones(x, o
     "give dead rows finite scores before the softmax, then zero their weights (output 0); zeroing only after it leaves "
     "the gradient NaN with a `0` / `-inf` mask",
 )
+@pytest.mark.rule("05", "with a `0` / `-inf` mask added (not with `masked_fill`")
 @RULE_SETTINGS
 @given(
     st.lists(st.lists(st.booleans(), min_size=3, max_size=3), min_size=1, max_size=4).filter(
@@ -869,3 +973,7 @@ def test_a_dead_row_is_fixed_before_the_softmax_and_zeroing_after_it_leaves_nan_
     (grad_after,) = torch.autograd.grad((after @ w).sum(), scores)
     (grad_fixed,) = torch.autograd.grad((fixed @ w).sum(), scores)
     assert grad_after.isnan().any() and grad_fixed.isfinite().all()
+    filled = torch.where(dead, 0.0, scores.masked_fill(~keep, float("-inf")).softmax(-1))  # masked_fill's backward
+    torch.testing.assert_close(filled, fixed)  # zeroes the masked entries' gradient: finite, zeroed after or not
+    (grad_filled,) = torch.autograd.grad((filled @ w).sum(), scores)
+    assert grad_filled.isfinite().all()

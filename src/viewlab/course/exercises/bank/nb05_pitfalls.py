@@ -163,7 +163,7 @@ register(
         examples=((torch.tensor([[0, 2, 2, 2], [3, 1, 0, 2]]), 4),),
         hints=(
             "counts[rows, labels] += 1 reads the indexed entries (a copy), adds 1 and writes back: what happens "
-            "to the three writes to the same entry of row 0?",
+            "to three writes to the same entry, in a row with three equal labels?",
             "Some in-place indexed ops add every source value into its place, so duplicates add up; plain "
             "indexed assignment does not. Which of them can write along dim 1, row by row (or take a (B, 1) "
             "column of row numbers beside the labels), and what source values must it add?",
