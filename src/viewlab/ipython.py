@@ -5,7 +5,9 @@
   (``Out``, ``_``, ``_5``, their hidden and display-hook copies), the last result, the last stored error. Each
   holder is walked into containers, ``nn.Module`` parameters and buffers, NumPy arrays sharing a tensor's storage
   and objects' attributes, six levels deep; a tensor is IPython's only if no variable of yours reaches
-  its storage by the same walk. Not seen: closures, ``functools.partial``, ``__slots__``, dict keys (only values
+  its storage by the same walk. A tensor with an autograd graph (a ``loss`` left in ``Out``) is walked into the
+  tensors that graph saved for backward and the leaves it accumulates into, which die with it (one level: not into
+  their own graphs). Not seen: closures, ``functools.partial``, ``__slots__``, dict keys (only values
   are walked), bound methods (``obj.method`` does not lead to ``obj``), C objects, past 50,000 objects a walk.
 
 Nothing here imports IPython at module load.
@@ -85,6 +87,29 @@ class HeldTensor:
         return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {exact_bytes(self.bytes)})"
 
 
+def _graph_saved(fn: Any) -> list[tuple[str, Any]]:
+    """``(path, tensor)`` for every tensor the autograd graph from node ``fn`` saved for backward (and the leaves
+    it accumulates into): what keeps a 0-d ``loss`` from being 4 bytes."""
+    nodes, items, at, ids = [fn], [], 0, {id(fn)}
+    while at < len(nodes) and at < _BUDGET:  # nodes are kept in the list, so no id is reused during the walk
+        node, at = nodes[at], at + 1
+        for attr in [a for a in dir(node) if a.startswith("_saved_")] + (
+            ["variable"] if hasattr(node, "variable") else []
+        ):
+            try:
+                value = getattr(node, attr)
+            except RuntimeError:  # freed by a backward already: holds nothing
+                continue
+            for v in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(v, torch.Tensor):
+                    items.append((f".grad_fn graph: {type(node).__name__}.{attr}", v))
+        for n, _ in getattr(node, "next_functions", ()):
+            if n is not None and id(n) not in ids:
+                nodes.append(n)
+                ids.add(id(n))
+    return items
+
+
 def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEPTH) -> None:
     """Append ``(path, tensor)`` for every tensor ``value`` reaches; ``seen``: ids already walked (and skipped)."""
     if depth < 0 or value is None or isinstance(value, _LEAVES) or id(value) in seen or len(seen) > _BUDGET:
@@ -93,6 +118,9 @@ def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEP
     if isinstance(value, torch.Tensor):
         found.append((where, value))
         items = [(".grad", value.grad)] if value.is_leaf and not value.is_nested else []
+        if value.grad_fn is not None and depth > 0:  # what its graph saved: walked one level, not into their graphs
+            items += _graph_saved(value.grad_fn)
+            depth = 1
     elif isinstance(value, torch.nn.Module):  # parameters and buffers of every layer, then its other attributes
         items = [(f".{n}", t) for n, t in [*value.named_parameters(), *value.named_buffers()]]
         items += [(f".{k}", v) for k, v in vars(value).items() if k not in ("_parameters", "_buffers")]
