@@ -5,9 +5,11 @@
   (``Out``, ``_``, ``_5``, their hidden and display-hook copies), the last result, the last stored error. Each
   holder is walked into containers, ``nn.Module`` parameters and buffers, NumPy arrays sharing a tensor's storage
   and objects' attributes, six levels deep; a tensor is IPython's only if no variable of yours reaches
-  its storage by the same walk. Not seen: closures, ``functools.partial``, ``__slots__``, dict keys (only values
-  are walked), bound methods (``obj.method`` does not lead to ``obj``), C objects, past 50,000 new objects from
-  one name (each of your variables and each holder has its own 50,000, so a big list hides nothing after it).
+  its storage by the same walk. A tensor with an autograd graph (a ``loss`` left in ``Out``) is walked into the
+  tensors that graph saved for backward and the leaves it accumulates into, which die with it (one level: not into
+  their own graphs). Not seen: closures, ``functools.partial``, ``__slots__``, dict keys (only values are walked),
+  bound methods (``obj.method`` does not lead to ``obj``), C objects, past 50,000 new objects from one name (each
+  of your variables and each holder has its own 50,000, so a big list hides nothing after it).
 
 Nothing here imports IPython at module load.
 
@@ -86,6 +88,29 @@ class HeldTensor:
         return f"HeldTensor({self.where}: shape {self.shape}, {self.dtype}, {self.device}, {exact_bytes(self.bytes)})"
 
 
+def _graph_saved(fn: Any) -> list[tuple[str, Any]]:
+    """``(path, tensor)`` for every tensor the autograd graph from node ``fn`` saved for backward (and the leaves
+    it accumulates into): what keeps a 0-d ``loss`` from being 4 bytes."""
+    nodes, items, at, ids = [fn], [], 0, {id(fn)}
+    while at < len(nodes) and at < _BUDGET:  # nodes are kept in the list, so no id is reused during the walk
+        node, at = nodes[at], at + 1
+        for attr in [a for a in dir(node) if a.startswith("_saved_")] + (
+            ["variable"] if hasattr(node, "variable") else []
+        ):
+            try:
+                value = getattr(node, attr)
+            except RuntimeError:  # freed by a backward already: holds nothing
+                continue
+            for v in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(v, torch.Tensor):
+                    items.append((f".grad_fn graph: {type(node).__name__}.{attr}", v))
+        for n, _ in getattr(node, "next_functions", ()):
+            if n is not None and id(n) not in ids:
+                nodes.append(n)
+                ids.add(id(n))
+    return items
+
+
 def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEPTH, stop: int | None = None) -> None:
     """Append ``(path, tensor)`` for every tensor ``value`` reaches; ``seen``: ids already walked (and skipped).
     ``stop``: the size of ``seen`` at which this walk ends, ``_BUDGET`` new objects past its size at the start, so
@@ -98,6 +123,9 @@ def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEP
         found.append((where, value))
         keeps_grad = (value.is_leaf or value.retains_grad) and not value.is_nested
         items = [(".grad", value.grad)] if keeps_grad else []
+        if value.grad_fn is not None and depth > 0:  # what its graph saved: walked one level, not into their graphs
+            items += _graph_saved(value.grad_fn)
+            depth = 1
     elif isinstance(value, torch.nn.Module):  # parameters and buffers of every layer, then its other attributes
         items = [(f".{n}", t) for n, t in [*value.named_parameters(), *value.named_buffers()]]
         items += [(f".{k}", v) for k, v in vars(value).items() if k not in ("_parameters", "_buffers")]

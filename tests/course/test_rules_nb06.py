@@ -25,7 +25,7 @@ from torch.profiler import ProfilerActivity, profile
 from tests.conftest import RULE_SETTINGS
 from tests.course.learner_inputs import learner_tensors
 from viewlab import MemoryMonitor, measure
-from viewlab.ipython import release_ipython_refs
+from viewlab.ipython import held_by_ipython, release_ipython_refs
 
 pytestmark = pytest.mark.nb06
 
@@ -85,7 +85,7 @@ def _result_bytes(t: torch.Tensor) -> int:
     "06",
     "`expand`, basic slicing, `view`, `t()` make none; `repeat`, `contiguous()` of a non-contiguous view and"
     " out-of-place arithmetic do (`numel × element size` of the result; a whole-tensor in-place `x += 1` makes none,"
-    " unless autograd must keep the old value).",
+    " unless autograd must keep the old value or the operand has a higher dtype).",
 )
 @RULE_SETTINGS
 @given(tensors(), st.lists(st.integers(0, 3), min_size=3, max_size=3))
@@ -113,7 +113,8 @@ def test_copies_allocate_numel_times_element_size_and_views_and_in_place_nothing
 
 @pytest.mark.rule(
     "06",
-    "In place on a whole tensor, with an operand that already exists, allocates nothing unless autograd must keep the"
+    "In place on a whole tensor, with an operand of the same dtype that already exists, allocates nothing unless"
+    " autograd must keep the"
     " old value: `c *= y` with `y` requiring grad, or `c.pow_(2)`, needs the `c` of before for its backward, so"
     " autograd saves a clone of it.",
 )
@@ -133,8 +134,8 @@ def test_in_place_saves_a_clone_only_when_backward_needs_the_old_value(n, dtype,
 
 @pytest.mark.rule(
     "06",
-    "`c[mask] += 1` reads the selection out (a copy), adds, and writes it back, so its temporaries are the selection's"
-    " size (and the mask's).",
+    "`c[mask] += 1` reads the selection out (a copy), adds, and writes it back; `measure` sees the mask and that copy,"
+    " not the int64 indices (`nonzero`, 8 B × ndim per selected element, made twice; section 3).",
 )
 @RULE_SETTINGS
 @given(st.lists(st.booleans(), min_size=0, max_size=64), st.sampled_from([torch.float32, torch.float64, torch.int64]))
@@ -149,6 +150,71 @@ def test_an_indexed_in_place_update_copies_the_selection_and_writes_it_back(pick
         c[where] += 1  # a mask made before the line: only the selection's copy
     assert m_some.allocated_bytes == 0 and m_some.peak_bytes == sum(picks) * c.element_size()
     assert torch.equal(c, 1 + where.to(dtype))
+
+
+def _allocation_events(fn) -> list[int]:  # noqa: ANN001
+    """Every allocation (+) and free (-) the profiler recorded while ``fn`` ran (its ``[memory]`` events), in order:
+    the scratch inside operators too, which ``measure`` never sees."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = prof.profiler.kineto_results.events()
+    return [b for _, b in sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")]
+
+
+@pytest.mark.rule(
+    "06",
+    "An operand of a higher dtype (`c += y64`, float32 `c`) converts through two temporaries of the larger dtype"
+    " inside the CPU kernel: `measure` reports 0 (section 3).",
+)
+@RULE_SETTINGS
+@given(
+    st.integers(2, 64),
+    st.sampled_from([(torch.float32, torch.float64), (torch.float16, torch.float32), (torch.bfloat16, torch.float64)]),
+)
+def test_an_in_place_operand_of_a_higher_dtype_converts_through_two_hidden_temporaries(n, dtypes):
+    low, high = dtypes
+    c, y = torch.zeros(n, dtype=low), torch.ones(n, dtype=high)
+    with measure(device="cpu") as m:
+        c += y
+    assert m.allocated_bytes == m.peak_bytes == 0 and c.dtype == low
+    size = n * y.element_size()
+    # two of the larger dtype, alive together
+    assert _allocation_events(lambda: c.add_(y)) == [size, size, -size, -size]
+    same = torch.ones(n, dtype=low)
+    assert _allocation_events(lambda: c.add_(same)) == []  # the same dtype: no scratch at all
+
+
+@pytest.mark.rule(
+    "06",
+    "`c[mask] += 1` reads the selection out (a copy), adds, and writes it back; `measure` sees the mask and that copy,"
+    " not the int64 indices (`nonzero`, 8 B × ndim per selected element, made twice; section 3).",
+)
+@RULE_SETTINGS
+@given(
+    st.sampled_from([(40,), (5, 8), (2, 4, 5), (2,), (1, 3)]),
+    st.sampled_from([torch.float32, torch.float64, torch.int64]),
+    st.integers(0, 2**40),
+)
+def test_an_indexed_in_place_update_makes_int64_indices_twice_that_measure_does_not_see(shape, dtype, seed):
+    c = torch.zeros(shape, dtype=dtype)
+    mask = torch.rand(shape, generator=torch.Generator().manual_seed(seed)) < 0.5
+    k = int(mask.sum())
+    # Two or more selected: one selected element is written back without indices (the write makes none). And the
+    # indices (16 B or more) then stand above the 0-d tensors the Python numbers become (4 to 12 B at once).
+    assume(k >= 2)
+    index_bytes, selection = 8 * c.ndim * k, k * c.element_size()
+    with measure(device="cpu") as m:
+        c[mask] += 1
+    assert m.peak_bytes == selection and m.allocated_bytes == 0
+    events = _allocation_events(lambda: c.__setitem__(mask, c[mask].add_(1)))  # c[mask] += 1, as a call
+    assert events.count(index_bytes) >= 2 and max(itertools.accumulate(events)) == index_bytes + selection
+    everything = torch.zeros(shape, dtype=dtype)
+
+    def all_selected() -> None:
+        everything[everything >= 0] += 1  # the mask made in the line: every element selected
+
+    peak = max(itertools.accumulate(_allocation_events(all_selected)))
+    assert peak == everything.numel() * (1 + 8 * c.ndim + everything.element_size())  # mask + indices + copy
 
 
 @pytest.mark.rule(
@@ -442,6 +508,28 @@ def frozen_gc():
     gc.freeze()
     yield
     gc.unfreeze()
+
+
+@pytest.mark.rule(
+    "06",
+    "Both follow a tensor's autograd graph into what it saved for backward: a 0-d `loss` in `Out[n]` is 4 B; its"
+    " graph keeps activations",
+)
+@RULE_SETTINGS
+@given(st.integers(1, 64), st.booleans())
+def test_a_loss_in_out_is_followed_into_what_its_graph_saved(frozen_gc, n, keep_leaf):
+    w = torch.randn(n, requires_grad=True)
+    h = w.clone()  # n x 4 B, saved by sin's backward
+    h_ref, loss = weakref.ref(h), h.sin().sum()
+    del h
+    shell = SimpleNamespace(user_ns={"Out": {1: loss}, **({"w": w} if keep_leaf else {})})
+    shell.user_ns["Out"][1], loss = loss, None
+    held = held_by_ipython(shell, sources="history")
+    saved = [x for x in held if "SinBackward0._saved_self" in x.where]
+    assert [x.bytes for x in held if x.where == "Out[1]"] == [4] and [x.bytes for x in saved] == [4 * n]
+    leaf_bytes = 0 if keep_leaf else 4 * n  # the leaf the graph accumulates into dies too, unless it is yours
+    del w
+    assert release_ipython_refs(shell, sources="history") == 4 + 4 * n + leaf_bytes and h_ref() is None
 
 
 @pytest.mark.rule(
