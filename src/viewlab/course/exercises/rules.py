@@ -174,7 +174,7 @@ FORBIDS = {
 }
 
 #: a family named after one of several operators it forbids, as a rule sentence names it
-SHOWN_AS = {"tril": "tril or triu"}
+_SHOWN_AS = {"tril": "tril or triu"}
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ class Rules:
     def sentences(self) -> list[str]:
         """The rules in words, for :func:`viewlab.course.exercises.show`."""
         out = [
-            f"Do not use {SHOWN_AS.get(n, n)} (checked: every operator your function runs is recorded)."
+            f"Do not use {_SHOWN_AS.get(n, n)} (checked: every operator your function runs is recorded)."
             if FAMILIES[n][0]
             else f"Do not use the {n} (checked: the calls in your source)."
             for n in self.forbid
