@@ -83,6 +83,7 @@ SURFACE = (
     "viewlab.draw",
     "viewlab.draw_broadcast",
     "viewlab.course.bench",
+    "viewlab.course.layers",
     "viewlab.memory",
     "viewlab.monitor",
     "viewlab.sentinels",

@@ -9,7 +9,6 @@ from torch import nn
 
 from viewlab import measure
 from viewlab.attention import (
-    SqueezeExcitation,
     causal_mask,
     combine_masks,
     merge_heads,
@@ -180,19 +179,6 @@ def test_split_heads_is_a_view_and_merge_heads_inverts_it():
     assert torch.equal(merge_heads(h), x)
 
 
-def test_squeeze_excitation_expand_as_equals_broadcasting():
-    torch.manual_seed(0)
-    se = SqueezeExcitation(32, reduction=8)
-    x = torch.randn(2, 32, 5, 6)
-    assert torch.equal(se(x), se(x, use_expand_as=True))
-    w = se.weights(x)
-    assert w.shape == (2, 32, 1, 1) and ((w > 0) & (w < 1)).all()
-    with measure(device="cpu", log_ops=True) as m:
-        se(x, use_expand_as=True)
-    expand_ops = [op for op in m.ops if op.name == "aten.expand.default"]
-    assert expand_ops and all(op.bytes == 0 for op in expand_ops)
-
-
 def test_errors_name_the_shape_and_the_dimension():
     q, k, v = _qkv(2, 2, 4, 4, 8)
     with pytest.raises(ValueError, match=r"same last dim.*dim -1 = 8.*dim -1 = 7"):
@@ -219,10 +205,6 @@ def test_errors_name_the_shape_and_the_dimension():
         padding_mask(torch.tensor([5, 2]), 3)
     with pytest.raises(ValueError, match="do not broadcast"):
         combine_masks(torch.ones(2, 3, dtype=torch.bool), torch.ones(4, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"channels=8, reduction=16 give channels // reduction = 0.*reduction <= 8"):
-        SqueezeExcitation(8)
-    with pytest.raises(ValueError, match=r"expects x of shape \(B, 4, H, W\); got shape \(1, 3, 2, 2\) \(dim 1 is 3\)"):
-        SqueezeExcitation(4, reduction=2)(torch.zeros(1, 3, 2, 2))
     with pytest.raises(ValueError, match=r"lengths must have shape \(B,\) = \(2,\)"):
         x = torch.zeros(2, 3, 4)
         w = torch.zeros(12, 4)
@@ -276,14 +258,6 @@ def test_multi_head_errors_name_multi_head_self_attention_regression():
         multi_head_self_attention(x, 2, w_in.double(), None, w_out, None)  # was: mat1 and mat2 must have the same dtype
     with pytest.raises(TypeError, match=r"^multi_head_self_attention\(\): `causal` must be True or False; got str"):
         multi_head_self_attention(x, 2, w_in, None, w_out, None, causal="yes")
-
-
-def test_squeeze_excitation_checks_dtype_and_pixels():
-    se = SqueezeExcitation(4, reduction=2)
-    with pytest.raises(TypeError, match=r"`x` has dtype torch.float64 but the module's weights are torch.float32"):
-        se(torch.zeros(1, 4, 2, 2, dtype=torch.float64))  # was: mat1 and mat2 must have the same dtype
-    with pytest.raises(ValueError, match=r"has no pixels \(H \* W = 0\)"):
-        se(torch.zeros(1, 4, 0, 2))  # was: NaN weights from the mean of nothing
 
 
 def test_masks_check_their_arguments():

@@ -27,6 +27,7 @@ MODULES = (
     "draw.broadcast",
     "draw.png",
     "course.bench",
+    "course.layers",
     "broadcast",
     "viewops",
     "sentinels",

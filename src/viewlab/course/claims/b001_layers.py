@@ -44,7 +44,7 @@ from .model import NOT_CHECKABLE, B, Claim, Facts, Verdict, claim_row
 def _ev_channel_attention(
     channels: int = 32, reduction: int = 16, batch: int = 2, side: int = 6, seed: int = 0
 ) -> Facts:
-    from viewlab.attention import SqueezeExcitation
+    from viewlab.course.layers import SqueezeExcitation
 
     torch.manual_seed(seed)
     block = SqueezeExcitation(channels, reduction=reduction)
