@@ -348,6 +348,7 @@ ATTENTION_LAYOUTS = (
     "transpose",  # x.view(B, L, H, Dh).transpose(1, 2), written out by hand
     "fused_qkv",  # one (B, L, 3D) projection, chunked into q, k, v, then split: storage offsets too
     "contiguous",  # (B, H, L, Dh) laid out as it reads, e.g. a kernel's output
+    "transposed_x",  # split_heads of a (B, D, L) tensor seen as (B, L, D), e.g. conv features: last stride L
 )
 
 
@@ -375,6 +376,8 @@ def _heads(layout: str, x: torch.Tensor, heads: int) -> torch.Tensor:
         return x.view(b, length, heads, d // heads).transpose(1, 2)
     if layout == "contiguous":
         return split_heads(x, heads).contiguous()
+    if layout == "transposed_x":
+        return split_heads(x.transpose(1, 2).contiguous().transpose(1, 2), heads)
     return split_heads(x, heads)
 
 

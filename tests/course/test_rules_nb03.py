@@ -453,9 +453,9 @@ def test_scalar_fill_and_zero_skip_the_check(rows, cols, value, zero):
 
 @pytest.mark.rule(
     "03",
-    "**`tril_` and `triu_` skip it too, silently and wrongly**: no error, no warning, and the zeros they write into "
-    "shared rows land in rows still to be read (`tensor([[1.], [2.], [3.]]).expand(3, 3).tril_()` leaves `base` "
-    "`[0, 0, 3]`, checked below).",
+    "**`tril_` and `triu_` skip it too, silently and wrongly**: no error, no warning, and each row of the expand is "
+    "one element of `base`, so zeroing its part above the diagonal zeroes the whole row "
+    "(`tensor([[1.], [2.], [3.]]).expand(3, 3).tril_()` leaves `base` `[0, 0, 3]`, checked below).",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 5), cols=st.integers(1, 5), upper=st.booleans(), along=st.booleans())

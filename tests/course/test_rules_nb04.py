@@ -4,6 +4,8 @@ Lq != Lk, empty batches, bool and float masks, padded and unpadded sequences, ev
 from __future__ import annotations
 
 import math
+import warnings
+from typing import Any
 
 import pytest
 import torch
@@ -272,12 +274,12 @@ def test_merging_a_contiguous_output_copies_unless_a_dim_is_one(b, h, length, dh
 @pytest.mark.rule(
     "04",
     "our attention and SDPA's MATH kernel return a contiguous tensor; SDPA's default CPU kernel keeps `q`'s order of "
-    "dims when `q`'s last stride is 1 (position-major for `split_heads` of a row-major `x`) and returns a contiguous "
-    "one otherwise (from a transposed `x`), but with `dropout_p > 0`, as in training, falls back to MATH, and the "
-    "merge copies",
+    "dims (position-major for `split_heads` of a row-major `x`), but runs only when `q`, `k` and `v` have last "
+    "stride 1 and `dropout_p` is 0; otherwise (one of them from a transposed `x`; dropout, as in training) SDPA runs "
+    "MATH, and the merge copies",
 )
 @RULE_SETTINGS
-@given(case=attention_cases(layouts=("contiguous", "split_heads")))
+@given(case=attention_cases())
 def test_the_output_layout_is_the_kernels_and_decides_the_merge(case):
     q, k, v, *_ = _unpack(case)
     dropped = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)  # training: the fused CPU kernel refuses dropout
@@ -289,43 +291,67 @@ def test_the_output_layout_is_the_kernels_and_decides_the_merge(case):
         by_math = F.scaled_dot_product_attention(q, k, v)
     default = F.scaled_dot_product_attention(q, k, v)
     assert scaled_dot_product_attention(q, k, v).is_contiguous() and by_math.is_contiguous()
-    if case.layout == "contiguous":
+    if case.layout in ("contiguous", "transposed_x"):  # q's own order, or MATH's (a last stride L): contiguous
         assert default.is_contiguous()
+        assert (merge_heads(default)._base is not None) == (1 in default.shape[1:] or default.numel() == 0)
     else:
         assert default.transpose(1, 2).is_contiguous()
         assert merge_heads(default)._base is not None  # so its merge is a view
 
 
-def _layout_sdpa_keeps(q: torch.Tensor) -> tuple[int, ...]:
-    """The strides SDPA's default CPU kernel gives its output: q's dim order if q's last stride is 1, else row-major."""
-    if q.stride(-1) != 1:
+def _layout_sdpa_keeps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, ...]:
+    """The strides SDPA's default CPU call gives its output: q's dim order where the flash kernel runs (q, k and
+    v all with last stride 1), else MATH's row-major."""
+    if not q.stride(-1) == k.stride(-1) == v.stride(-1) == 1:
         return torch.empty(q.shape).stride()
     order = sorted(range(3), key=lambda d: -q.stride(d)) + [3]  # q's dims, outermost first
     return torch.empty([q.shape[d] for d in order]).permute(*[order.index(d) for d in range(4)]).stride()
 
 
-@pytest.mark.rule(
-    "04",
-    "SDPA's default CPU kernel keeps `q`'s order of dims when `q`'s last stride is 1 (position-major for `split_heads` "
-    "of a row-major `x`) and returns a contiguous one otherwise (from a transposed `x`)",
-)
-@RULE_SETTINGS
-@given(
-    sizes=st.tuples(*[st.integers(2, 4)] * 4),
-    order=st.permutations(range(4)),
-    step=st.integers(1, 2),
-    extra=st.integers(0, 3),
-)
-def test_sdpa_cpu_output_follows_q_when_its_last_stride_is_1(sizes, order, step, extra):
+@st.composite
+def _strided_heads(draw, sizes: tuple[int, int, int, int]) -> torch.Tensor:
+    """A (B, H, L, Dh) tensor stored in any dim order, its head dim maybe strided or padded (last stride != 1)."""
+    order = draw(st.permutations(range(4)))
+    step, extra = draw(st.integers(1, 2)), draw(st.integers(0, 3))
     stored_sizes = [sizes[i] for i in order]
     stored_sizes[order.index(3)] = sizes[3] * step + extra  # a strided or padded head dim: not dense
-    q = torch.randn(stored_sizes).permute(*[order.index(i) for i in range(4)])[..., : sizes[3] * step : step]
-    out = F.scaled_dot_product_attention(q, q, q)
-    assert out.stride() == _layout_sdpa_keeps(q)
+    return torch.randn(stored_sizes).permute(*[order.index(i) for i in range(4)])[..., : sizes[3] * step : step]
+
+
+def _flash_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **kwargs: Any) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch says why flash is refused: a last stride other than 1
+        try:
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                F.scaled_dot_product_attention(q, k, v, **kwargs)
+        except RuntimeError:
+            return False
+    return True
+
+
+@pytest.mark.rule(
+    "04",
+    "SDPA's default CPU kernel keeps `q`'s order of dims (position-major for `split_heads` of a row-major `x`), but "
+    "runs only when `q`, `k` and `v` have last stride 1 and `dropout_p` is 0; otherwise (one of them from a "
+    "transposed `x`; dropout, as in training) SDPA runs MATH, and the merge copies",
+)
+@RULE_SETTINGS
+@given(sizes=st.tuples(*[st.integers(2, 4)] * 4), data=st.data())
+def test_sdpa_cpu_output_follows_q_only_where_flash_runs(sizes, data):
+    q, k, v = (data.draw(_strided_heads(sizes)) for _ in range(3))
+    all_last_1 = q.stride(-1) == k.stride(-1) == v.stride(-1) == 1
+    assert _flash_runs(q, k, v) == all_last_1  # the kernel's condition: last strides, nothing else here
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = F.scaled_dot_product_attention(q, k, v)
+        dropped = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
+    assert out.stride() == _layout_sdpa_keeps(q, k, v)
+    assert dropped.is_contiguous()  # dropout: MATH, whatever the inputs
     b, h, length, dh = q.shape
     x_t = torch.randn(b, h * dh, length).transpose(1, 2)  # a transposed x: split_heads gives last stride L
     heads_t = split_heads(x_t, h)
-    out_t = F.scaled_dot_product_attention(heads_t, heads_t, heads_t)
+    row = split_heads(torch.randn(b, length, h * dh), h)
+    out_t = F.scaled_dot_product_attention(row, row, heads_t)  # only v from a transposed x is enough
     assert out_t.is_contiguous() and merge_heads(out_t)._base is None  # so the merge copies
 
 
@@ -640,7 +666,7 @@ def test_expand_as_and_broadcasting_are_identical(b, c, hh, w):
 @pytest.mark.rule(
     "04",
     "Measured here (CPU, torch 2.13) with `is_causal=True`, a boolean and a `0` / `-inf` causal mask: the flash kernel "
-    "**does** take a mask; only `MATH` and flash run.",
+    "**does** take a mask; only `MATH` and flash run (flash needs last stride 1 in `q`, `k` and `v`: section 2).",
 )
 @RULE_SETTINGS
 @given(case=attention_cases(), kind=st.sampled_from(["none", "bool", "float", "causal"]))
@@ -667,15 +693,17 @@ def test_on_cpu_flash_takes_masks(case, kind):
         except RuntimeError:
             ran[backend] = None
     assert ran[SDPBackend.EFFICIENT_ATTENTION] is None and ran[SDPBackend.CUDNN_ATTENTION] is None
-    assert ran[SDPBackend.MATH] is not None and ran[SDPBackend.FLASH_ATTENTION] is not None
-    torch.testing.assert_close(ran[SDPBackend.FLASH_ATTENTION], ran[SDPBackend.MATH], atol=1e-5, rtol=1e-4)
+    assert ran[SDPBackend.MATH] is not None
+    assert (ran[SDPBackend.FLASH_ATTENTION] is not None) == (q.stride(-1) == k.stride(-1) == v.stride(-1) == 1)
+    if ran[SDPBackend.FLASH_ATTENTION] is not None:
+        torch.testing.assert_close(ran[SDPBackend.FLASH_ATTENTION], ran[SDPBackend.MATH], atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.rule(
     "04",
     "Given `attn_mask=` and `is_causal=True` together, the default CPU kernel applies both (undocumented: the docs "
-    "say this raises), but MATH, the kernel any "
-    "call with `dropout_p > 0` runs on CPU, refuses them (next cell). For padding plus causal, pass one mask: "
+    "say this raises), but MATH refuses them, and on CPU every call flash cannot take runs MATH (`dropout_p > 0`, as "
+    "in training; a last stride other than 1; next cell). For padding plus causal, pass one mask: "
     "`pad & causal_mask(Lq, Lk)`.",
 )
 @RULE_SETTINGS
@@ -683,6 +711,11 @@ def test_on_cpu_flash_takes_masks(case, kind):
 def test_attn_mask_with_is_causal_runs_only_on_the_fused_kernel_and_one_mask_is_the_fix(case, data):
     q, k, v, b, _, lq, lk = _unpack(case)
     pad = padding_mask(data.draw(lengths_for(b, lk)), lk)
+    if not _flash_runs(q, k, v):  # a last stride other than 1 (a transposed x): the default call runs MATH
+        with pytest.raises(RuntimeError, match="attn_mask should not be set when is_causal=True"):
+            F.scaled_dot_product_attention(q, k, v, attn_mask=pad, is_causal=True)
+        # fresh row-major strides: contiguous() keeps a size-1 head dim's stride, which flash still refuses
+        q, k, v = (t.clone(memory_format=torch.contiguous_format) for t in (q, k, v))
     both = F.scaled_dot_product_attention(q, k, v, attn_mask=pad, is_causal=True)
     with sdpa_kernel(SDPBackend.MATH):
         one_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=pad & causal_mask(lq, lk))
