@@ -144,11 +144,6 @@ def _storage_elements(t: torch.Tensor) -> torch.Tensor:
     "Basic-index assignment (ints, slices) and in-place arithmetic such as `add_` raise when the region they write has"
     " a stride-0 dimension of size > 1",
 )
-@pytest.mark.rule(
-    "05",
-    "torch checks the written tensor for stride 0 only, so overlapping `unfold` windows are written silently, once per"
-    " index",
-)
 @RULE_SETTINGS
 @given(learner_tensors(dims=(0, 4), side=(0, 4), dtypes=(torch.float32, torch.float64, torch.int64, torch.complex64)))
 def test_in_place_writes_refuse_stride_0_only_and_other_overlap_is_written_once_per_index(x):
