@@ -509,7 +509,7 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
 
 @pytest.mark.rule(
     "03",
-    "A write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1 and its "
+    "On CPU, a write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1 and its "
     "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` (wrong values) and section 5's "
     "advanced-index writes do not; no other overlap inside the region is detected, and an input that partly overlaps "
     "it is refused.",

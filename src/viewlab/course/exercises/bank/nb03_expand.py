@@ -232,7 +232,9 @@ register(
         title="Which writes into an expanded tensor go through?",
         statement=(
             "e = torch.zeros(3).expand(4, 3): four rows that are one row of memory (stride 0). Given one write, as a "
-            "string from: " + ", ".join(repr(w) for w in sorted(_WRITES)) + ", return 'raises' if PyTorch refuses it "
+            "string from: "
+            + ", ".join(repr(w) for w in sorted(_WRITES))
+            + ", return 'raises' if PyTorch on CPU refuses it "
             "(the 'more than one element of the written-to tensor refers to a single memory location' error) or "
             "'goes through' if it writes into the base. Predict: do not build an expanded tensor and try the write."
         ),
