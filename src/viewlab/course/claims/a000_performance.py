@@ -44,19 +44,29 @@ def _ev_allocated_expand(*, rows: int = 1024, features: int = 1024, dtype: torch
     return {"device": dev, "expand_bytes": held, "elements": out.numel()}
 
 
-#: How the count was taken. The CUDA allocator (and so memory_allocated) hands out whole 512-byte blocks: for 0 B and
-#: whole multiples of 512 B, as here, it counts what the storages hold; a 100-byte tensor would count as 512 B.
-_COUNTED_BY = {
-    "cuda": "the CUDA allocator",
-    "cpu": "tensor storages on the CPU (what memory_allocated gives for 0 B and whole multiples of 512 B; it rounds "
-    "other sizes up to whole 512-byte blocks)",
-}
+#: How the count was taken.
+_COUNTED_BY = {"cuda": "the CUDA allocator", "cpu": "tensor storages on the CPU"}
+
+
+def _allocated_note(device: str, nbytes: int) -> str:
+    """What memory_allocated() would count for ``nbytes`` where the count was not the CUDA allocator's own. It counts
+    the blocks the caching allocator hands out, not the bytes asked for (c10/cuda/CUDACachingAllocator.cpp: a block
+    of at least 512 B, a multiple of 512 B; a cached block is split only when more than 1 MiB would be left, and a
+    new segment of 10 MiB or more is rounded up to 2 MiB)."""
+    if device == "cuda":
+        return ""
+    if nbytes == 0:
+        return " (memory_allocated() would count 0 B too: no block is handed out)"
+    return (
+        " (memory_allocated() would count the allocator's blocks instead: at least 512 B, a multiple of 512 B, and "
+        "above 1 MiB sometimes up to 1 MiB more)"
+    )
 
 
 def _j_allocated_expand(f: Mapping[str, Any]) -> Verdict:
     if f["elements"] == 0:
         return no_elements("the expanded tensor")
-    where = _COUNTED_BY[f["device"]]
+    where = _COUNTED_BY[f["device"]] + _allocated_note(f["device"], f["expand_bytes"])
     if f["expand_bytes"] == 0:
         return "true", f"expand allocated 0 B, counted by {where}"
     return "false", f"expand allocated {f['expand_bytes']:,} B, counted by {where}"

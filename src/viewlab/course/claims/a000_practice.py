@@ -341,16 +341,19 @@ A27 = claim_row(
 
 
 # ---- A31 -------------------------------------------------------------------------------------------------------------
-def _ev_locality(*, frames: int = 64, features: int = 256, seed: int = 0) -> Facts:
+def _ev_locality(
+    *, blocks: tuple[str, ...] = tuple(CLIP_BLOCKS), frames: int = 64, features: int = 256, seed: int = 0
+) -> Facts:
     """The clip blocks of A26 on two clips of one shape: a smooth one (each frame close to the last: spatial and
-    temporal locality) and one of independent noise. Does the saving depend on the data?"""
+    temporal locality) and one of independent noise. Does the saving depend on the data's values?"""
     gen = torch.Generator().manual_seed(seed)
     noise = torch.randn(frames, features, generator=gen)
     smooth = noise.cumsum(0) / max(frames, 1) ** 0.5  # neighbouring frames nearly equal
     per_clip = torch.randn(1, features, generator=gen)
     savings: dict[str, dict[str, float]] = {}
     for clip_name, clip in (("smooth", smooth), ("noise", noise)):
-        for name, (with_repeat, with_expand) in CLIP_BLOCKS.items():
+        for name in blocks:
+            with_repeat, with_expand = CLIP_BLOCKS[name]
             _, peak_r, _ = bytes_of(lambda f=with_repeat, c=clip: f(c, per_clip))
             _, peak_e, _ = bytes_of(lambda f=with_expand, c=clip: f(c, per_clip))
             savings.setdefault(name, {})[clip_name] = round(1 - peak_e / peak_r, 3) if peak_r else 0.0
@@ -358,16 +361,27 @@ def _ev_locality(*, frames: int = 64, features: int = 256, seed: int = 0) -> Fac
 
 
 def _j_locality(f: Mapping[str, Any]) -> Verdict:
+    # The clause is part of the author's report on their own projects (A26's sentence): nobody here can observe
+    # which of their code saved most, so no run of ours can make it true. What a run can observe is whether the
+    # values change what expand saves; on torch they never do (tensor bytes follow shapes: the property test in
+    # tests/course/test_claims_reach_a.py), so that is said beside the verdict, never taken as a refutation.
     if f["frames"] == 0 or not f["savings"]:
-        return nothing_tried("an empty clip")
-    moved = {n: v for n, v in f["savings"].items() if abs(v["smooth"] - v["noise"]) > 0.01}
-    shown = "; ".join(f"{n}: smooth {v['smooth']:.0%}, noise {v['noise']:.0%}" for n, v in f["savings"].items())
-    if moved:
-        return "true", f"the saving differs with the data in {sorted(moved)}: {shown}"
-    return "false", (
-        f"the saving is the same for a smooth clip and for noise ({shown}): expand saves the copies of data "
-        "that is repeated (a stride-0 dimension), whatever the values -- locality (neighbouring values close) "
-        "is not repetition, and expand saves nothing for it"
+        return nothing_tried("an empty clip" if f["frames"] == 0 else "no block named")
+    s = f["savings"]
+    shown = "; ".join(f"{n}: smooth {v['smooth']:.0%}, noise {v['noise']:.0%}" for n, v in s.items())
+    if max(max(v.values()) for v in s.values()) <= 0:
+        return "false", f"expand saved no memory in any block tried, on the smooth clip or on noise ({shown})"
+    if all(v["smooth"] == v["noise"] for v in s.values()):
+        beside = (
+            f"the saving is the same for a smooth clip and for noise of one shape ({shown}): expand saves the copies "
+            "of data that is repeated (a stride-0 dimension), which the shapes decide, never the values -- "
+            "'spatial locality' (neighbouring values close) is not what it exploits"
+        )
+    else:
+        beside = f"the saving differed with the values here ({shown})"
+    return NOT_CHECKABLE, (
+        "the clause is part of the author's report on their own projects (A26), which are not named: which of "
+        f"their workloads saved most cannot be observed here. Beside it, what can be run here: {beside}"
     )
 
 
@@ -379,7 +393,7 @@ A31 = claim_row(
     "The saving is especially marked for data with spatial locality, such as video sequences and 3-D point clouds.",
     _ev_locality,
     _j_locality,
-    true={"savings": {"add to every frame": {"smooth": 0.7, "noise": 0.5}}},
+    false={"savings": {"broadcasting instead": {"smooth": 0.0, "noise": 0.0}}},
 )
 
 CLAIMS: tuple[Claim, ...] = (

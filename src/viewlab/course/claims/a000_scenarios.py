@@ -458,8 +458,8 @@ A30 = claim_row(
     A,
     "2.3 Broadcasting combined",
     "memory",
-    "Combined with PyTorch's broadcasting rules, expand() achieves more complex memory optimisations (the heading "
-    "of its pooling example).",
+    "Combined with PyTorch's broadcasting rules, expand() achieves more complex memory optimisations (the sentence "
+    "that opens section 2.3, above its pooling example).",
     _ev_combined_saving,
     _j_combined_saving,
     true={"peak_expand_then_broadcast": 256},

@@ -214,7 +214,9 @@ def _ev_storage_pointer(*, shape: tuple[int, ...] = (1, 512), size: tuple[int, .
 def _j_storage_pointer(f: Mapping[str, Any]) -> Verdict:
     if f["elements"] == 0:  # new empty storages all have data pointer 0, shared or not
         return no_elements("the expanded tensor")
-    note = f'; Tensor.storage() warns: "{f["warning"]}" (claim A28)' if f["warning"] else ""
+    note = (
+        f'; Tensor.storage() warns, the first time in a process: "{f["warning"]}" (claim A28)' if f["warning"] else ""
+    )
     if f["equal"]:
         return "true", f"the storage data pointers are equal{note}"
     return "false", f"the storage data pointers differ{note}"
@@ -298,40 +300,44 @@ A08 = claim_row(
 # ---- A09 -------------------------------------------------------------------------------------------------------------
 def _ev_contiguous_copy(*, pairs: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None) -> Facts:
     """``e = src.expand(size)``, then ``e.contiguous()``, for every (source, size) pair that expands (default:
-    every pair of shapes with up to 3 dimensions of size 0-3, empty results included) and every layout of the
-    source (contiguous, transposed, strided): was the result a copy (a write through it leaves the source
-    unchanged; for 0 elements, a new tensor), and which rule predicts it -- ``e`` not being contiguous, or the
-    expand growing a dimension."""
-    counts = {"tried": 0, "noncontiguous": 0, "noncontiguous_copied": 0, "contiguous": 0, "contiguous_shared": 0}
-    counts |= {"grown": 0, "grown_copied": 0, "grown_shared_empty": 0, "ungrown": 0, "ungrown_shared": 0}
-    examples: dict[str, Any] = {"shared": None, "ungrown_copied": None, "grown_shared": None}
+    every pair of shapes with up to 3 dimensions of size 0-3) and every layout of the source (contiguous,
+    transposed, strided): was the result a copy (a write through it leaves the source unchanged), and which rule
+    predicts it -- ``e`` not being contiguous, or the expand stretching a dimension. Results of 0 elements have no
+    byte to copy or share: they are counted apart (``empty``), never as evidence."""
+    counts = {"tried": 0, "empty": 0, "noncontiguous": 0, "noncontiguous_copied": 0, "contiguous": 0}
+    counts |= {"contiguous_shared": 0, "grown": 0, "grown_copied": 0, "ungrown": 0, "ungrown_shared": 0}
+    shared = None  # the case to show where contiguous() returned the same memory
     for src_shape, size in small_shape_pairs() if pairs is None else pairs:
         for layout, src in source_layouts(tuple(src_shape)).items():
             if error_of(lambda src=src, size=size: src.expand(size)):
                 continue
             e = src.expand(size)
+            if not e.numel():
+                counts["empty"] += 1
+                continue
             before = e.is_contiguous()
             out = e.contiguous()
-            if out.numel():
-                out.view(-1)[0] = 1.0
-                copied = not bool((src == 1.0).any())
-            else:
-                copied = out is not e
+            out.view(-1)[0] = 1.0
+            copied = not bool((src == 1.0).any())
             grown, case = grows(tuple(src_shape), tuple(size)), (layout, tuple(src_shape), tuple(size))
             counts["tried"] += 1
             counts["contiguous" if before else "noncontiguous"] += 1
             counts["contiguous_shared" if before else "noncontiguous_copied"] += (not copied) if before else copied
             counts["grown" if grown else "ungrown"] += 1
             counts["grown_copied" if grown else "ungrown_shared"] += copied if grown else not copied
-            counts["grown_shared_empty"] += grown and not copied and not out.numel()
-            largest = math.prod(examples["shared"][2]) if examples["shared"] else 0
-            if before and not copied and out.numel() > largest:
-                examples["shared"] = case  # the largest such expand
-            if not grown and copied and examples["ungrown_copied"] is None:
-                examples["ungrown_copied"] = case
-            if grown and not copied and examples["grown_shared"] is None:
-                examples["grown_shared"] = case
-    return {**counts, **{f"example_{k}": v for k, v in examples.items()}}
+            if before and not copied and _shared_rank(case) > _shared_rank(shared):
+                shared = case
+    return {**counts, "example_shared": shared}
+
+
+def _batch_of_one(c: tuple[str, tuple[int, ...], tuple[int, ...]]) -> bool:
+    """An expand a reader writes for a batch that happens to be 1: ``x.expand(batch, ...)`` of a (1, ...) x."""
+    return len(c[1]) == len(c[2]) >= 2 and c[1][0] == c[2][0] == 1
+
+
+def _shared_rank(c: tuple[str, tuple[int, ...], tuple[int, ...]] | None) -> tuple[bool, int]:
+    """Which shared case to show: a batch of one first, then the largest."""
+    return (False, -1) if c is None else (_batch_of_one(c), math.prod(c[2]))
 
 
 def _case(c: tuple[str, tuple[int, ...], tuple[int, ...]]) -> str:
@@ -340,7 +346,7 @@ def _case(c: tuple[str, tuple[int, ...], tuple[int, ...]]) -> str:
 
 def _j_contiguous_copy(f: Mapping[str, Any]) -> Verdict:
     if f["tried"] == 0:
-        return nothing_tried("no pair of shapes expands")
+        return nothing_tried("no pair of shapes expands to a result with elements")
     done = (
         f"contiguous() copied in {f['noncontiguous_copied']} of {f['noncontiguous']} expands whose result was not "
         f"contiguous"
@@ -349,18 +355,20 @@ def _j_contiguous_copy(f: Mapping[str, Any]) -> Verdict:
         return "false", f"{done}: a write through the others reached the source"
     if not f["contiguous_shared"]:
         return "true", f"{done}, and no expand tried returned memory shared with its source"
-    stretch = []  # where "a stretch makes the copy" fails, measured
-    if f["ungrown"] - f["ungrown_shared"]:
-        stretch.append(f"{f['ungrown'] - f['ungrown_shared']} of {f['ungrown']} that grew no dimension were copied")
-    if f["grown"] - f["grown_copied"]:
-        empty = " (all with 0 elements)" if f["grown_shared_empty"] == f["grown"] - f["grown_copied"] else ""
-        stretch.append(f"{f['grown'] - f['grown_copied']} of {f['grown']} that grew one were not{empty}")
-    examples = [_case(f[k]) for k in ("example_ungrown_copied", "example_grown_shared") if f.get(k)]
-    rule = f"; nor does the stretch decide it: {' and '.join(stretch)} (e.g. {', '.join(examples)})" if stretch else ""
+    if f["grown"] and f["grown_copied"] == f["grown"]:  # so every expand that kept its memory stretched nothing
+        stretched = f", among them every one that stretched a dimension ({f['grown']} of {f['grown']}: stride 0 there)"
+        nothing = ", expands that stretched nothing"
+    else:
+        stretched = f"; {f['grown'] - f['grown_copied']} of {f['grown']} that stretched a dimension were not copied"
+        nothing = ""
+    ex = f["example_shared"]
+    example = _case(ex) + (
+        f", x.expand(batch{', -1' * (len(ex[2]) - 1)}) for a batch of 1" if _batch_of_one(ex) else ""
+    )
     return "misleading", (
-        f"{done}, but it returned the same memory in {f['contiguous_shared']} of {f['contiguous']} that already "
-        f"were (e.g. {_case(f['example_shared'])}, where a write reaches the source): the copy comes from the "
-        f"expanded tensor not being contiguous, not from calling contiguous(){rule}; clone() always copies"
+        f"{done}{stretched}; but it returned the same memory in {f['contiguous_shared']} of {f['contiguous']} that "
+        f"already were{nothing} (e.g. {example}), where a write reaches the source: the copy comes from the "
+        "expanded tensor not being contiguous, not from calling contiguous(); clone() always copies"
     )
 
 
@@ -428,7 +436,7 @@ def _j_storage_api(f: Mapping[str, Any]) -> Verdict:
         return "false", f"{f['method']}.data_ptr() does not answer the question: {f['error'] or 'the pointers differ'}"
     if f["warning"] and "deprecated" in f["warning"].lower():
         return "misleading", (
-            f"{f['method']}.data_ptr() still agrees for a view, but the call warns "
+            f"{f['method']}.data_ptr() still agrees for a view, but the call warns (the first time in a process) "
             f'"{f["warning"]}": the article teaches a deprecated API; untyped_storage() is the current one{_pointer_caveat(f)}'
         )
     return "true", f"{f['method']}.data_ptr() agrees for a view, without a warning"

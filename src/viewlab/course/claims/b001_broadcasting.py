@@ -185,20 +185,6 @@ def _ev_weights_times_features(w_shape: tuple[int, ...] = (2, 1), f_shape: tuple
     }
 
 
-def _matmul_case(case: str, seen: Mapping[str, Any]) -> str:
-    """How one broadcasting matmul paid for its batch dims, from the operators it ran and the bytes they made."""
-    if seen["clone_bytes"]:
-        return f"{case} copies each expanded operand (clone: {' B and '.join(f'{b:,}' for b in seen['clone_bytes'])} B)"
-    kernel = next((op for op in seen["ops"] if op in ("mm", "bmm")), "its kernel")
-    if "expand" in seen["ops"]:
-        how = f"{case} expands and views"
-    else:
-        how = f"{case} folds into one {kernel} with no expand at all"
-    if seen["new_bytes"] == seen["result_bytes"]:
-        return f"{how}, copying nothing (new bytes: only the {seen['result_bytes']:,} B result)"
-    return f"{how} ({seen['new_bytes']:,} new bytes for a {seen['result_bytes']:,} B result)"
-
-
 def _j_weights_times_features(f: Mapping[str, Any]) -> Verdict:
     if not f["error"] and f["elements"] == 0:
         return no_elements("the product")
@@ -212,21 +198,15 @@ def _j_weights_times_features(f: Mapping[str, Any]) -> Verdict:
             f"{f['expand_as_gives_the_same']}, {f['expand_as_bytes']:,} B)"
         )
     with_expand = [name.split(" ")[0] for name, ops in f["other_operators_dispatch"].items() if "expand" in ops]
+    # matmul_cases (what matmul's own broadcasting copies) are evidence beside the verdict, not its reason: the
+    # notebook's text says what they show and its cell asserts each
     return "misleading", (
         f"as a tool it works: w.expand_as(x) * x gives the broadcast product, shape {f['shape']}, at "
         f"{f['expand_as_bytes']} B -- but broadcasting needs no expand_as: w * x alone runs "
         f"{f['ops_while_broadcasting']}, the kernel reading the size-1 dim with stride 0 itself, and the "
-        "article's own section 1 calls expand_as an explicit control, no hero behind the scenes. Operators "
-        f"that do expand as part of their own work ({', '.join(with_expand) or 'none'} here, as a dispatch mode "
-        "sees; masked_fill too, inside its kernel, below what a dispatch mode sees) never call expand_as"
-        + (
-            "; and matmul's broadcasting is free only sometimes: "
-            + "; ".join(_matmul_case(case, seen) for case, seen in f["matmul_cases"].items())
-            + " -- it copies where two batch dims, one of them broadcast, must be flattened into one; element-wise "
-            "broadcasting copies nothing (B01)"
-            if any(seen["clone_bytes"] for seen in f["matmul_cases"].values())
-            else "; element-wise broadcasting copies nothing (B01)"
-        )
+        "article's own section 1 calls expand_as an explicit control, no hero behind the scenes; operators "
+        f"that expand as part of their own work ({', '.join(with_expand) or 'none'} here, as a dispatch mode "
+        "sees; masked_fill too, inside its kernel) never call expand_as"
     )
 
 

@@ -55,7 +55,8 @@ register(
             "Given a tensor x of any shape (0-d included) and memory layout (contiguous, transposed, sliced, expanded), return a "
             "tensor with x's values that shares no memory with x, so that writing into it can never change x "
             "(claim A09: contiguous() is not always a copy), and whose every element has memory of its own, so that "
-            "any in-place write works (copy.deepcopy of an expanded x keeps its stride 0, claim A08)."
+            "any in-place write works (copy.deepcopy keeps an expanded x's stride 0: try it; claim A08 shows why a "
+            "stride-0 tensor refuses add_)."
         ),
         signature="def safe_copy(x: torch.Tensor) -> torch.Tensor",
         reference=_safe_copy,
@@ -165,7 +166,7 @@ register(
         title="Which is faster -- or can we not tell?",
         statement=(
             "Given two timings as median and interquartile range in seconds (median_a, iqr_a, median_b, iqr_b), "
-            "return 'a' when a's median is the smaller by a gap larger than both spreads together, 'b' in the "
+            "return 'a' when a's median is the smaller by a gap larger than the two spreads added, 'b' in the "
             "mirror case, and 'unclear' otherwise: a timing judge must be able to say that the spread exceeds the "
             "difference."
         ),
