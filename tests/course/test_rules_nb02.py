@@ -133,8 +133,7 @@ def test_broadcast_tensors_are_stride_0_views(shapes, dtype):
 )
 @pytest.mark.rule(
     "02",
-    "Stretched operands are stride-0 views (`torch.broadcast_tensors`, `.stride()`): zero bytes; materialising "
-    "them costs the full result size each.",
+    "Stretched operands are stride-0 views: zero bytes; materialising them costs the full result size each.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
@@ -226,7 +225,7 @@ def _in_place_works(big: torch.Tensor, small: torch.Tensor) -> bool:
 )
 @pytest.mark.rule(
     "02",
-    "A leaf that requires grad refuses any in-place write",
+    "A leaf that requires grad refuses any in-place write unless under `torch.no_grad()`, as in an optimiser step",
 )
 @pytest.mark.rule("02", "In-place ops never grow their target: `big += small` works, `small += big` cannot")
 @pytest.mark.nb02

@@ -274,8 +274,8 @@ def test_merging_a_contiguous_output_copies_unless_a_dim_is_one(b, h, length, dh
 @pytest.mark.rule(
     "04",
     "our attention and SDPA's MATH kernel return a contiguous tensor; SDPA's default CPU kernel keeps `q`'s order of "
-    "dims (position-major for `split_heads` of a row-major `x`), but runs only when `q`, `k` and `v` have last "
-    "stride 1 and `dropout_p` is 0; otherwise (one of them from a transposed `x`; dropout, as in training) SDPA runs "
+    "dims (position-major for `split_heads` of a row-major `x`), but whenever it refuses the call (a last stride other "
+    "than 1 in `q`, `k` or `v`, as from a transposed `x`; dropout; a mask that requires grad or has 3 dims), SDPA runs "
     "MATH, and the merge copies",
 )
 @RULE_SETTINGS
@@ -332,8 +332,8 @@ def _flash_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **kwargs: Any
 @pytest.mark.rule(
     "04",
     "SDPA's default CPU kernel keeps `q`'s order of dims (position-major for `split_heads` of a row-major `x`), but "
-    "runs only when `q`, `k` and `v` have last stride 1 and `dropout_p` is 0; otherwise (one of them from a "
-    "transposed `x`; dropout, as in training) SDPA runs MATH, and the merge copies",
+    "whenever it refuses the call (a last stride other than 1 in `q`, `k` or `v`, as from a transposed `x`; dropout; a "
+    "mask that requires grad or has 3 dims), SDPA runs MATH, and the merge copies",
 )
 @RULE_SETTINGS
 @given(sizes=st.tuples(*[st.integers(2, 4)] * 4), data=st.data())
@@ -347,6 +347,12 @@ def test_sdpa_cpu_output_follows_q_only_where_flash_runs(sizes, data):
         dropped = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
     assert out.stride() == _layout_sdpa_keeps(q, k, v)
     assert dropped.is_contiguous()  # dropout: MATH, whatever the inputs
+    b, h, length, _ = q.shape
+    for bias in (torch.zeros(1, h, length, length, requires_grad=True), torch.zeros(h, length, length)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            masked = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        assert not _flash_runs(q, k, v, attn_mask=bias) and masked.is_contiguous()  # a learnable or 3-D bias: MATH
     b, h, length, dh = q.shape
     x_t = torch.randn(b, h * dh, length).transpose(1, 2)  # a transposed x: split_heads gives last stride L
     heads_t = split_heads(x_t, h)
@@ -702,8 +708,8 @@ def test_on_cpu_flash_takes_masks(case, kind):
 @pytest.mark.rule(
     "04",
     "Given `attn_mask=` and `is_causal=True` together, the default CPU kernel applies both (undocumented: the docs "
-    "say this raises), but MATH refuses them, and on CPU every call flash cannot take runs MATH (`dropout_p > 0`, as "
-    "in training; a last stride other than 1; next cell). For padding plus causal, pass one mask: "
+    "say this raises), but MATH refuses them, and on CPU every call flash cannot take runs MATH (section 2 lists some; "
+    "next cell). For padding plus causal, pass one mask: "
     "`pad & causal_mask(Lq, Lk)`.",
 )
 @RULE_SETTINGS
