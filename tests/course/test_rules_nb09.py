@@ -116,31 +116,43 @@ def test_out_of_the_right_shape_is_written_in_place(a, transposed):
 @pytest.mark.rule(
     "09",
     "An `out=` of the wrong shape is resized, with a `UserWarning`, unless it has no elements; the resize keeps "
-    "its memory when that is big enough, and otherwise reallocates the same storage, bigger, at a new address, so "
-    "every view of that storage, the base included, now reads the new memory.",
+    "its memory when its storage, from its offset on, holds the result, and otherwise reallocates the same storage, "
+    "bigger, at a new address, so every view of that storage, the base included, now reads the new memory.",
+)
+@pytest.mark.rule(
+    "09",
+    "The resize also gives `out=` dense strides from its offset, in the inputs' dim order (row-major here), so the "
+    "result lands on whatever of that storage it reaches: a short slice such as `base[:2]` overwrites its base's "
+    "next elements, and a strided `out=` its own gaps, elements that were never its own.",
 )
 @RULE_SETTINGS
-@given(a=floats, n=st.integers(0, 70), offset=st.integers(0, 3))
-def test_out_of_the_wrong_shape_is_resized_in_its_own_storage(a, n, offset):
+@given(a=floats, n=st.integers(0, 70), offset=st.integers(0, 3), step=st.integers(1, 2), after=st.integers(0, 70))
+def test_out_of_the_wrong_shape_is_resized_in_its_own_storage(a, n, offset, step, after):
     a = _own(a)
-    base = torch.zeros(offset + n, dtype=a.dtype)
-    c = base[offset:]  # the out= tensor, a view of base (offset 0: all of it)
+    base = torch.zeros(offset + step * n + after, dtype=a.dtype)  # room after c too: c is a short slice of base
+    c = base[offset : offset + step * n : step]  # the out= tensor, a view of base: contiguous or strided
     assume(tuple(a.shape) != (n,))
-    ptr, room, need = base.untyped_storage().data_ptr(), base.untyped_storage().nbytes(), a.numel() * a.element_size()
+    es, need = a.element_size(), a.numel()
+    ptr, room = base.untyped_storage().data_ptr(), base.untyped_storage().nbytes()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.add(a, a, out=c)
     resized = [w for w in caught if "was resized" in str(w.message)]
     assert bool(resized) == (n > 0) and all(w.category is UserWarning for w in resized)
     assert c.shape == a.shape and torch.equal(c, a + a) and c.storage_offset() == offset
+    assert c.stride() == (a + a).stride()  # dense, in the dim order a fresh result of the inputs takes
     kept = c.untyped_storage().data_ptr() == ptr
-    assert kept == (room >= offset * a.element_size() + need) or room == 0  # kept if big enough, else moved
+    assert kept == (room >= (offset + need) * es) or room == 0  # kept if the storage from the offset holds it
     # one storage still: base reads where c writes, however it was resized, and the bytes before c are kept
     assert base.untyped_storage().data_ptr() == c.untyped_storage().data_ptr()
-    assert base.untyped_storage().nbytes() >= (offset * a.element_size() + need)
+    assert base.untyped_storage().nbytes() >= (offset + need) * es
     assert torch.equal(base[:offset], torch.zeros(offset, dtype=a.dtype))
-    # base reads the new memory: its storage, laid out as c (the resize may follow a's layout), holds the sum
+    # base reads the new memory: elements offset .. offset + need - 1 of its storage hold the sum, laid out as
+    # c, whether or not they were c's elements (a short slice's neighbours, a strided one's gaps) ...
     assert torch.equal(base.as_strided(c.shape, c.stride(), c.storage_offset()), a + a)
+    # ... and the storage past the result is untouched
+    tail = torch.empty(0, dtype=a.dtype).set_(base.untyped_storage())[offset + need : base.numel()]
+    assert not tail.any()
 
 
 @pytest.mark.rule(

@@ -32,7 +32,7 @@ def _scores_and_labels() -> Any:
 
 def _pick_per_row(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     rows = torch.arange(scores.shape[0])
-    picked = scores[rows, labels.clamp(min=0)]  # a -1 reads column 0 here, then gets its 0 below
+    picked = scores[rows, labels]  # a -1 reads the last column, which exists; it gets its 0 below
     return picked.masked_fill(labels < 0, 0)
 
 
@@ -54,6 +54,8 @@ def _examples() -> tuple[tuple[Any, ...], ...]:
         (torch.arange(float(c)).expand(n, c), torch.arange(n) % (c + 1) - 1),
         # transposed scores
         (torch.arange(float(n * c)).reshape(c, n).t(), (torch.arange(n) * 7) % c),
+        # log-probabilities: a -inf in a row to ignore, where multiplying by a 0/1 mask gives nan, not 0
+        (torch.tensor([[0.0, float("-inf")], [-0.5, -1.0]]), torch.tensor([-1, 1])),
     )
 
 
@@ -65,9 +67,10 @@ register(
             "Given scores of shape (N, C) in any layout (transposed, strided, offset, or one row expanded to all "
             "N rows) and int64 labels of shape (N,) with values in -1..C-1, return the (N,) tensor whose entry i "
             "is scores[i, labels[i]], and 0 where labels[i] is -1: a row to ignore, as a loss's ignore_index "
-            "marks padding. Careful: -1 is also a valid index (the last column). Rule: new bytes may peak at a "
-            "few N elements: 64 bytes a row (eight int64 numbers) plus 64 (measured), so no intermediate of "
-            "N * N or N * C elements -- building scores[:, labels] and keeping its diagonal is one."
+            "marks padding. Careful: -1 is also a valid index (the last column), and scores may hold -inf, as "
+            "log-probabilities do, in ignored rows too. Rule: new bytes may peak at a few N elements: 64 bytes "
+            "a row (eight int64 numbers) plus 64 (measured), so no intermediate of N * N or N * C elements -- "
+            "building scores[:, labels] and keeping its diagonal is one."
         ),
         signature="def pick_per_row(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor",
         reference=_pick_per_row,
@@ -77,22 +80,23 @@ register(
         hints=(
             "Which (row, column) pairs do you need, and what does a label of -1 pick when it is used as an index?",
             "Pair a tensor of row numbers with the labels, so that each row gives one element, not a whole row "
-            "of them. With x[rows, labels] a -1 already reads a column that exists (the last one), so no clamp "
-            "is needed there (gather, which refuses a -1, needs one); which operation then writes the 0s where "
-            "the label is -1?",
+            "of them. What does x[rows, labels] read where the label is -1, and what must then be done to those "
+            "rows when their score may be -inf?",
         ),
         why=(
             "Two index tensors of shape (N,) pair up: rows[i] with labels[i], one element per row, N in all; a "
             "slice beside the labels would pick every label's column for every row, N * N elements.",
             "A -1 label indexes the last column, which always exists, so x[rows, labels] reads the ignored rows "
-            "without a clamp, and a mask then sets them to 0; gather refuses a -1 outright, so with gather the "
-            "labels are clamped first.",
+            "without a clamp, and masked_fill (or torch.where) then sets them to 0; multiplying by a 0/1 mask "
+            "would turn a -inf score into nan. gather refuses a -1 outright, so with gather the labels are "
+            "clamped first.",
         ),
         wrong=(
             (lambda scores, labels: scores[torch.arange(scores.shape[0]), labels], "1 of 4 values differ"),
             (lambda scores, labels: scores.gather(1, labels[:, None]).squeeze(1), "your function raised RuntimeError"),
             (lambda scores, labels: scores[:, labels].masked_fill(labels < 0, 0), "the result has shape (4, 4)"),
             (_by_diagonal, "rule `max_new_bytes`"),
+            (lambda scores, labels: scores[torch.arange(scores.shape[0]), labels] * (labels >= 0), "got nan"),
         ),
     )
 )
