@@ -56,6 +56,8 @@ def _examples() -> tuple[tuple[Any, ...], ...]:
         (torch.arange(float(n * c)).reshape(c, n).t(), (torch.arange(n) * 7) % c),
         # log-probabilities: a -inf in a row to ignore, where multiplying by a 0/1 mask gives nan, not 0
         (torch.tensor([[0.0, float("-inf")], [-0.5, -1.0]]), torch.tensor([-1, 1])),
+        # the -inf where a clamped -1 reads (column 0): clamping first, then multiplying, gives nan too
+        (torch.tensor([[float("-inf"), 0.0], [-0.5, -1.0]]), torch.tensor([-1, 1])),
     )
 
 
@@ -97,6 +99,10 @@ register(
             (lambda scores, labels: scores[:, labels].masked_fill(labels < 0, 0), "the result has shape (4, 4)"),
             (_by_diagonal, "rule `max_new_bytes`"),
             (lambda scores, labels: scores[torch.arange(scores.shape[0]), labels] * (labels >= 0), "got nan"),
+            (
+                lambda scores, labels: scores[torch.arange(scores.shape[0]), labels.clamp_min(0)] * (labels >= 0),
+                "got nan",
+            ),
         ),
     )
 )
