@@ -399,7 +399,9 @@ def test_overlapping_windows_pass_the_check_and_corrupt(n, size, step):
 
 @pytest.mark.rule(
     "03",
-    "A second check refuses an input that partly overlaps the region written (`x[1:].copy_(x[:-1])`, below).",
+    "A second check refuses an input that partly overlaps the region written where both are dense "
+    "(`x[1:].copy_(x[:-1])`); between strided views it cannot tell: `m[:, 1:].copy_(m[:, :3])` writes wrong values "
+    "(clone the input).",
 )
 @RULE_SETTINGS
 @given(n=st.integers(2, 9), shift=st.integers(0, 8), op=st.sampled_from(["copy_", "add_", "out="]))
@@ -427,6 +429,15 @@ def test_an_input_that_partly_overlaps_the_written_region_is_refused(n, shift, o
     disjoint = torch.arange(float(2 * n))
     disjoint[n:].copy_(disjoint[:n])  # no shared element: no check to fail
     assert disjoint[n:].tolist() == disjoint[:n].tolist()
+    if partly:  # the same shift along the columns of a matrix: strided views, not dense, so not checked
+        m = torch.arange(float(3 * n)).view(3, n)
+        dst, src = m[:, shift:], m[:, : n - shift]
+        {"copy_": lambda: dst.copy_(src), "add_": lambda: dst.add_(src), "out=": lambda: torch.add(src, 1, out=dst)}[
+            op
+        ]()  # no error (the values depend on the kernel's order: undefined)
+    m = torch.arange(12.0).view(3, 4)
+    m[:, 1:].copy_(m[:, :3])  # the notebook's example: no error, and not what copying a clone gives
+    assert not torch.equal(m[:, 1:], torch.arange(12.0).view(3, 4)[:, :3])
 
 
 ADVANCED = {
@@ -453,9 +464,10 @@ def test_scalar_fill_and_zero_skip_the_check(rows, cols, value, zero):
 
 @pytest.mark.rule(
     "03",
-    "**`tril_` and `triu_` skip it too, silently and wrongly**: no error, no warning, and each row of the expand is "
-    "one element of `base`, so zeroing its part above the diagonal zeroes the whole row "
-    "(`tensor([[1.], [2.], [3.]]).expand(3, 3).tril_()` leaves `base` `[0, 0, 3]`, checked below).",
+    "**`tril_` and `triu_` below 4 dims skip it too, silently and wrongly**: no error, no warning, and each row of the "
+    "expand is one element of `base`, so zeroing its part above the diagonal zeroes the whole row "
+    "(`tensor([[1.], [2.], [3.]]).expand(3, 3).tril_()` leaves `base` `[0, 0, 3]`, checked below); from 4 dims on "
+    "they write a copy back with `copy_`, which checks (`e[None, None].tril_()` above).",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 5), cols=st.integers(1, 5), upper=st.booleans(), along=st.booleans())
@@ -471,12 +483,20 @@ def test_tril_and_triu_skip_the_overlap_check_and_corrupt(rows, cols, upper, alo
     assert torch.equal(e, want) == (want == want[:1] if along else want == want[:, :1]).all().item()
     if not along and not upper:
         assert base.flatten().tolist() == [0.0 if i < cols - 1 else i + 1.0 for i in range(rows)]
+    three = torch.arange(1.0, rows + 1).reshape(1, rows, 1)
+    e3 = three.expand(2, rows, cols)
+    e3.triu_() if upper else e3.tril_()  # 3 dims: written in place, still unchecked
+    four = torch.arange(1.0, rows + 1).reshape(1, 1, rows, 1)
+    e4 = four.expand(2, 2, rows, cols)  # 4 dims: the kernel writes a contiguous copy, then copy_ checks it back
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single"):
+        e4.triu_() if upper else e4.tril_()
+    assert four.flatten().tolist() == [i + 1.0 for i in range(rows)]  # refused before anything was written
 
 
 @pytest.mark.rule(
     "03",
     "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`; "
-    "`index_add_` and `scatter_` check, above): they warn (the warning is printed in full below), and where two "
+    "`index_add_` and `scatter_` check, above): they warn (printed below), and where two "
     "indices meet one location one value wins, which one is undefined (here the last, on CPU), with no error "
     "(`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves `base[0] == 2`; with `index_put_(..., accumulate=True)` the two "
     "add up to 3).",
@@ -510,9 +530,9 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
 @pytest.mark.rule(
     "03",
     "On CPU, a write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1 and its "
-    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` (wrong values) and section 5's "
-    "advanced-index writes do not; no other overlap inside the region is detected, and an input that partly overlaps "
-    "it is refused.",
+    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` below 4 dims (wrong values) and "
+    "section 5's advanced-index writes do not; no other overlap inside the region is detected, and an input that "
+    "partly overlaps it is refused where both are dense.",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 4), cols=st.integers(1, 4), index=st.sampled_from(["e", "e[0]", "e[0, 0]", "e[:, 0]"]))
@@ -528,15 +548,21 @@ def test_summary_of_writes_into_an_expanded_tensor(rows, cols, index):
         except RuntimeError:
             raised = True
         assert raised == stretched
-    region.tril_() if region.dim() == 2 else None  # tril_: never refused either
+    region.tril_() if region.dim() == 2 else None  # tril_ below 4 dims: never refused either
+    if stretched and region.dim() == 2:  # from 4 dims on it is
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            region[None, None].tril_()
     region.fill_(3)  # a Python number: never refused
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         e[e >= 0] = 4.0  # a mask: never refused
     assert base[0].item() == 4.0
-    if rows > 2:  # an input that partly overlaps the written region: refused, whatever the region's strides
+    if rows > 2:  # an input that partly overlaps the written region, both dense: refused
         with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor"):
             base[1:].copy_(base[:-1])
+    if cols > 2 and rows > 1:  # both strided (not dense; one row would be dense): let through
+        m = torch.arange(float(rows * cols)).view(rows, cols)
+        m[:, 1:].copy_(m[:, :-1])
 
 
 @pytest.mark.rule("03", "Both backward passes do the same job: **sum** the incoming gradient over the copies.")
