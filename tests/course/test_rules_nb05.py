@@ -157,7 +157,7 @@ def test_in_place_writes_refuse_stride_0_only_and_other_overlap_is_written_once_
     assert _raises(lambda: t.__setitem__(..., 5)) == refused
 
 
-@pytest.mark.rule("05", "There `tril_` and `triu_` skip the check too, writing wrong values silently")
+@pytest.mark.rule("05", "There `tril_` and `triu_` below 4 dims skip the check too, writing wrong values silently")
 @RULE_SETTINGS
 @given(st.integers(2, 4), st.integers(2, 4), st.sampled_from(["tril_", "triu_"]))
 def test_tril_and_triu_skip_the_overlap_check_and_write_wrong_values(n, m, op):
@@ -169,6 +169,8 @@ def test_tril_and_triu_skip_the_overlap_check_and_write_wrong_values(n, m, op):
         getattr(e, op)()
     meant = getattr(torch.ones(n, m), op[:-1])()
     assert not torch.equal(e, meant)  # a zero written to one index lands on every index sharing its element
+    four = torch.ones(n, 1).expand(1, 1, n, m)  # from 4 dims on the kernel writes back with copy_, which checks
+    assert _raises(lambda: getattr(four, op)())
 
 
 @pytest.mark.rule(
