@@ -77,6 +77,25 @@ def test_every_view_reports_the_same_block(x, op):
     assert v.untyped_storage().nbytes() == x.untyped_storage().nbytes()
 
 
+@pytest.mark.rule("06", "An empty storage has address 0, whatever made it.")
+@RULE_SETTINGS
+@given(
+    st.sampled_from(["empty", "zeros", "tensor([])", "arange(0)", "slice of a full tensor, cloned"]),
+    st.sampled_from([torch.float32, torch.int8, torch.float64]),
+)
+def test_an_empty_storage_has_address_zero_so_equal_addresses_do_not_prove_sharing(maker, dtype):
+    make = {
+        "empty": lambda: torch.empty(0, dtype=dtype),
+        "zeros": lambda: torch.zeros(0, dtype=dtype),
+        "tensor([])": lambda: torch.tensor([], dtype=dtype),
+        "arange(0)": lambda: torch.arange(0, dtype=dtype),
+        "slice of a full tensor, cloned": lambda: torch.ones(5, dtype=dtype)[:0].clone(),
+    }[maker]
+    a, b = make(), torch.empty(0, dtype=dtype)
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() == 0
+    assert a.untyped_storage()._cdata != b.untyped_storage()._cdata  # two storages all the same
+
+
 def _result_bytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
@@ -345,11 +364,7 @@ def test_self_cpu_mem_is_net_so_it_sums_to_what_is_held(name, length):
     assert total == m.allocated_bytes  # net: what is still held
 
 
-@pytest.mark.rule(
-    "06",
-    "what is still held is the sum of that column, but the peak is not in it: an operator that frees its own"
-    " temporaries before it returns books only the net, and a replay of its self memory misses them",
-)
+@pytest.mark.rule("06", "what is still held is the sum of that column, but the peak is not in it.")
 @RULE_SETTINGS
 @given(
     st.sampled_from([1, 2]), st.sampled_from([1, 5]), st.sampled_from([1, 6]), st.sampled_from([1, 4])
@@ -362,6 +377,31 @@ def test_a_replay_of_the_profiler_misses_the_temporaries_sdpa_frees_inside(heads
     assert total == m.allocated_bytes and replayed < m.peak_bytes
 
 
+@pytest.mark.rule(
+    "06",
+    "An operator that frees its own temporaries has the frees booked to itself, and a replay in time order counts"
+    " them at its start, before its inner operators allocate",
+)
+@RULE_SETTINGS
+@given(
+    st.sampled_from([1, 7, 1000]),
+    st.sampled_from([(torch.float32, torch.float64), (torch.float16, torch.float64), (torch.float16, torch.float32)]),
+)
+def test_an_in_place_op_books_its_temporaries_frees_to_itself_ahead_of_their_allocations(n, dtypes):
+    c, y = torch.zeros(n, dtype=dtypes[0]), torch.ones(n, dtype=dtypes[1])
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        c.add_(y)  # converts inside: temporaries made by inner operators, freed by add_ itself
+    booked = [ev for ev in prof.events() if ev.self_cpu_memory_usage]
+    (outer,) = [ev for ev in booked if ev.name == "aten::add_"]
+    inner = [ev for ev in booked if ev is not outer]
+    assert inner and all(ev.self_cpu_memory_usage > 0 for ev in inner)  # each temporary, on the operator making it
+    assert outer.self_cpu_memory_usage == -sum(ev.self_cpu_memory_usage for ev in inner)  # their frees, on add_
+    assert all(outer.time_range.start < ev.time_range.start for ev in inner)  # so a replay frees before it allocates
+    timeline = sorted((ev.time_range.start, ev.self_cpu_memory_usage) for ev in booked)
+    assert max(itertools.accumulate((b for _, b in timeline), initial=0)) == 0  # the replay never sees the peak
+    assert _allocation_peak(prof) == sum(ev.self_cpu_memory_usage for ev in inner)  # the events do
+
+
 def _allocation_peak(prof) -> int:  # noqa: ANN001
     """The peak of every allocation and free the profiler recorded (its ``[memory]`` events), replayed in order."""
     events = prof.profiler.kineto_results.events()
@@ -372,8 +412,8 @@ def _allocation_peak(prof) -> int:  # noqa: ANN001
 
 @pytest.mark.rule(
     "06",
-    "`measure` provides those two numbers, exact for every storage an operator returns, blind to what it allocates"
-    " and frees inside",
+    "`measure`: held and peak, exact for every storage an operator returns, blind to what it allocates and frees"
+    " inside.",
 )
 @pytest.mark.rule("06", "The profiler's allocation events see that too")
 @RULE_SETTINGS
@@ -421,6 +461,66 @@ def test_the_monitor_peak_catches_a_temporary_that_no_poll_sees(n, dtype):
         del tmp
     assert max(s.allocated for s in mon.samples) == 0
     assert mon.samples[-1].peak == n * torch.empty((), dtype=dtype).element_size()
+
+
+@pytest.mark.rule(
+    "06",
+    "The dashed peak line steps up at the first sample after the peak (one every 0.25 s, one at each cell's end):"
+    " inside a long cell's span, at the end of a short one.",
+)
+@RULE_SETTINGS
+@given(st.sampled_from([0.0, 0.8]), st.sampled_from([1000, 250_000]))
+def test_the_dashed_peak_line_steps_up_at_the_first_sample_after_the_peak(sleep, n):
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    from viewlab.monitor import load_ipython_extension, unload_ipython_extension
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    ip = InteractiveShell.instance(config=config)
+    try:
+        ip.run_cell("import time, torch")
+        mon = load_ipython_extension(ip, device="cpu", display=False)
+        assert mon.interval == 0.25
+        ip.run_cell(f"total = (torch.zeros({n}) * 2).sum(); time.sleep({sleep})")
+        unload_ipython_extension(ip)
+    finally:
+        InteractiveShell.clear_instance()
+    (cell,) = mon.cells
+    first = next(s for s in mon.samples if s.peak > 0)  # where the dashed line steps up
+    assert first.peak == 2 * n * 4 and first.t >= cell.start
+    if sleep > mon.interval:
+        assert first.t < cell.end  # a long cell: inside its span
+    else:
+        assert first.t <= cell.end  # a short one: at its end (a sampler tick may fall just inside)
+
+
+@pytest.mark.rule(
+    "06", "IPython's `%xdel t` deletes `t` and the history's references to it, not a graph that saved it."
+)
+@RULE_SETTINGS
+@given(st.sampled_from([1, 1000]), st.booleans())
+def test_xdel_frees_what_only_the_history_holds_but_not_what_a_shown_graph_saved(n, shown_is_a_loss):
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    ip = InteractiveShell.instance(config=config)
+    try:
+        ip.run_cell("import torch, weakref", store_history=True)
+        ip.run_cell(f"t = torch.zeros({n}, requires_grad=True); ref = weakref.ref(t)", store_history=True)
+        ip.run_cell("t.sin().sum()" if shown_is_a_loss else "t", store_history=True)  # in Out, _ and _N
+        ip.run_cell("del t", store_history=True)
+        held_after_del = ip.user_ns["ref"]() is not None
+        ip.run_cell("t = ref()", store_history=True)
+        ip.run_cell("%xdel t", store_history=True)
+        alive = ip.user_ns["ref"]() is not None
+    finally:
+        InteractiveShell.clear_instance()
+    assert held_after_del  # del alone: the history still holds it (or the loss's graph)
+    assert alive == shown_is_a_loss  # %xdel frees t, unless a shown loss's graph saved it
 
 
 param_shapes = st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=2).map(tuple), min_size=1, max_size=3)

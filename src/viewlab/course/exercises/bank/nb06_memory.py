@@ -240,15 +240,13 @@ register(
         title="Lower the peak",
         statement=(
             "r is a 1-D float tensor. Return the value of (r * 2).sum() -- a 0-d tensor of r's dtype -- while new "
-            "tensors peak at no more than two 0-d tensors (2 * r.element_size() bytes, measured with viewlab.measure). "
-            "Why two: a 0-d temporary such as r.sum() is a tensor with its own storage, so while `* 2` makes the "
-            "result, both are alive. What must go is the temporary r * 2, as big as r itself."
+            "tensors peak at no more than 2 * r.element_size() bytes (measured with viewlab.measure)."
         ),
         signature="def doubled_total(r: torch.Tensor) -> torch.Tensor",
         reference=_doubled_total,
         inputs=_vectors_any_float,
         rules=Rules(max_new_bytes=lambda r: 2 * r.element_size()),
-        examples=((torch.ones(1000),),),
+        examples=((torch.ones(8),),),  # short: a failure prints its values
         hints=(
             "Does the factor 2 have to be applied to every element before summing?",
             "The big temporary comes from doubling every element. What if the doubling waited: what is left to "
@@ -256,7 +254,8 @@ register(
         ),
         why=(
             "sum(2 * r) == 2 * sum(r), so the doubling can wait until there is one number left.",
-            "r.sum() * 2 holds two 0-d tensors at its peak; (r * 2).sum() holds a copy of all of r.",
+            "r.sum() * 2 holds two 0-d tensors at its peak (each has its own storage: r.sum() is alive while `* 2` "
+            "makes the result); (r * 2).sum() holds a copy of all of r.",
         ),
         wrong=(
             (lambda r: (r * 2).sum(), "rule `max_new_bytes`"),
