@@ -935,8 +935,8 @@ def test_only_stride_0_overlap_raises_overlapping_windows_are_written_silently(n
 
 @pytest.mark.rule(
     "05",
-    "Same block: compare `untyped_storage().data_ptr()` (two unrelated empty storages, or any two meta tensors, both"
-    " report 0).",
+    "Same block: compare `untyped_storage().data_ptr()` (two unrelated empty storages torch made, or any two meta tensors, "
+    "both report 0).",
 )
 @RULE_SETTINGS
 @given(strided(), strided(), st.booleans())
