@@ -359,11 +359,20 @@ INPLACE_OPS = {
 }
 
 
-#: Blocks of clip code, each written with repeat and with expand, on (frames, features) and one (1, features) row.
+#: Blocks of clip code on (frames, features) and one (1, features) row: each names what expand is compared with
+#: (``"repeat"``, or ``"broadcasting"``: the same code with no expand and no repeat), then that code, then expand's.
 CLIP_BLOCKS = {
-    "add to every frame": (lambda fr, row: fr + row.repeat(len(fr), 1), lambda fr, row: fr + row.expand_as(fr)),
-    "mean over frames": (lambda fr, row: row.repeat(len(fr), 1).mean(0), lambda fr, row: row.expand_as(fr).mean(0)),
-    "broadcasting instead": (lambda fr, row: fr + row, lambda fr, row: fr + row.expand_as(fr)),
+    "add to every frame": (
+        "repeat",
+        lambda fr, row: fr + row.repeat(len(fr), 1),
+        lambda fr, row: fr + row.expand_as(fr),
+    ),
+    "mean over frames": (
+        "repeat",
+        lambda fr, row: row.repeat(len(fr), 1).mean(0),
+        lambda fr, row: row.expand_as(fr).mean(0),
+    ),
+    "broadcasting instead": ("broadcasting", lambda fr, row: fr + row, lambda fr, row: fr + row.expand_as(fr)),
 }
 
 

@@ -173,6 +173,7 @@ def _ev_backward(*, rows: int = 512, features: int = 2048) -> Facts:
     t_e, t_r, ratios = paired_timings(
         lambda: torch.autograd.grad(outputs["expand"], x, upstream, retain_graph=True),
         lambda: torch.autograd.grad(outputs["repeat"], x, upstream, retain_graph=True),
+        min_run_time=0.1,  # blocks of about 20 ms (some 100 backwards): one preemption no longer fills a block
     )
     facts["expand_median_s"], facts["expand_iqr_s"] = t_e["median_s"], t_e["iqr_s"]
     facts["repeat_median_s"], facts["repeat_iqr_s"] = t_r["median_s"], t_r["iqr_s"]
