@@ -659,7 +659,10 @@ RIGHT: dict[str, tuple[Any, ...]] = {
     "08-bytes-by-dispatch": (_alive_by_weak_refs, _alive_by_callbacks),
     "09-pick-per-row": (
         lambda scores, labels: torch.where(labels >= 0, scores[torch.arange(scores.shape[0]), labels], 0),
-        lambda scores, labels: scores.gather(1, labels.clamp(min=0).unsqueeze(1)).squeeze(1) * (labels != -1),
+        # gather needs a valid index: clamp the -1s, then write 0 there (multiplying by the mask would turn -inf into nan)
+        lambda scores, labels: (
+            scores.gather(1, labels.clamp(min=0).unsqueeze(1)).squeeze(1).masked_fill(labels == -1, 0)
+        ),
     ),
     "10-saved-bytes": (_saved_by_storage_object, _saved_by_hooks_subclass),
     "07-faster-beyond-spread": (

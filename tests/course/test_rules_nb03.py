@@ -464,10 +464,10 @@ def test_scalar_fill_and_zero_skip_the_check(rows, cols, value, zero):
 
 @pytest.mark.rule(
     "03",
-    "**`tril_` and `triu_` below 4 dims skip it too, silently and wrongly**: no error, no warning, and each row of the "
+    "**`tril_` and `triu_` in 2-D and 3-D skip it too, silently and wrongly**: no error, no warning, and each row of the "
     "expand is one element of `base`, so zeroing its part above the diagonal zeroes the whole row "
     "(`tensor([[1.], [2.], [3.]]).expand(3, 3).tril_()` leaves `base` `[0, 0, 3]`, checked below); from 4 dims on "
-    "they write a copy back with `copy_`, which checks (`e[None, None].tril_()` above).",
+    "it depends on the strides (`e[None, None].tril_()` above raises).",
 )
 @RULE_SETTINGS
 @given(rows=st.integers(1, 5), cols=st.integers(1, 5), upper=st.booleans(), along=st.booleans())
@@ -491,6 +491,9 @@ def test_tril_and_triu_skip_the_overlap_check_and_corrupt(rows, cols, upper, alo
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single"):
         e4.triu_() if upper else e4.tril_()
     assert four.flatten().tolist() == [i + 1.0 for i in range(rows)]  # refused before anything was written
+    # but a 4-D expand whose batch strides fit the packed layout is written in place, unchecked, like 2-D
+    square = torch.arange(1.0, rows * cols + 1).reshape(1, 1, rows, cols)
+    square.expand(2, 1, rows, cols).triu_() if upper else square.expand(2, 1, rows, cols).tril_()
 
 
 @pytest.mark.rule(
@@ -530,7 +533,7 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
 @pytest.mark.rule(
     "03",
     "On CPU, a write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1 and its "
-    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` below 4 dims (wrong values) and "
+    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` in 2-D and 3-D (wrong values) and "
     "section 5's advanced-index writes do not; no other overlap inside the region is detected, and an input that "
     "partly overlaps it is refused where both are dense.",
 )
@@ -548,7 +551,7 @@ def test_summary_of_writes_into_an_expanded_tensor(rows, cols, index):
         except RuntimeError:
             raised = True
         assert raised == stretched
-    region.tril_() if region.dim() == 2 else None  # tril_ below 4 dims: never refused either
+    region.tril_() if region.dim() == 2 else None  # tril_ in 2-D: never refused either
     if stretched and region.dim() == 2:  # from 4 dims on it is
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
             region[None, None].tril_()
