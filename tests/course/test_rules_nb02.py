@@ -166,7 +166,7 @@ def test_expand_keeps_the_storage_and_materialising_costs_the_full_size(case, dt
     assert full == 0 or repeated.untyped_storage().data_ptr() != small.untyped_storage().data_ptr()
 
 
-@pytest.mark.rule("02", "Broadcasting allocates only the result,")
+@pytest.mark.rule("02", "Broadcasting allocates only the result")
 @pytest.mark.nb02
 @RULE_SETTINGS
 @given(
@@ -187,7 +187,8 @@ def test_broadcasting_allocates_only_the_result(shapes, da, db):
 
 @pytest.mark.rule(
     "02",
-    "on CPU, mixed dtypes add a cast copy of one operand at its own size, seen only by the profiler.",
+    "on CPU, mixed dtypes add a cast copy of each operand not in the result's dtype, at its own size (the result's, if "
+    "expanded), seen only by the profiler.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
@@ -208,6 +209,15 @@ def test_mixed_dtypes_cast_one_operand_at_its_own_size(shapes, da, db):
     converted = [t for t in (a, b) if t.dtype != out.dtype]  # the operand whose dtype is not the result's
     assert cast == sum(t.numel() for t in converted) * out.element_size()  # its own size, not the stretched one
     assert m.peak_bytes == out.numel() * out.element_size()  # measure sees the result only
+    if converted and out.numel():  # an operand expanded to the result's shape first is cast at the result's size
+        wide = converted[0].expand(out.shape)
+        other = b if converted[0] is a else a
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.profiler.profile(profile_memory=True) as prof_wide:
+                wide + other
+        casts = [e.cpu_memory_usage for e in prof_wide.key_averages() if e.key == "aten::_to_copy"]
+        assert out.numel() * out.element_size() in casts or sum(casts) >= out.numel() * out.element_size()
 
 
 # ----- 4. in place -------------------------------------------------------------------------------------------------

@@ -385,11 +385,16 @@ def _ev_custom_gradient(*, shape: tuple[int, ...] = (3, 1), size: tuple[int, ...
     got = x.grad
     x.grad = None
     wrong = error_of(lambda: (_WrongShapeGradient.apply(x, size) * w).sum().backward())
+    # what a backward receives after a .sum(): the gradient of a sum is expanded (stride 0), so it refuses writes
+    y = torch.randn(size, generator=gen).requires_grad_()
+    (incoming,) = torch.autograd.grad(y.sum(), y)
     return {
         "elements": w.numel(),
         "grad_shape": tuple(got.shape),
         "autograd_summed_it": got.shape == x.shape and same_result(got, w.sum_to_size(shape)),
         "wrong_shape_error": wrong,
+        "incoming_stride": tuple(incoming.stride()),
+        "incoming_write_error": error_of(lambda: incoming.mul_(2)),
     }
 
 
@@ -404,7 +409,9 @@ def _j_custom_gradient(f: Mapping[str, Any]) -> Verdict:
         "the advice names nothing to do: a custom backward may hand back the gradient in the expanded shape, and "
         f"autograd sums it back to the input's shape itself (x.grad {f['grad_shape']}, equal to the summed "
         f"gradient); a gradient of a shape that cannot be summed back is refused with an error naming both "
-        f"shapes ({f['wrong_shape_error']})"
+        f"shapes ({f['wrong_shape_error']}). The care an expanded gradient does need is another one: the gradient a "
+        f"backward receives after a .sum() has stride {f['incoming_stride']}, so writing into it in place is "
+        + (f"refused ({f['incoming_write_error']}): clone it first" if f["incoming_write_error"] else "allowed here")
     )
 
 
