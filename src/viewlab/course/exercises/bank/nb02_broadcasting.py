@@ -194,7 +194,8 @@ register(
         hints=(
             "bias is read once for every position of the leading dims: how do the gradients of all those uses combine?",
             "Each use of bias passes its gradient back, and they add. grad_out may have 0, 1 or 2 leading dims: "
-            "how will you reduce over all of them, whatever their number?",
+            "how will you reduce over all of them, whatever their number? (Careful with none: `sum(dim=())` "
+            "reduces every dim, not none.)",
         ),
         why=(
             "Broadcasting used each bias element once per leading position, and gradients of all uses add up.",
@@ -202,6 +203,7 @@ register(
         ),
         wrong=(
             (lambda g: g.sum(0), "shape"),
+            (lambda g: g.sum(dim=tuple(range(g.dim() - 1))), "shape"),  # no leading dim: dim=() sums D away too
             (lambda g: g.reshape(-1, g.shape[-1]).mean(0), "values differ"),
         ),
         examples=((torch.arange(12.0).reshape(2, 3, 2),),),
