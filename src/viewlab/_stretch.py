@@ -36,7 +36,9 @@ _BUSY = threading.local()  # .call: the innermost watcher has the current call; 
 
 def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, int | None, int]]] | None:
     """For shapes that broadcast: operand -> [(dim in the result, size before (None: missing), size after)] it
-    was stretched along; None when the broadcast is one-sided (some operand already has the result's shape).
+    was stretched along; None when the broadcast is one-sided (some operand is not stretched at all).
+
+    A dim added in front with the result's size 1 is no stretch: that operand's elements are still read once each.
 
     >>> _mutual_stretch([(5, 1), (5,)])
     {0: [(1, 1, 5)], 1: [(0, None, 5)]}
@@ -44,17 +46,20 @@ def _mutual_stretch(shapes: list[tuple[int, ...]]) -> dict[int, list[tuple[int, 
     {0: [(1, 1, 0)], 1: [(0, None, 0)]}
     >>> _mutual_stretch([(8, 4), (4,)]) is None
     True
+    >>> _mutual_stretch([(3,), (1, 1)]) is None  # (3,) only gains a leading 1: one-sided
+    True
     """
     result = torch.broadcast_shapes(*shapes)
-    if len(shapes) < 2 or any(tuple(s) == tuple(result) for s in shapes):
+    if len(shapes) < 2:
         return None
     stretched: dict[int, list[tuple[int, int | None, int]]] = {}
     for k, shape in enumerate(shapes):
         padded = (None,) * (len(result) - len(shape)) + tuple(shape)
         for d, (before, after) in enumerate(zip(padded, result)):
-            if before != after:  # None marks a missing dim: a size (0 included) is never taken for one
+            # None marks a missing dim: a size (0 included) is never taken for one; missing -> 1 reads nothing twice
+            if before != after and not (before is None and after == 1):
                 stretched.setdefault(k, []).append((d, before, after))
-    return stretched
+    return stretched if len(stretched) == len(shapes) else None
 
 
 def _indexed(

@@ -3,7 +3,7 @@
 * :func:`views_only` -- any operator that returns a tensor with **new storage** raises :class:`CopyError`
   (``reshape`` and ``contiguous`` copy silently when the layout forces them).
 * :func:`watch_broadcasts` -- reports elementwise operators whose operands were stretched *against each
-  other* (``(N, 1) - (N,)`` gives ``(N, N)``: no operand has the result's shape) by accident, and losses
+  other* (``(N, 1) - (N,)`` gives ``(N, N)``: no operand has the result's shape, leading 1s aside) by accident, and losses
   called with input and target of different shapes; one-sided broadcasts (a bias, a scale, a scalar) never.
 
 Both work as ``with`` blocks and as decorators; their modes are entered only there, removed by identity after.

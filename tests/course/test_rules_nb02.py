@@ -324,8 +324,8 @@ def test_in_place_casts_down_within_a_kind_and_refuses_a_change_of_kind(case, va
 @pytest.mark.rule(
     "02",
     "`small` must not be a part of `big` either (`x += x[0]` raises), but PyTorch sees that only when both are "
-    "dense (no gaps between their elements): on a strided `big` a later row may add a row already written. Clone "
-    "`small` first.",
+    "dense (no gaps between their elements): a column of a dense `x` has gaps, so `x -= x[:, :1]` goes undetected, "
+    "right or wrong by the row's length (3 columns: wrong). Clone `small` first.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
@@ -344,6 +344,40 @@ def test_in_place_refuses_a_part_of_the_target_only_when_both_are_dense(case, ro
     assert _in_place_works(big, part) == (not caught), case
     fresh = before.clone()
     assert _in_place_works(fresh, fresh[i].clone()) and torch.equal(fresh, before + before[i])  # the fix
+
+
+@pytest.mark.rule(
+    "02",
+    "dense (no gaps between their elements): a column of a dense `x` has gaps, so `x -= x[:, :1]` goes undetected, "
+    "right or wrong by the row's length (3 columns: wrong). Clone `small` first.",
+)
+@pytest.mark.nb02
+@RULE_SETTINGS
+@given(st.integers(1, 4), st.sampled_from([torch.float32, torch.float64, torch.int64, torch.int16]))
+def test_a_column_of_a_dense_target_is_not_caught_and_the_result_depends_on_the_row_length(rows, dtype):
+    def subtract_first_column(x: torch.Tensor) -> bool:
+        try:
+            x -= x[:, :1]
+        except RuntimeError:
+            return False
+        return True
+
+    outcome = {}
+    for width in range(1, 40):
+        x = torch.arange(1, 1 + rows * width).reshape(rows, width).to(dtype)
+        expected = x - x[:, :1]
+        if rows == 1 and width > 1:  # the "column" is one element: dense, a part of x, so refused
+            assert not subtract_first_column(x)
+            continue
+        assert subtract_first_column(x)  # 2 rows or more: a column has gaps, never refused (width 1: x itself)
+        outcome[width] = torch.equal(x, expected)
+    assert rows == 1 or (not outcome[3] and set(outcome.values()) == {True, False}), outcome
+    column_major = torch.arange(1, 1 + rows * 3).reshape(3, rows).to(dtype).t()
+    assert not subtract_first_column(column_major)  # there a column is dense: refused
+    fixed = torch.arange(1, 1 + rows * 3).reshape(rows, 3).to(dtype)
+    expected = fixed - fixed[:, :1]
+    fixed -= fixed[:, :1].clone()  # the fix
+    assert torch.equal(fixed, expected)
 
 
 def _storage_indices(t: torch.Tensor) -> list[int]:
@@ -650,8 +684,8 @@ def test_n_by_1_minus_n_is_every_prediction_minus_every_label(n):
 
 @pytest.mark.rule(
     "02",
-    "it reports an operation whose operands were stretched **against each other** (no operand has the result's "
-    "shape, as with `(N, 1)` against `(N,)`) and stays silent for one-sided broadcasts such as adding a bias.",
+    "reports an elementwise operation whose operands were stretched **against each other** (no operand has the result's "
+    "shape, leading 1s aside, as with `(N, 1)` against `(N,)`) and stays silent for one-sided broadcasts such as adding a bias.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
@@ -659,7 +693,11 @@ def test_n_by_1_minus_n_is_every_prediction_minus_every_label(n):
 def test_watch_broadcasts_reports_exactly_the_mutual_broadcasts(shapes):
     a, b = torch.zeros(shapes[0]), torch.zeros(shapes[1])
     result = torch.broadcast_shapes(*shapes)
-    mutual = a.shape != result and b.shape != result
+
+    def read_as_it_is(shape):  # the result's shape once 1s are added in front: no element read twice
+        return (1,) * (len(result) - len(shape)) + tuple(shape) == tuple(result)
+
+    mutual = not read_as_it_is(shapes[0]) and not read_as_it_is(shapes[1])
     try:
         with watch_broadcasts(action="raise"):
             _ = a + b
