@@ -325,7 +325,7 @@ def test_in_place_casts_down_within_a_kind_and_refuses_a_change_of_kind(case, va
     "02",
     "`small` must not be a part of `big` either (`x += x[0]` raises), but PyTorch sees that only when both are "
     "dense (no gaps between their elements): a column of a dense `x` has gaps, so `x -= x[:, :1]` goes undetected, "
-    "right or wrong by the row's length (3 columns: wrong). Clone `small` first.",
+    "and its result is wrong for most row lengths (3 below). Clone `small` first.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
@@ -349,12 +349,12 @@ def test_in_place_refuses_a_part_of_the_target_only_when_both_are_dense(case, ro
 @pytest.mark.rule(
     "02",
     "dense (no gaps between their elements): a column of a dense `x` has gaps, so `x -= x[:, :1]` goes undetected, "
-    "right or wrong by the row's length (3 columns: wrong). Clone `small` first.",
+    "and its result is wrong for most row lengths (3 below). Clone `small` first.",
 )
 @pytest.mark.nb02
 @RULE_SETTINGS
 @given(st.integers(1, 4), st.sampled_from([torch.float32, torch.float64, torch.int64, torch.int16]))
-def test_a_column_of_a_dense_target_is_not_caught_and_the_result_depends_on_the_row_length(rows, dtype):
+def test_a_column_of_a_dense_target_is_not_caught_and_the_result_is_wrong_for_most_row_lengths(rows, dtype):
     def subtract_first_column(x: torch.Tensor) -> bool:
         try:
             x -= x[:, :1]
@@ -371,7 +371,8 @@ def test_a_column_of_a_dense_target_is_not_caught_and_the_result_depends_on_the_
             continue
         assert subtract_first_column(x)  # 2 rows or more: a column has gaps, never refused (width 1: x itself)
         outcome[width] = torch.equal(x, expected)
-    assert rows == 1 or (not outcome[3] and set(outcome.values()) == {True, False}), outcome
+    wrong = [width for width, right in outcome.items() if width > 1 and not right]  # width 1: x itself, right
+    assert rows == 1 or (3 in wrong and len(wrong) > len(outcome) // 2), outcome  # wrong at 3, and at most lengths
     column_major = torch.arange(1, 1 + rows * 3).reshape(3, rows).to(dtype).t()
     assert not subtract_first_column(column_major)  # there a column is dense: refused
     fixed = torch.arange(1, 1 + rows * 3).reshape(rows, 3).to(dtype)
