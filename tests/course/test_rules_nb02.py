@@ -717,14 +717,14 @@ def test_watch_broadcasts_reports_exactly_the_mutual_broadcasts(shapes):
 @pytest.mark.nb02
 @RULE_SETTINGS
 @given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3), st.integers(1, 3))
-def test_a_4d_mask_against_5d_queries(batch, kv_heads, repeats, length):
-    mask, queries = (batch, 1, length, length), (batch, kv_heads, repeats, length, length)
-    result = _torch_shape(mask, queries)
+def test_a_4d_mask_against_5d_scores(batch, kv_heads, repeats, length):
+    mask, scores = (batch, 1, length, length), (batch, kv_heads, repeats, length, length)
+    result = _torch_shape(mask, scores)
     if batch != kv_heads and 1 not in (batch, kv_heads):
         assert result is None
     elif batch == 1:
-        assert result == queries  # one sequence: every head reads its only mask
+        assert result == scores  # one sequence: every head reads its only mask
     elif kv_heads == 1:
         assert result == (batch, batch, repeats, length, length)  # a wrong shape, silently
     else:
-        assert result == queries  # the right shape, but mask b meets kv head b: sequences mixed
+        assert result == scores  # the right shape, but mask b meets kv head b: sequences mixed

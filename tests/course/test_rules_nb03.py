@@ -146,8 +146,7 @@ def test_only_size_one_dims_stretch(shape, dim, target):
 
 @pytest.mark.rule(
     "03",
-    "`expand_as(other)` is `expand(other.shape)`, nothing more: `other`'s values, dtype, device and strides are "
-    "ignored.",
+    "`expand_as(other)` is `expand(other.shape)`: `other`'s values, dtype, device and strides are ignored.",
 )
 @RULE_SETTINGS
 @given(x=layouts(), extra=st.lists(small, max_size=2), dtype=st.sampled_from([torch.float64, torch.int8, torch.bool]))
@@ -227,7 +226,7 @@ def test_as_strided_checks_only_the_signs_and_the_storage_bounds(stored, offset,
 
 @pytest.mark.rule(
     "03",
-    "Its sizes, strides and offset count storage elements, whatever the input's strides: offset 0 is storage "
+    "Its strides and offset count storage elements, whatever the input's strides: offset 0 is storage "
     "element 0, not `part[0]`.",
 )
 @RULE_SETTINGS
@@ -498,8 +497,8 @@ def test_tril_and_triu_skip_the_overlap_check_and_corrupt(rows, cols, upper, alo
 
 @pytest.mark.rule(
     "03",
-    "Advanced-index writes skip it too (masks, index lists, `index_put_`, `masked_fill_`, `index_fill_`; "
-    "`index_add_` and `scatter_` check, above): they warn (printed below), and where two "
+    "`index_put_` (what `e[mask] = v` and `e[[i, j]] = v` run), `masked_fill_` and `index_fill_` skip it too and "
+    "warn (below); other index writes check (`index_add_`, `scatter_` above). Where two "
     "indices meet one location one value wins, which one is undefined (here the last, on CPU), with no error "
     "(`e[[0, 0], [1, 2]] = tensor([1., 2.])` leaves `base[0] == 2`; with `index_put_(..., accumulate=True)` the two "
     "add up to 3).",
@@ -522,9 +521,15 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
         pair = (torch.tensor([0, 0]), torch.tensor([1, 2]))
         summed.expand(rows, 4).index_put_(pair, torch.tensor([1.0, 2.0]), accumulate=True)
     assert summed[0].item() == 3.0  # accumulate=True: both values land, added
-    for checked in (  # index-based writes that do check the region: refused, like add_
+    for checked in (  # the other index-based writes check the region: refused, like add_
         lambda t: t.index_add_(1, torch.tensor([0]), torch.ones(rows, 1)),
         lambda t: t.scatter_(1, torch.zeros(rows, 1, dtype=torch.long), 1.0),
+        lambda t: t.scatter_add_(1, torch.zeros(rows, 1, dtype=torch.long), torch.ones(rows, 1)),
+        lambda t: t.index_copy_(1, torch.tensor([0]), torch.ones(rows, 1)),
+        lambda t: t.put_(torch.tensor([0]), torch.tensor([1.0])),
+        lambda t: t.masked_scatter_(torch.ones(rows, 4, dtype=torch.bool), torch.ones(rows * 4)),
+        lambda t: t.index_reduce_(1, torch.tensor([0]), torch.ones(rows, 1), "prod"),
+        lambda t: t.scatter_reduce_(1, torch.zeros(rows, 1, dtype=torch.long), torch.ones(rows, 1), "sum"),
     ):
         with pytest.raises(RuntimeError, match="single memory location"):
             checked(torch.zeros(rows, 1).expand(rows, 4))
