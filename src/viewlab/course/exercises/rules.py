@@ -77,7 +77,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "bincount": (
         ("aten.bincount", "aten.histc", "aten.histogram", "aten._histogramdd_from_bin_cts"),
-        "make the indexed write accumulate: index_add_, or index_put_ with accumulate=True",
+        "make the indexed write accumulate: scatter_add_ along the dim you count in, or index_put_ with accumulate=True",
     ),
     "unfold": (
         ("aten.unfold",),
