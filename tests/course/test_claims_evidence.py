@@ -60,39 +60,88 @@ def test_empty_evidence_is_not_checkable(claim_id):
     assert "nothing was measured" in why or "not the article's model" in why, why
 
 
-#: Inputs under which the result has 0 elements, per claim whose verdict is about bytes copied, storage shared or
-#: values compared: with no element, "0 B", "the same storage" and "equal values" hold of any operation.
+#: Inputs under which a tensor the evidence measures has 0 elements, per claim whose verdict is about bytes copied,
+#: storage shared or values compared: with no element, "0 B", "the same storage" and "equal values" hold of any
+#: operation. One dict of inputs, or a list of them (each size that can be 0 on its own).
 ZERO_ELEMENTS = {
     "A01": {"shape": (1, 0), "times": (8, 1)},
     "A02": {"shape": (1, 0), "size": (8, 0)},
+    "A03": [{"rows": 0}, {"cols": 0}],
     "A04": {"shape": (1, 0), "size": (8, 0)},
     "A05": {"shape": (1, 0), "size": (8, 0)},
-    "A06": {"features": 0},
+    "A06": [{"features": 0}, {"heads": 0}],
+    "A07": {"batch": 0, "features": 32},
+    "A09": {"pairs": [((1, 0), (3, 0)), ((0,), (2, 0))]},
     "A10": {"batch_size": 0},
+    "A11": {"sample_shape": (3, 8, 0), "batch_size": 4},
+    "A12": [{"tokens": 0}, {"width": 0}],
+    "A13": [{"tokens": 0}, {"batch": 0}, {"width": 0}],
+    "A14": [{"features": 0}, {"steps": 0}],
+    "A15": [{"weight_shape": (1, 0)}, {"steps": 0}],
     "A16": {"features": 0},
     "A17": {"rows": 0},
     "A18": {"shape": (0,), "size": (0,)},
+    "A19": {"rows": 16, "features": 0},
     "A23": {"shape": (1, 3, 0), "size": (3, 256, 0)},
     "A24": {"shape": (1, 0), "size": (100, 0)},
     "A25": {"originals": ((1, 0),), "size": (100, 0)},
-    "A27": {"features": 0},
+    "A26": [{"features": 0}, {"frames": 0}],
+    "A27": [{"features": 0}, {"counts": (0, 17)}],  # a count of 0 repeats nothing: only 17 is left, one side of 16
     "A28": {"shape": (1, 0), "size": (8, 0)},
+    "A29": [{"tokens": 0}, {"width": 0}],
+    "A30": [{"features": 0}, {"steps": 0}],
+    "A31": [{"features": 0}, {"frames": 0}],  # a report only the author can check: never judged on an empty clip
     "B01": {"a_shape": (0, 1), "b_shape": (1, 4)},
     "B04": {"w_shape": (0, 1), "f_shape": (0, 7)},
     "B05": {"a_shape": (0, 1), "b_shape": (0, 4)},
     "B06": {"a_shape": (0, 1), "b_shape": (0, 4)},
     "B07": {"batch": 0},
+    "B09": [{"width": 0}, {"column": ()}],
     "B10": {"a_shape": (0, 1), "b_shape": (0, 4)},
-    "B16": {"rows": 0},
+    "B11": {"param_shape": (1, 0), "target": (3, 0)},
+    "B12": {"channels": 0, "common": ((2, 0, 8, 8),), "x_shape": (2, 0, 3, 3)},
+    "B13": [{"seq": 0}, {"vocab": 0}],
+    "B15": {"a_shape": (1, 0), "b_shape": (64, 0)},
+    "B16": {"width": 0},
     "B17": {"rows": 0},  # a column of 0 rows is contiguous: nothing non-contiguous was expanded
+    "B20": {"size": (3, 0), "shape": (3, 1)},
 }
+#: Claims about shapes, errors or a fixed example, not about the bytes, storage or values of inputs one can size.
+NOT_ABOUT_ELEMENTS = {
+    "A08": "in-place writes on one fixed (3, 4) expand: no size to set to 0",
+    "A20": "which expand raises: an error, not bytes",
+    "A21": "the shape expand(-1, ...) gives",
+    "A22": "the shape expand(2, -1) gives",
+    "B02": "the broadcast rules, over pairs of shapes",
+    "B03": "the shape a broadcast gives",
+    "B08": "which expand_as raises: an error, not bytes",
+    "B14": "what a shape checker says, over pairs of shapes",
+    "B18": "what a shape guard lets through, over pairs of shapes",
+    "B19": "which operand broadcasting stretches, from shapes",
+}
+_ZERO_CASES = [
+    (claim_id, inputs)
+    for claim_id, tried in sorted(ZERO_ELEMENTS.items())
+    for inputs in (tried if isinstance(tried, list) else [tried])
+]
 
 
-@pytest.mark.parametrize("claim_id", sorted(ZERO_ELEMENTS))
-def test_a_result_of_zero_elements_is_not_checkable(claim_id):
+@pytest.mark.parametrize(
+    "claim_id, inputs", _ZERO_CASES, ids=[f"{c}-{'-'.join(f'{k}={v}' for k, v in i.items())}" for c, i in _ZERO_CASES]
+)
+def test_a_result_of_zero_elements_is_not_checkable(claim_id, inputs):
     claim = cl.get(claim_id)
-    verdict, why = cl.judge(claim, claim.evidence(**ZERO_ELEMENTS[claim_id]))
-    assert verdict == NOT_CHECKABLE and "nothing was measured" in why, (claim_id, verdict, why)
+    verdict, why = cl.judge(claim, claim.evidence(**inputs))
+    assert verdict == NOT_CHECKABLE and "nothing was measured" in why, (claim_id, inputs, verdict, why)
+
+
+def test_every_claim_about_bytes_sharing_or_values_is_tried_with_zero_elements():
+    """Notebook 07 says a result of 0 elements is never judged true or false: every claim is tried so above, or
+    named with the reason it has no such input."""
+    ids = {c.id for c in cl.CLAIMS}
+    assert not set(ZERO_ELEMENTS) & set(NOT_ABOUT_ELEMENTS)
+    untried = ids - set(ZERO_ELEMENTS) - set(NOT_ABOUT_ELEMENTS)
+    assert not untried and set(ZERO_ELEMENTS) | set(NOT_ABOUT_ELEMENTS) == ids, sorted(untried)
 
 
 def test_empty_tensors_share_a_data_pointer_but_no_storage():

@@ -266,8 +266,8 @@ def _ev_saving_range(
         against[name], without, with_expand = CLIP_BLOCKS[name]
         _, peak_r, _ = bytes_of(lambda f=without: f(clip, per_clip))
         _, peak_e, _ = bytes_of(lambda f=with_expand: f(clip, per_clip))
-        savings[name] = round(1 - peak_e / peak_r, 3)
-    return {"savings": savings, "against": against}
+        savings[name] = round(1 - peak_e / peak_r, 3) if peak_r else 0.0  # an empty clip: nothing to save
+    return {"savings": savings, "against": against, "elements": clip.numel()}
 
 
 def _saving_span(values: list[float]) -> str:
@@ -281,6 +281,8 @@ def _j_saving_range(f: Mapping[str, Any]) -> Verdict:
     s = f["savings"]
     if not s:
         return nothing_tried("no block named")
+    if f["elements"] == 0:
+        return no_elements("the clip")
     shown = ", ".join(f"{k}: {v:.0%}" for k, v in s.items())
     if max(s.values()) <= 0:
         return "false", f"expand saved no memory in any block tried ({shown})"
@@ -328,7 +330,7 @@ def _ev_threshold(*, counts: tuple[int, ...] = (2, 8, 16, 17, 64), features: int
 def _j_threshold(f: Mapping[str, Any]) -> Verdict:
     if f["elements"] == 0:
         return no_elements("the row repeated")
-    pairs = f["bytes_by_count"]
+    pairs = {n: b for n, b in f["bytes_by_count"].items() if n > 0}  # a count of 0 repeats nothing: 0 B either way
     if not any(n > 16 for n in pairs) or not any(n <= 16 for n in pairs):
         return nothing_tried("the rule needs counts both above 16 and at or below it")
     shown = ", ".join(f"{n}: {e:,} B vs {r:,} B" for n, (e, r) in pairs.items())
@@ -373,7 +375,7 @@ def _ev_locality(
             _, peak_r, _ = bytes_of(lambda f=without, c=clip: f(c, per_clip))
             _, peak_e, _ = bytes_of(lambda f=with_expand, c=clip: f(c, per_clip))
             savings.setdefault(name, {})[clip_name] = round(1 - peak_e / peak_r, 3) if peak_r else 0.0
-    return {"frames": frames, "savings": savings, "against": against}
+    return {"elements": noise.numel(), "savings": savings, "against": against}
 
 
 def _j_locality(f: Mapping[str, Any]) -> Verdict:
@@ -381,8 +383,10 @@ def _j_locality(f: Mapping[str, Any]) -> Verdict:
     # which of their code saved most, so no run of ours can make it true. What a run can observe is whether the
     # values change what expand saves; on torch they never do (tensor bytes follow shapes: the property test in
     # tests/course/test_claims_reach_a.py), so that is said beside the verdict, never taken as a refutation.
-    if f["frames"] == 0 or not f["savings"]:
-        return nothing_tried("an empty clip" if f["frames"] == 0 else "no block named")
+    if not f["savings"]:
+        return nothing_tried("no block named")
+    if f["elements"] == 0:
+        return no_elements("the clip")
     s = f["savings"]
     base = {"repeat": "against repeat", "broadcasting": "against plain broadcasting"}
     shown = "; ".join(

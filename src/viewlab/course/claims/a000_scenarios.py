@@ -186,6 +186,8 @@ def _ev_heads_shared(
 ) -> Facts:
     """The rebuilt layer, once per head count: what its matrix products multiply, and what it expands."""
     x, w_in, w_out = attention_inputs(batch, tokens, width, seed)
+    if not x.numel():  # no element to share or compare (and a width of 0 has no q, k, v to split)
+        return {"heads_tried": tuple(heads), "elements": 0}
     split, expanded_weight, expands, operand_shapes, outputs = False, False, 0, set(), []
     for h in heads:
         with torch.no_grad(), OpNames() as seen:
@@ -208,12 +210,15 @@ def _ev_heads_shared(
         "product_shapes": sorted(operand_shapes),
         "heads_split": split,
         "heads_only_scale": scale_only,
+        "elements": x.numel(),
     }
 
 
 def _j_heads_shared(f: Mapping[str, Any]) -> Verdict:
     if not f["heads_tried"]:
         return nothing_tried("no head count tried")
+    if f["elements"] == 0:
+        return no_elements("the input x")
     if f["heads_split"] and f["expanded_a_weight"]:
         return "true", "the heads are split and a projection weight is expanded across them"
     return "false", (
@@ -241,6 +246,8 @@ def _ev_mask_reused(
     *, calls: int = 3, heads: int = 4, batch: int = 2, tokens: int = 5, width: int = 16, seed: int = 0
 ) -> Facts:
     x, w_in, w_out = attention_inputs(batch, tokens, width, seed)
+    if not x.numel():  # no byte of mask or output to count (and a width of 0 has no q, k, v to split)
+        return {"calls": calls, "elements": 0}
     with torch.no_grad(), measure(log_ops=True) as m:
         outs = [article_attention(x, w_in, w_out, heads=heads) for _ in range(calls)]
     made = [op.bytes for op in m.ops if op.name.startswith("aten.ones")]
@@ -259,12 +266,15 @@ def _ev_mask_reused(
         "mask_changes_output": any(not torch.allclose(out, plain) for out in outs),
         "mask_compare_bytes_expanded": compare_expanded,
         "mask_compare_bytes_broadcast": compare_broadcast,
+        "elements": x.numel(),
     }
 
 
 def _j_mask_reused(f: Mapping[str, Any]) -> Verdict:
     if f["calls"] == 0:
         return nothing_tried("the layer was never called")
+    if f["elements"] == 0:
+        return no_elements("the input x")
     hides = "" if f["mask_changes_output"] else "; and an all-ones mask hides nothing (output equal without it)"
     if f["masks_built"] >= f["calls"]:
         return "false", (
@@ -307,12 +317,15 @@ def _ev_pool_weights(*, batch: int = 4, steps: int = 6, features: int = 8) -> Fa
         "equal_to_broadcasting": same_result(out_e, out_b),
         "peak_expand": peak_e,
         "peak_broadcasting": peak_b,
+        "elements": x.numel(),
     }
 
 
 def _j_pool_weights(f: Mapping[str, Any]) -> Verdict:
     if f["batch"] == 0:
         return nothing_tried("an empty batch")
+    if f["elements"] == 0:
+        return no_elements("the input x")
     if f["expand_bytes"] == 0:
         redundant = (
             (
@@ -353,12 +366,15 @@ def _ev_per_sample(*, weight_shape: tuple[int, int] = (1, 8), batch: int = 4, st
         "batch_stride": stretched.stride(0),
         "grad_shape": tuple(w.grad.shape),
         "grad_is_batch_sum": torch.allclose(w.grad, x.sum((0, 1))[None].expand_as(w.grad), atol=1e-5),
+        "elements": x.numel(),
     }
 
 
 def _j_per_sample(f: Mapping[str, Any]) -> Verdict:
     if f["batch"] < 2:
         return nothing_tried(f"a batch of {f['batch']}: there are no different samples to give weights")
+    if f["elements"] == 0:
+        return no_elements("the input x")
     if f["batch_stride"] == 0 and f["parameter_shape"][0] == 1:
         return "false", (
             f"all samples share one {f['parameter_shape']} weight row: the expanded weights have batch "
@@ -388,6 +404,8 @@ A15 = claim_row(
 def _ev_scores_expanded(*, heads: int = 4, batch: int = 2, tokens: int = 5, width: int = 16, seed: int = 0) -> Facts:
     """The rebuilt layer once: which tensors it expands, and whether they are the (all-ones) mask or data."""
     x, w_in, w_out = attention_inputs(batch, tokens, width, seed)
+    if not x.numel():  # no value to compare with 1 (and a width of 0 has no q, k, v to split)
+        return {"elements": 0}
     with torch.no_grad(), OpNames() as seen:
         article_attention(x, w_in, w_out, heads=heads)
     expanded = _growing_expands(seen)
@@ -396,10 +414,13 @@ def _ev_scores_expanded(*, heads: int = 4, batch: int = 2, tokens: int = 5, widt
         "expanded_all_ones": [bool((t == 1).all()) for t in expanded],
         "scores_shape": (batch, tokens, tokens),
         "ones_made": seen.names.count("ones"),
+        "elements": x.numel(),
     }
 
 
 def _j_scores_expanded(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:  # an empty mask is "all ones" vacuously
+        return no_elements("the input x")
     data = [sh for sh, ones in zip(f["expanded_shapes"], f["expanded_all_ones"]) if not ones]
     if data:
         return "true", f"the layer expands tensors holding data: {data}"

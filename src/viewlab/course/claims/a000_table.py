@@ -77,6 +77,8 @@ def _memory_reading(f: Mapping[str, Any], reading: str) -> tuple[str, str]:
 def _j_memory_table(f: Mapping[str, Any]) -> Verdict:
     if f["elements"] == 0:
         return no_elements("the batch")
+    if f["heads"] == 0:  # the heads reading would make 0 copies: it measures nothing, and the verdict needs both
+        return no_elements("the batch made into 0 heads")
     rows, heads = _memory_reading(f, "rows"), _memory_reading(f, "heads")
     both = (
         f"read as one row made into the batch: {rows[0]} (measured {rows[1]}); read as the batch made into "
@@ -112,6 +114,7 @@ def _ev_table_times(*, batch: int = 1024, features: int = 512, devices: tuple[st
     facts: Facts = {"cuda": torch.cuda.is_available(), "device_name": None}
     facts["repeat_median_s"] = facts["repeat_iqr_s"] = facts["expand_median_s"] = facts["expand_iqr_s"] = None
     facts["expand_ops"], expand_times = [], {}
+    facts["elements"] = batch * features
     probe = torch.randn(1, features)  # the two halves do the same work: the same values, one viewed, one written
     facts["same_result"] = same_result(probe.expand(batch, features), probe.repeat(batch, 1))
     for dev in devices + (("cuda",) if facts["cuda"] else ()):
@@ -133,6 +136,8 @@ def _ev_table_times(*, batch: int = 1024, features: int = 512, devices: tuple[st
 
 
 def _j_table_times(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:  # equal values and a time to write them mean nothing when there are none
+        return no_elements("the expanded batch")
     if not f["same_result"]:
         return not_the_same_work("expand's view and repeat's copy hold different values")
     if f["expand_median_s"] is None:

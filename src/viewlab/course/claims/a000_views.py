@@ -122,12 +122,15 @@ def _ev_two_kinds(*, ops: tuple[str, ...] = tuple(VIEW_OR_COPY_OPS), rows: int =
         "always_itself": sorted(n for n, (a, b) in kinds.items() if a == b == "itself"),
         # a third outcome on a 1-D input: some of them hand it back itself
         "itself_for_1d": sorted(n for n in ops if kind(VIEW_OR_COPY_OPS[n](line), line) == "itself"),
+        "elements": plain.numel(),
     }
 
 
 def _j_two_kinds(f: Mapping[str, Any]) -> Verdict:
     if not f["kinds"]:
         return nothing_tried("no operation named")
+    if f["elements"] == 0:  # empty tensors share no storage, whatever the operation: no view to tell from a copy
+        return no_elements("the tensor tried")
     classes = f"always a view: {', '.join(f['always_view']) or 'none'}; always a copy: {', '.join(f['always_copy']) or 'none'}"
     itself = f"{', '.join(f['always_itself'])} returned the input itself (the same object: no new view, no copy)"
     if f["depends_on_layout"]:

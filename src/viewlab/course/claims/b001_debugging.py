@@ -71,17 +71,24 @@ def _ev_masked_loss(seq: int = 3, vocab: int = 5, mask_layout: str = "batch, 1, 
         "loss_when_seq_eq_vocab": round(got, 4),
         "token_loop_loss": round(total / count, 4),
         "mask_layout": mask_layout,
+        "seq_vocab": (seq, vocab),
+        "elements": 2 * seq * vocab,
     }
 
 
 def _j_masked_loss(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("the element-wise loss")
+    seq, vocab = f["seq_vocab"]
     if f["error_when_seq_ne_vocab"] is None and math.isclose(
         f["loss_when_seq_eq_vocab"], f["token_loop_loss"], abs_tol=1e-4
     ):
         return "true", f"a ({f['mask_layout']}) mask weights each token's loss, as a loop over tokens does"
+    err = f["error_when_seq_ne_vocab"]
+    ran = f"it raises ({err})" if err else "it runs"
     return "false", (
-        f"a ({f['mask_layout']}) mask lines seq up with the vocabulary axis: with seq 3, vocab 5 it raises "
-        f"({f['error_when_seq_ne_vocab']}); with seq = vocab = 4 it runs but masks vocabulary entries "
+        f"a ({f['mask_layout']}) mask lines seq up with the vocabulary axis: with seq {seq}, vocab {vocab} {ran}; "
+        "with seq = vocab = 4 it runs but masks vocabulary entries "
         f"(loss {f['loss_when_seq_eq_vocab']} vs {f['token_loop_loss']} from a loop over real tokens); "
         "the mask must be (batch, seq, 1)"
     )
@@ -164,12 +171,15 @@ def _ev_timer_memory(a_shape: tuple[int, ...] = (1, 1024), b_shape: tuple[int, .
         "copy_over_view_by_round": ratios,
         "expand_as_bytes": held,
         "same_values": same,
+        "elements": b.numel(),
     }
 
 
 def _j_timer_memory(f: Mapping[str, Any]) -> Verdict:
     if f["memory_fields"]:
         return "true", f"the Timer's result reports memory: {f['memory_fields']}"
+    if f["elements"] == 0:
+        return no_elements("the expand_as result")
     e = {"median_s": f["expand_as_median_s"], "iqr_s": f["expand_as_iqr_s"]}
     c = {"median_s": f["copy_median_s"], "iqr_s": f["copy_iqr_s"]}
     times = (
@@ -219,12 +229,15 @@ def _ev_noncontiguous(rows: int = 3, source_cols: int = 2, width: int = 4) -> Fa
         "input_contiguous": col.is_contiguous(),
         "error": err,
         "still_a_view": None if err else shares_storage(col.expand(rows, width), col),
+        "elements": rows * width,
     }
 
 
 def _j_noncontiguous(f: Mapping[str, Any]) -> Verdict:
     if f["input_contiguous"]:  # a column of 0 or 1 rows, or of a 1-column tensor, is contiguous
         return nothing_tried("the sliced column is contiguous: no non-contiguous tensor was expanded")
+    if f["elements"] == 0 and not f["error"]:
+        return no_elements("the expanded column")
     if f["error"] and not f["input_contiguous"]:
         return "true", f"expanding a non-contiguous tensor raised: {f['error']}"
     return "false", (

@@ -122,13 +122,21 @@ B08 = claim_row(
 def _ev_write_through(column: tuple[float, ...] = (1.0, 2.0, 3.0), width: int = 4, value: float = 10.0) -> Facts:
     src = torch.tensor(column)[:, None]
     wide = src.expand_as(torch.empty(len(column), width))
-    wide[0, 0] = value  # one element written through the view
     expected = torch.tensor(column)
-    expected[0] = value  # the same write on a tensor of its own: what a would hold if the write reached it
-    return {"a_after": src.flatten().tolist(), "row0": wide[0].tolist(), "expected": expected.tolist()}
+    if wide.numel():  # an empty b has no element to write through
+        wide[0, 0] = value  # one element written through the view
+        expected[0] = value  # the same write on a tensor of its own: what a would hold if the write reached it
+    return {
+        "a_after": src.flatten().tolist(),
+        "row0": wide[0].tolist() if len(wide) else [],
+        "expected": expected.tolist(),
+        "elements": wide.numel(),
+    }
 
 
 def _j_write_through(f: Mapping[str, Any]) -> Verdict:
+    if f["elements"] == 0:
+        return no_elements("b")
     if f["a_after"] == f["expected"]:
         return "true", f"a is now {f['a_after']}; the whole of b's row 0 reads it: {f['row0']}"
     return "false", f"a is {f['a_after']}"
@@ -200,9 +208,10 @@ def _ev_cache(
     """``convert``: what the model goes through after the cache is made -- None (the article's case: it describes
     no conversion), ``"double"`` or ``"half"``. ``beside``: conversions tried next to it, shown in the reason only."""
     p = torch.randn(param_shape)
-    held, _, _ = bytes_of(lambda: p.expand(target))
+    held, _, out = bytes_of(lambda: p.expand(target))
     t = timing(lambda: p.expand(target), min_run_time=0.02)
     return {
+        "elements": out.numel(),
         "expand_bytes": held,
         "expand_median_s": t["median_s"],
         "conversion": convert,
@@ -218,6 +227,8 @@ def _j_cache(f: Mapping[str, Any]) -> Verdict:
             f"a cached expand goes stale: after module.{f['conversion']}() it still reads the old tensor, so the "
             f"layer computes with the wrong weights -- to save what an expand costs ({saved})"
         )
+    if f["elements"] == 0:  # the stale cache above needs no element; "0 B saved" does
+        return no_elements("the expanded tensor")
     beside = f["stale_beside_after"]
     hazard = (
         f"; beside the article's case, a hazard the advice creates: after "
@@ -281,6 +292,7 @@ def _ev_shape_buffers(
         "plain_median_s": t_plain["median_s"],
         "plain_iqr_s": t_plain["iqr_s"],
         "plain_over_model_by_round": ratios,
+        "elements": x.numel(),
     }
 
 
@@ -299,6 +311,8 @@ def _j_shape_buffers(f: Mapping[str, Any]) -> Verdict:
     # The work is compared before the cost: the same output, then the same kernels (expand is metadata only).
     if f["buffers"] == 0:
         return nothing_tried("no common shape registered: the article's model registers two")
+    if f["elements"] == 0:
+        return no_elements("the input x")
     if not f["same_output_as_broadcasting"]:
         return not_the_same_work("the model's output differs from plain broadcasting")
     kernels = [n for n in f["model_ops"] if n != "expand"]
