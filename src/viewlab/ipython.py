@@ -111,14 +111,19 @@ def _graph_saved(fn: Any) -> list[tuple[str, Any]]:
     return items
 
 
-def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEPTH, stop: int | None = None) -> None:
-    """Append ``(path, tensor)`` for every tensor ``value`` reaches; ``seen``: ids already walked (and skipped).
-    ``stop``: the size of ``seen`` at which this walk ends, ``_BUDGET`` new objects past its size at the start, so
-    each name walked into a shared ``seen`` has a budget of its own."""
+def _walk(
+    where: str, value: Any, found: list, seen: dict[int, int], depth: int = _DEPTH, stop: int | None = None
+) -> None:
+    """Append ``(path, tensor)`` for every tensor ``value`` reaches; ``seen``: the depth left when each id was
+    walked, so an object is walked again only when reached with more depth left (a container one name reaches at
+    the depth limit is still walked from a name that reaches it higher up). ``stop``: the size of ``seen`` at which
+    this walk ends, ``_BUDGET`` new objects past its size at the start, so each name has a budget of its own."""
     stop = len(seen) + _BUDGET if stop is None else stop
-    if depth < 0 or value is None or isinstance(value, _LEAVES) or id(value) in seen or len(seen) > stop:
+    if depth < 0 or value is None or isinstance(value, _LEAVES) or seen.get(id(value), -1) >= depth:
         return
-    seen.add(id(value))
+    if len(seen) > stop:
+        return
+    seen[id(value)] = depth
     if isinstance(value, torch.Tensor):  # a leaf's .grad, and a non-leaf's kept by retain_grad()
         found.append((where, value))
         keeps_grad = (value.is_leaf or value.retains_grad) and not value.is_nested
@@ -141,6 +146,8 @@ def _walk(where: str, value: Any, found: list, seen: set[int], depth: int = _DEP
         items += [(".args", value.args)] if isinstance(value, BaseException) else []
     for step, item in items:
         _walk(where + step, item, found, seen, depth - 1, stop)
+    if len(seen) > stop:  # the budget ended this walk inside ``value``: another name may walk it again
+        seen[id(value)] = -1
 
 
 def _shell(ip: Any, sources: Any) -> tuple[Any, tuple[str, ...]]:
@@ -233,14 +240,14 @@ def _held(ip: Any, sources: tuple[str, ...]) -> tuple[list[tuple[str, torch.Tens
     # Your side: the same walk from every name that is not IPython's, never into the shell or its own stores.
     shell = {id(x) for x in (ip, ns, getattr(ip, "user_ns_hidden", None), getattr(ip, "displayhook", None))}
     shell |= {id(ns[n]) for n in ("Out", "_oh", "In", "_ih") if n in names}
-    seen = set(shell)
+    seen = dict.fromkeys(shell, _DEPTH)  # never walked
     for name, value in [(n, v) for n, v in ns.items() if n not in names]:
         _walk(name, value, yours, seen)
     listed = {key for _, t in yours for key in _storages(t)}  # yours, then each storage found, listed once
     held, drops = [], []
     for slot, value, drop in _holders(ip, sources):
         found: list = []
-        _walk(slot, value, found, set(shell))
+        _walk(slot, value, found, dict.fromkeys(shell, _DEPTH))
         drops += [drop] if found else []
         for path, t in found:
             keys = set(_storages(t)) or {id(t)}

@@ -83,3 +83,15 @@ def test_the_count_agrees_with_notebook_10_on_its_mlp():
     with torch.no_grad():
         assert E.reference(mlp, x) == 0
     assert E.reference(mlp, x.detach().requires_grad_(True)) == want + 256 * 512 * 4
+
+
+@pytest.mark.parametrize("grads", [(True, False), (False, True), (True, True)])
+def test_matmul_saves_each_operand_only_when_the_other_requires_grad(grads):
+    """The statement's rule for matmul, v @ w.mT: w (as the transposed view) when v requires grad, v when w does."""
+    v, w = torch.ones(2, 3, requires_grad=grads[0]), torch.ones(4, 3, requires_grad=grads[1])
+    saved: list = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        v @ w.mT
+    expected = ([w] if grads[0] else []) + ([v] if grads[1] else [])
+    assert sorted(t.untyped_storage().data_ptr() for t in saved) == sorted(t.data_ptr() for t in expected)
+    assert all(t.shape == (3, 4) for t in saved if t.data_ptr() == w.data_ptr())  # w.mT: a transposed view

@@ -105,21 +105,54 @@ def test_mem_tracker_runs_on_the_cpu_without_a_process_group_and_fake_equals_rea
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools.mem_tracker import MemTracker
 
-    def peak():
+    def peak(give_batch: bool):
         model = _mlp(32)
         opt = torch.optim.Adam(model.parameters(), foreach=False)
+        inputs, target = torch.randn(4, 16), torch.zeros(4, dtype=torch.long)  # made before the tracker's block
         tracker = MemTracker()
-        tracker.track_external(model, opt)
+        tracker.track_external(model, opt, *((inputs, target) if give_batch else ()))
         with tracker:
-            F.cross_entropy(model(torch.randn(4, 16)), torch.zeros(4, dtype=torch.long)).backward()
+            F.cross_entropy(model(inputs), target).backward()
             opt.step()
         (by_kind,) = tracker.get_tracker_snapshot("peak").values()
-        return {str(k).split(".")[-1]: v for k, v in by_kind.items()}
+        return {str(k).split(".")[-1]: v for k, v in by_kind.items()}, inputs.nbytes + target.nbytes
 
     with FakeTensorMode():
-        fake = peak()
+        fake, batch = peak(give_batch=True)
     assert not torch.distributed.is_initialized()
-    assert fake == peak() and fake["PARAM"] == fake["GRAD"] > 0
+    assert (fake, batch) == peak(give_batch=True) and fake["PARAM"] == fake["GRAD"] > 0
+    # It sees only the tensors made inside its block and those given to track_external: a batch made before and
+    # not given is in no category and not in Total; given, it is `OTH`.
+    unseen, _ = peak(give_batch=False)
+    assert fake["OTH"] == batch == fake["Total"] - unseen["Total"] and unseen.get("OTH", 0) == 0
+
+
+def test_sdpas_cpu_kernel_has_scratch_for_each_thread_that_measure_does_not_see():
+    """Section 3: measure counts what the fused kernel returns (output, logsumexp); the profiler's allocation
+    events also its scratch, one block per thread, freed before it returns."""
+    import itertools
+
+    import torch.nn.functional as F
+    from torch.profiler import ProfilerActivity, profile
+
+    q = torch.randn(2, 2, 512, 64)
+    with measure(device="cpu") as m:
+        out = F.scaled_dot_product_attention(q, q, q)
+    assert m.peak_bytes == out.untyped_storage().nbytes() + 2 * 2 * 512 * 4
+    threads, scratch = torch.get_num_threads(), {}
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
+                F.scaled_dot_product_attention(q, q, q)
+            events = sorted(
+                (e.start_ns(), e.nbytes()) for e in p.profiler.kineto_results.events() if e.name() == "[memory]"
+            )
+            scratch[n] = max(itertools.accumulate(b for _, b in events)) - m.peak_bytes
+            assert sum(b for _, b in events) == 0  # all of it freed before the call returned (out is dropped)
+    finally:
+        torch.set_num_threads(threads)
+    assert scratch[1] > 0 and scratch[2] == 2 * scratch[1]
 
 
 @pytest.mark.parametrize("op", ["nonzero", "mask"])

@@ -363,6 +363,24 @@ def test_each_name_has_its_own_budget_so_a_big_list_hides_nothing_after_it():
     assert [(h.where, h.bytes) for h in held_by_ipython(shell)] == [("Out[1]", 400)]
 
 
+def test_the_depth_is_walked_from_each_name_so_the_order_names_were_bound_in_changes_nothing():
+    """A container one name reaches at the depth limit is walked again from a name that reaches it higher up."""
+    t = torch.zeros(250)
+    box = [t]  # t is one level below box
+    deep = [[[[[[box]]]]]]  # deep reaches box six levels down, so t (seven) is past deep's walk
+    for order in (("deep", "box"), ("box", "deep")):
+        mine = {"deep": deep, "box": box}
+        shell = SimpleNamespace(user_ns={n: mine[n] for n in order} | {"Out": {3: t}})
+        assert held_by_ipython(shell) == [] and release_ipython_refs(shell) == 0 and box[0] is t
+    shell = SimpleNamespace(user_ns={"deep": deep, "Out": {3: t}})  # deep alone does not reach t
+    assert [(h.where, h.bytes) for h in held_by_ipython(shell)] == [("Out[3]", 1000)]
+    # A list whose walk one name's budget ended is walked again from another name: what lies past it is found.
+    late = torch.ones(100)
+    junk = [(i,) for i in range(60_000)] + [late]
+    shell = SimpleNamespace(user_ns={"junk": junk, "again": [junk], "Out": {1: late}})
+    assert held_by_ipython(shell) == [] and release_ipython_refs(shell) == 0
+
+
 def test_a_non_leafs_retained_grad_is_followed_and_a_plain_non_leaf_has_none():
     w = torch.ones(3, requires_grad=True)
     y, z = w * 2, w * 3

@@ -47,7 +47,7 @@ def _run(kind: str, v: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
     if kind == "sin":
         return v.sin()  # autograd saves its input
     if kind == "matmul":
-        return v @ (v if w is None else w).mT  # autograd saves both operands, the second as a transposed view
+        return v @ (v if w is None else w).mT  # saves each operand when the other requires grad, w as a transposed view
     return torch.cat([v, v if w is None else w])
 
 

@@ -20,7 +20,7 @@ def _programs() -> Any:
     program of 2 to 5 steps from the menu, built step by step on a copy of the inputs so that each step fits
     (a view only of a contiguous value, matmul only of values of 2 dims or more; no in-place op, which would
     leave a saved tensor unfit for backward). relu saves its result, sin its input, mul the other operand of
-    each one that requires grad, matmul both (one as a transposed view). Programs that save are drawn first:
+    each one that requires grad, matmul the same (one operand as a transposed view). Programs that save are drawn first:
     each step acts on the newest value or on an input (the one that requires grad first), and t * t comes
     before t * u."""
     from hypothesis import strategies as st
@@ -212,7 +212,8 @@ register(
             "requires grad, whether b does or not, and it saves nothing when no input requires grad. What fn "
             "returns counts only if autograd saved it, and a save counts even when fn drops the value that needed it "
             "(its graph goes when fn returns). fn is made from expand, repeat, clone, mul, view, cat, relu (autograd "
-            "saves its result), sin (its input) and matmul (v @ w.mT: both operands, w as a transposed view)."
+            "saves its result), sin (its input) and matmul (v @ w.mT: each operand when the other requires grad, w as a "
+            "transposed view)."
         ),
         signature="def saved_bytes(fn, *args) -> int",
         reference=_saved_bytes,
