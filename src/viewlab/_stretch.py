@@ -213,7 +213,11 @@ class _BroadcastWatch(TorchDispatchMode):
 
     def _accidental(self, operands: list[torch.Tensor], stretched: dict) -> list[str]:
         """Why the stretch was not meant, one reason per size-1 dim not made on purpose (empty: intended)."""
-        reasons, rank, how = [], max(a.dim() for a in operands), ", not from None/unsqueeze/view/reshape/keepdim=True"
+        reasons, rank, how = (
+            [],
+            max(a.dim() for a in operands),
+            ", not from None/unsqueeze/view/reshape/keepdim=True/a slice",
+        )
         for k, dims in stretched.items():
             rec = self.recorder.record(operands[k])
             for d, before, _ in dims:

@@ -128,9 +128,8 @@ def test_broadcast_tensors_are_stride_0_views(shapes, dtype):
 @pytest.mark.rule(
     "02",
     "A stretched operand is a view: `expand` (what `broadcast_tensors` returns) keeps the operand's storage, "
-    "same `data_ptr()` and same `nbytes()`, while `expand(...).contiguous()` (or `repeat`) allocates the full "
-    "size; when nothing is stretched, `contiguous()` hands back the view as it is only if it was contiguous already, and "
-    "`repeat` copies.",
+    "same `data_ptr()` and same `nbytes()`, while `expand(...).contiguous()` allocates the full "
+    "size; when nothing is stretched, `contiguous()` hands back the view as it is only if it was contiguous already.",
 )
 @pytest.mark.rule(
     "02",

@@ -365,7 +365,8 @@ def test_sdpa_returns_zeros_for_a_fully_masked_row_unless_the_mask_is_finite(b, 
 )
 @pytest.mark.rule(
     "05",
-    "A size-1 dim made inside the block by `None`, `unsqueeze`, `view`, `reshape` or `keepdim=True` counts as meant",
+    "A size-1 dim made inside the block by `None`, `unsqueeze`, `view`, `reshape`, `keepdim=True` or a slice "
+    "(`x[:, :1]`) counts as meant",
 )
 @pytest.mark.rule("05", "even by a `view` that changes no shape (`pred.view(3, 1) - target`)")
 @pytest.mark.rule(
@@ -376,7 +377,20 @@ def test_sdpa_returns_zeros_for_a_fully_masked_row_unless_the_mask_is_finite(b, 
 @given(
     st.integers(0, 4),
     st.integers(0, 4),
-    st.sampled_from(["before", "None", "unsqueeze", "view", "reshape", "keepdim", "same view", "same reshape"]),
+    st.sampled_from(
+        [
+            "before",
+            "None",
+            "unsqueeze",
+            "view",
+            "reshape",
+            "keepdim",
+            "same view",
+            "same reshape",
+            "slice",
+            "last slice",
+        ]
+    ),
     st.sampled_from(["sub", "add", "mul", "eq"]),
     st.booleans(),
 )
@@ -385,6 +399,7 @@ def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim
 ):
     values, scores, table = torch.arange(float(n)), torch.randn(n, 3), torch.randn(2, m)
     outside = values.view(n, 1).clone()  # a (n, 1) tensor made before the watch: a model's output, say
+    wide = torch.stack([values, values], 1)  # (n, 2), made before the watch too
     found = []
     with watch_broadcasts(action=found.append):
         col = {
@@ -396,6 +411,8 @@ def test_watch_broadcasts_reports_a_mutual_stretch_exactly_when_its_size_one_dim
             "keepdim": lambda: scores.argmax(1, keepdim=True).float(),  # the accuracy idiom's (N, 1)
             "same view": lambda: outside.view(n, 1),  # a view that changes no shape still counts as meant
             "same reshape": lambda: outside.reshape(n, 1),
+            "slice": lambda: wide[:, :1],  # a column sliced in the block, from a tensor made before it
+            "last slice": lambda: wide[:, -1:],
         }[made]()
         row = table.sum(0) if reduced else torch.arange(float(m))  # (m,): from a reduction, or made so
         out = getattr(torch, op)(col, row)
@@ -445,8 +462,8 @@ NAMED_LOSSES = {
 
 @pytest.mark.rule(
     "05",
-    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `binary_cross_entropy`, ...; not `cross_entropy`)"
-    " whenever input and target differ in shape",
+    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `huber_loss`, ...; not `cross_entropy`) whenever input"
+    " and target differ in shape and torch accepts them (BCE refuses)",
 )
 @RULE_SETTINGS
 @given(
@@ -475,6 +492,26 @@ def test_watch_broadcasts_reports_a_named_loss_exactly_when_input_and_target_dif
                 assume(False)
     assert len(found) == (tuple(a) != tuple(b)), (loss, a, b, made, found)
     assert all(f"functional.{loss} got input of shape {tuple(a)}" in r for r in found)
+
+
+@pytest.mark.rule(
+    "05",
+    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `huber_loss`, ...; not `cross_entropy`) whenever input"
+    " and target differ in shape and torch accepts them (BCE refuses)",
+)
+@RULE_SETTINGS
+@given(
+    st.sampled_from(["binary_cross_entropy", "binary_cross_entropy_with_logits"]),
+    shapes,
+    shapes,
+)
+def test_the_bce_losses_refuse_every_shape_mismatch_themselves_so_the_watch_never_reports_them(loss, a, b):
+    assume(tuple(a) != tuple(b))
+    found = []
+    with watch_broadcasts(action=found.append):
+        with pytest.raises(ValueError, match="size"):
+            getattr(F, loss)(torch.full(a, 0.5), torch.full(b, 0.5))
+    assert found == []
 
 
 @pytest.mark.rule("05", "eleven losses it names")
