@@ -96,6 +96,25 @@ def test_matmul_copies_each_operand_whose_broadcast_leading_dims_cannot_merge(ca
 
 @pytest.mark.rule(
     "04",
+    "heads straight from `split_heads` are copied once, at their own size, unless `B` or `H` is 1 (or `L`, for heads "
+    "of a whole `(B, L, D)` tensor)",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(layouts=("split_heads", "transpose", "fused_qkv")))
+def test_split_heads_are_copied_once_at_their_own_size_unless_b_or_h_is_1(case):
+    q, k, _, b, h, lq, lk = _unpack(case)
+    k_full = k.transpose(-2, -1).contiguous()  # (B, H, Dh, Lk), nothing to merge-copy
+    with measure(device="cpu") as m:
+        scores = q @ k_full  # kept: its bytes stay allocated, only temporaries are freed
+    temporary = m.peak_bytes - m.allocated_bytes
+    whole = case.layout != "fused_qkv"  # a chunk of a fused projection is not a whole (B, L, D) tensor
+    copied = b > 1 and h > 1 and not (whole and lq == 1)
+    assert temporary == (q.numel() * q.element_size() if copied else 0), (case, temporary)
+    assert m.allocated_bytes == scores.untyped_storage().nbytes()
+
+
+@pytest.mark.rule(
+    "04",
     "The scores are `(B, H, Lq, Lk)`, the only tensor that grows with `Lq·Lk`: bigger than the keys when `Lq > E`, "
     "than the queries when `Lk > E`.",
 )
