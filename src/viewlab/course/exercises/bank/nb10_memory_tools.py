@@ -62,7 +62,7 @@ def _saved_bytes(fn, *args):
     def pack(t):
         held.append(t)
         saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t  # what autograd stores, and what unpack hands back to backward
+        return t.detach()  # what autograd stores (detached: t itself would tie a saved output to its own graph)
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         fn(*args)
@@ -71,7 +71,7 @@ def _saved_bytes(fn, *args):
 
 def _hooked(fn: Any, args: tuple[Any, ...], keep: Any) -> Any:
     """Run ``fn(*args)`` with a pack hook that calls ``keep(t)`` on each saved tensor; returns fn's result."""
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: (keep(t), t)[1], lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: (keep(t), t.detach())[1], lambda t: t):
         return fn(*args)
 
 
@@ -172,7 +172,7 @@ def _examples() -> tuple[tuple[Any, ...], ...]:
         (p((("t1", "sin", "a", None), ("t2", "relu", "t1", None)), ("t2",)), rows(True), rows()),
         # mul saves b, a (1, 3) that reads half of its 24-byte storage, and relu t2: 24 + 12
         (p((("t1", "mul", "a", "b"), ("t2", "relu", "t1", None)), ("t2",)), row(True), strided),
-        # relu saves t2, and fn drops it: its graph goes when fn returns, the save was made: 24
+        # relu saves t2, and fn drops it: the save was made: 24
         (
             p((("t1", "clone", "a", None), ("t2", "relu", "t1", None), ("t3", "clone", "t1", None)), ("t3",)),
             rows(True),
@@ -211,7 +211,7 @@ register(
             "expanded tensor reads). An input counts like any other tensor: for a * b autograd saves b when a "
             "requires grad, whether b does or not, and it saves nothing when no input requires grad. What fn "
             "returns counts only if autograd saved it, and a save counts even when fn drops the value that needed it "
-            "(its graph goes when fn returns). fn is made from expand, repeat, clone, mul, view, cat, relu (autograd "
+            "(even if no backward runs). fn is made from expand, repeat, clone, mul, view, cat, relu (autograd "
             "saves its result), sin (its input) and matmul (v @ w.mT: each operand when the other requires grad, w as a "
             "transposed view)."
         ),
