@@ -115,6 +115,25 @@ def test_split_heads_are_copied_once_at_their_own_size_unless_b_or_h_is_1(case):
 
 @pytest.mark.rule(
     "04",
+    "SDPA's default CPU kernel also wants 2 dims or more: a 1-D `(Lk,)` or 0-d mask broadcasts, yet raises "
+    "`IndexError`; pass `(1, Lk)`.",
+)
+@RULE_SETTINGS
+@given(case=attention_cases(), as_float=st.booleans(), zero_d=st.booleans())
+def test_a_mask_of_fewer_than_2_dims_broadcasts_but_the_default_cpu_kernel_raises(case, as_float, zero_d):
+    q, k, v, b, h, lq, lk = _unpack(case)
+    keep = torch.ones(()) > 0 if zero_d else torch.arange(lk) < max(lk - 1, 1)  # 0-d, or one sequence's (Lk,)
+    mask = keep.to(q.dtype).log() if as_float else keep  # the 0 / -inf float form too
+    assert torch.broadcast_shapes(mask.shape, (b, h, lq, lk)) == (b, h, lq, lk)
+    with pytest.raises(IndexError):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    fixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.reshape(1, -1))  # (1, Lk) or (1, 1): runs
+    with sdpa_kernel(SDPBackend.MATH):  # MATH takes the 1-D mask and agrees with the (1, Lk) one
+        torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=mask), fixed)
+
+
+@pytest.mark.rule(
+    "04",
     "The scores are `(B, H, Lq, Lk)`, the only tensor that grows with `Lq·Lk`: bigger than the keys when `Lq > E`, "
     "than the queries when `Lk > E`.",
 )
@@ -276,7 +295,7 @@ def test_merging_heads_is_a_view_exactly_when(out):
 )
 @pytest.mark.rule(
     "04",
-    "it copies a contiguous `(B, H, L, Dh)` output (ours; MATH, what dropout runs) unless `L`, `H` or `Dh` "
+    "it copies a contiguous `(B, H, L, Dh)` output (ours; MATH, what dropout runs on CPU) unless `L`, `H` or `Dh` "
     "is 1 or it is empty, and is a view when `out.transpose(1, 2)` is contiguous.",
 )
 @RULE_SETTINGS

@@ -100,7 +100,7 @@ def _checked_write_raises(region: torch.Tensor) -> bool:
 )
 @pytest.mark.rule(
     "05",
-    "Basic-index assignment (ints, slices) and in-place arithmetic such as `add_` raise when the region they write has"
+    "On CPU, basic-index assignment (ints, slices) and in-place arithmetic such as `add_` raise when the region they write has"
     " a stride-0 dimension of size > 1",
 )
 @pytest.mark.rule(
@@ -141,7 +141,7 @@ def _storage_elements(t: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.rule(
     "05",
-    "Basic-index assignment (ints, slices) and in-place arithmetic such as `add_` raise when the region they write has"
+    "On CPU, basic-index assignment (ints, slices) and in-place arithmetic such as `add_` raise when the region they write has"
     " a stride-0 dimension of size > 1",
 )
 @RULE_SETTINGS
@@ -599,10 +599,8 @@ def _dump(obj) -> bytes:
 
 @pytest.mark.rule(
     "05",
-    "torch strides are never negative, so no torch constructor accepts such an array directly, even when the negative"
-    " stride is"
-    " on a size-1 dim: `from_numpy`, which must share memory, and `torch.tensor`, which copies, raise the same"
-    " `ValueError`.",
+    "torch strides are never negative, so `from_numpy`, which must share memory, and `torch.tensor`, which copies, raise"
+    " the same `ValueError`, even when the negative stride is on a size-1 dim.",
 )
 @RULE_SETTINGS
 @given(st.lists(st.integers(0, 3), min_size=1, max_size=3), st.data())
@@ -955,7 +953,7 @@ def test_a_write_through_data_is_not_counted_and_backward_uses_the_written_value
 @pytest.mark.rule(
     "05",
     "Errors about **overlap** come from writing into stride-0 memory; whether torch refuses depends on the operator and"
-    " on the region written (`fill_(7)` writes every shared element, `e[0] = 7` raises, `e[e >= 0] = 7` only warns):"
+    " on the region written (`fill_(7)` writes every shared element, `e[0] = 7` raises on CPU, `e[e >= 0] = 7` only warns):"
     " `clone()` first (P2).",
 )
 @RULE_SETTINGS

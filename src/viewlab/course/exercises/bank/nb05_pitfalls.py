@@ -228,7 +228,7 @@ register(
             "half. Which op is the lenient one, and what shape do you ask it for?",
         ),
         why=(
-            "reshape(-1) returns a view when the strides allow it (contiguous x) and a copy only when they do not.",
+            "reshape(-1) returns a view when the strides allow it (a contiguous x, but also x[::2] or a 1-D expand) and a copy only when they do not.",
             "view(-1) refuses a transposed x; clone-then-view copies even when no copy is needed.",
         ),
         wrong=(
