@@ -142,11 +142,16 @@ def test_the_transpose_of_a_matrix_is_contiguous_only_with_a_size_0_or_1(shape):
     assert xt.t().is_contiguous()  # a transpose of a transpose is the contiguous matrix again
 
 
+SHARES_STORAGE_ASKS_ABOUT_BLOCKS = (  # one sentence bound to two tests
+    "`shares_storage(a, b)` asks whether the memory blocks of `a` and `b` overlap, not their elements: a "
+    "tensor's block is its whole storage, a NumPy array's the buffer of the array that owns the memory, "
+    "and `from_numpy` makes a storage of just the array's bytes"
+)
+
+
 @pytest.mark.rule(
     "01",
-    "`shares_storage(a, b)` asks whether the memory blocks of `a` and `b` overlap, not their elements: a tensor's "
-    "block is its whole storage, a NumPy array's the buffer of the array that owns the memory, and `from_numpy` makes "
-    "a storage of just the array's bytes",
+    SHARES_STORAGE_ASKS_ABOUT_BLOCKS,
 )
 @pytest.mark.nb01
 @RULE_SETTINGS
@@ -160,9 +165,7 @@ def test_shares_storage_is_the_storage_pointer_except_for_empty_storages(a, b):
 
 @pytest.mark.rule(
     "01",
-    "`shares_storage(a, b)` asks whether the memory blocks of `a` and `b` overlap, not their elements: a tensor's "
-    "block is its whole storage, a NumPy array's the buffer of the array that owns the memory, and `from_numpy` makes "
-    "a storage of just the array's bytes",
+    SHARES_STORAGE_ASKS_ABOUT_BLOCKS,
 )
 @pytest.mark.nb01
 @RULE_SETTINGS

@@ -95,13 +95,18 @@ def _checked_write_raises(region: torch.Tensor) -> bool:
     return region.numel() > 0 and any(s == 0 and n > 1 for s, n in zip(region.stride(), region.shape))
 
 
+CHECKED_WRITES_RAISE_ON_STRIDE_0 = (  # one sentence bound to two tests
+    "On CPU, basic-index assignment (ints, slices) and in-place arithmetic such as `add_` raise when the "
+    "region they write has a stride-0 dimension of size > 1"
+)
+
+
 @pytest.mark.rule(
     "05", "Whether a write is refused depends on the operator and on the region written, never on the values."
 )
 @pytest.mark.rule(
     "05",
-    "On CPU, basic-index assignment (ints, slices) and in-place arithmetic such as `add_` raise when the region they write has"
-    " a stride-0 dimension of size > 1",
+    CHECKED_WRITES_RAISE_ON_STRIDE_0,
 )
 @pytest.mark.rule(
     "05",
@@ -141,8 +146,7 @@ def _storage_elements(t: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.rule(
     "05",
-    "On CPU, basic-index assignment (ints, slices) and in-place arithmetic such as `add_` raise when the region they write has"
-    " a stride-0 dimension of size > 1",
+    CHECKED_WRITES_RAISE_ON_STRIDE_0,
 )
 @RULE_SETTINGS
 @given(learner_tensors(dims=(0, 4), side=(0, 4), dtypes=(torch.float32, torch.float64, torch.int64, torch.complex64)))
@@ -460,10 +464,15 @@ NAMED_LOSSES = {
 }
 
 
+NAMED_LOSSES_ARE_REPORTED = (  # one sentence bound to two tests
+    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `huber_loss`, ...; not `cross_entropy`) "
+    "whenever input and target differ in shape and torch accepts them (BCE refuses)"
+)
+
+
 @pytest.mark.rule(
     "05",
-    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `huber_loss`, ...; not `cross_entropy`) whenever input"
-    " and target differ in shape and torch accepts them (BCE refuses)",
+    NAMED_LOSSES_ARE_REPORTED,
 )
 @RULE_SETTINGS
 @given(
@@ -496,8 +505,7 @@ def test_watch_broadcasts_reports_a_named_loss_exactly_when_input_and_target_dif
 
 @pytest.mark.rule(
     "05",
-    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `huber_loss`, ...; not `cross_entropy`) whenever input"
-    " and target differ in shape and torch accepts them (BCE refuses)",
+    NAMED_LOSSES_ARE_REPORTED,
 )
 @RULE_SETTINGS
 @given(
@@ -952,20 +960,58 @@ def test_a_write_through_data_is_not_counted_and_backward_uses_the_written_value
 
 @pytest.mark.rule(
     "05",
-    "Errors about **overlap** come from writing into stride-0 memory; whether torch refuses depends on the operator and"
-    " on the region written (`fill_(7)` writes every shared element, `e[0] = 7` raises on CPU, `e[e >= 0] = 7` only warns):"
-    " `clone()` first (P2).",
+    "Errors about **overlap** come from writing into stride-0 memory, refused or not by operator and region (P2), or"
+    " from an input that partly overlaps the target (`a[1:].copy_(a[:-1])`, notebook 01, section 8 (*Five real mistakes*)): `clone()` the"
+    " target first, or the input.",
 )
 @RULE_SETTINGS
-@given(st.integers(1, 8), st.integers(1, 4), st.integers(1, 4))
-def test_only_stride_0_overlap_raises_overlapping_windows_are_written_silently(n, size, step):
+@given(st.integers(1, 8), st.integers(0, 8), st.sampled_from(["copy_", "add_", "mul_"]))
+def test_overlap_errors_come_from_stride_0_targets_or_partly_overlapping_inputs(n, shift, op):
+    def write(dst, src):
+        getattr(dst, op)(src)
+
+    def message(fn) -> str:
+        try:
+            fn()
+        except RuntimeError as err:
+            return str(err)
+        return ""
+
+    e = torch.ones(1).expand(n)  # n indices, one stored element
+    stride_0 = message(lambda: write(e, torch.ones(n)))
+    assert ("more than one element of the written-to tensor refers to a single memory location" in stride_0) == (n > 1)
+    fixed = torch.ones(1).expand(n).clone()  # the fix: the target gets memory of its own
+    write(fixed, torch.full((n,), 2.0))
+    assert fixed.stride() == (1,) and fixed.eq({"copy_": 2.0, "add_": 3.0, "mul_": 2.0}[op]).all()
+    assume(shift < n)
+    a = torch.arange(float(n)) + 1
+    dst, src = a[shift:], a[: n - shift]
+    partly = 0 < shift < n - shift  # some elements shared, not all
+    shifted = message(lambda: write(dst, src))
+    assert (
+        "some elements of the input tensor and the written-to tensor refer to a single memory location" in shifted
+    ) == partly
+    if partly:  # the fix: the input gets memory of its own
+        expected = {"copy_": src.clone(), "add_": dst + src, "mul_": dst * src}[op]
+        write(dst, src.clone())
+        assert torch.equal(dst, expected)
+
+
+@pytest.mark.rule(
+    "05",
+    "Other overlaps go unchecked: `unfold` windows are written once per window, a strided shift gives undefined values"
+    " (notebook 03, section 5 (*Writing into an expanded tensor*)).",
+)
+@RULE_SETTINGS
+@given(st.integers(1, 8), st.integers(1, 4), st.integers(1, 4), st.integers(2, 4))
+def test_only_stride_0_overlap_raises_overlapping_windows_are_written_silently(n, size, step, rows):
     x = torch.ones(n + size)
     windows = x.unfold(0, size, step)  # windows overlap when step < size: one element in several windows
     reads = torch.bincount(storage_indices(windows).flatten(), minlength=len(x))
     assert not _raises(lambda: windows.mul_(2))  # never refused: the overlap has no stride 0
     assert torch.equal(x, 2.0 ** reads.float())  # an element read by k windows was doubled k times
-    e = torch.ones(1).expand(n)
-    assert _raises(lambda: e.mul_(2)) == (n > 1)
+    m = torch.arange(float(rows * (n + 1))).view(rows, n + 1)  # a (B, T) batch, B > 1: its columns are strided
+    assert not _raises(lambda: m[:, 1:].copy_(m[:, :-1]))  # a time shift: partly overlapping, never refused
 
 
 @pytest.mark.rule(

@@ -153,11 +153,14 @@ def test_in_place_saves_a_clone_only_when_backward_needs_the_old_value(n, dtype,
     assert m_plain.allocated_bytes == 0
 
 
-@pytest.mark.rule(
-    "06",
-    "`c[mask] += 1` reads the selection out (a copy), adds, and writes it back; `measure` sees the mask and that copy,"
-    " not the int64 indices (`nonzero`, 8 B × ndim per selected element, made twice; section 3).",
+MASKED_INCREMENT_READS_THEN_WRITES = (  # one sentence bound to two tests
+    "`c[mask] += 1` reads the selection out (a copy), adds, and writes it back; `measure` sees the mask "
+    "and that copy, not the int64 indices (`nonzero`, 8 B × ndim per selected element, made twice; "
+    "section 3)."
 )
+
+
+@pytest.mark.rule("06", MASKED_INCREMENT_READS_THEN_WRITES)
 @RULE_SETTINGS
 @given(st.lists(st.booleans(), min_size=0, max_size=64), st.sampled_from([torch.float32, torch.float64, torch.int64]))
 def test_an_indexed_in_place_update_copies_the_selection_and_writes_it_back(picks, dtype):
@@ -211,11 +214,7 @@ def test_an_in_place_operand_of_another_dtype_converts_through_hidden_temporarie
         assert len(made) >= 2 and set(made) == {size} and sum(events) == 0
 
 
-@pytest.mark.rule(
-    "06",
-    "`c[mask] += 1` reads the selection out (a copy), adds, and writes it back; `measure` sees the mask and that copy,"
-    " not the int64 indices (`nonzero`, 8 B × ndim per selected element, made twice; section 3).",
-)
+@pytest.mark.rule("06", MASKED_INCREMENT_READS_THEN_WRITES)
 @RULE_SETTINGS
 @given(
     st.sampled_from([(40,), (5, 8), (2, 4, 5), (2,), (1, 3)]),
