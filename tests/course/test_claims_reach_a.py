@@ -175,6 +175,27 @@ def test_the_timing_claims_fail_on_their_expand_half():
         assert judge(a11, {**facts, **repeat, "expand_median_s": median, "expand_iqr_s": iqr})[0] == expected
 
 
+def test_a07_expand_half_decides_with_a_gpu_too():
+    """The claim holds only if both halves do: an expand median below a fifth of the claimed 120 us makes it false
+    on a GPU as well, whatever the repeat half and a wide expand spread give (cell 17 of notebook 07 says so)."""
+    a07 = get("A07")
+    gpu = {
+        "cuda": True,
+        "device_name": "GPU X",
+        "repeat_median_s": 0.45e-3,
+        "repeat_iqr_s": 1e-5,
+        "expand_median_s": 2e-6,
+        "expand_iqr_s": 1e-6,
+        "expand_ops": ["expand"],
+        "elements": 524288,
+        "same_result": True,
+        "expand_devices": ["cpu", "cuda", "meta"],
+    }
+    for spread in (1e-6, 30e-6):  # a loaded host widens the spread, never a metadata-only call's median
+        assert judge(a07, {**gpu, "expand_iqr_s": spread})[0] == "false"
+    assert judge(a07, {**gpu, "expand_median_s": 0.1e-3, "repeat_median_s": 0.4e-3})[0] == "true"
+
+
 # A09's and A25's misleading verdicts rest on this: contiguous() after an expand copies exactly when the expanded
 # tensor is not contiguous -- whatever the source's layout and also for 0 elements -- which a stretch decides only
 # for a contiguous source with elements.

@@ -198,7 +198,9 @@ def test_b11_verdict_follows_what_the_model_goes_through():
     kept = bl._ev_cache()  # the article's case: nothing happens to the model after __init__
     assert kept["cached_follows_parameter"] and verdict(bl.B11, kept) == "misleading"
     assert kept["stale_beside_after"] == ["double", "half"] and "module.double()" in judge(bl.B11, kept)[1]
-    assert "stale" not in judge(bl.B11, bl._ev_cache(beside=()))[1]
+    assert kept["deepcopy_refused"] and "copy.deepcopy(module) raises" in judge(bl.B11, kept)[1]
+    no_hazard = {**bl._ev_cache(beside=()), "deepcopy_refused": False}
+    assert "hazard" not in judge(bl.B11, no_hazard)[1] and "stale" not in judge(bl.B11, bl._ev_cache(beside=()))[1]
     stale = bl._ev_cache(convert="double")
     assert stale["expand_bytes"] == 0 and not stale["cached_follows_parameter"]
     assert verdict(bl.B11, stale) == "false"

@@ -158,6 +158,11 @@ def _j_table_times(f: Mapping[str, Any]) -> Verdict:
             NOT_CHECKABLE,
             f"needs a CUDA GPU for the repeat half (the article's RTX 3090); expand half: {expand_why}",
         )
+    if expand_v == "false":  # the claim holds only if both halves do: a wrong expand half decides it
+        return "false", (
+            f"on {f['device_name']} (not the article's RTX 3090), the expand half is wrong whatever the repeat half "
+            f"gives: {expand_why}; repeat's median {fmt_us(f['repeat_median_s'])} (claimed 450 us)"
+        )
     verdict, why = judge_claimed_times(f, {"repeat": 0.45e-3, "expand": 0.12e-3})
     return verdict, f"on {f['device_name']} (not the article's RTX 3090), {why}; expand launches no kernel"
 

@@ -240,8 +240,8 @@ A05 = claim_row(
 # ---- A08 -------------------------------------------------------------------------------------------------------------
 def _ev_inplace_reaches(*, ops: tuple[str, ...] = tuple(INPLACE_OPS)) -> Facts:
     """Each named in-place operation of :data:`~._evidence.INPLACE_OPS` on a (1, 4) row expanded to (3, 4):
-    does it raise, reach the original or not, and (of those that run) which warn, with the first warning's text."""
-    raised, reached, missed, warned, warning = [], [], [], [], None
+    does it raise, reach the original or not, and (of those that run) which warn, with each one's warnings."""
+    raised, reached, missed, warnings_of = [], [], [], {}
     for name in ops:
         op, src = INPLACE_OPS[name], torch.full((1, 4), 7.0)
         with warnings.catch_warnings(record=True) as caught:
@@ -251,16 +251,19 @@ def _ev_inplace_reaches(*, ops: tuple[str, ...] = tuple(INPLACE_OPS)) -> Facts:
             raised.append(name)
             continue
         (reached if bool((src != 7.0).any()) else missed).append(name)
-        if caught:
-            warned.append(name)
-            warning = warning or str(caught[0].message).split(". ")[0]
+        if caught:  # an indexed write can warn twice (e[mask] = v: index_put_, then the masked_fill_ it runs)
+            warnings_of[name] = list(dict.fromkeys(str(w.message).split(". ")[0] for w in caught))
     return {
         "raised": raised,
         "reached_original": reached,
         "did_not_reach": missed,
-        "warned": warned,
-        "warning": warning,
+        "warned": list(warnings_of),
+        "warnings": warnings_of,
     }
+
+
+def _warnings_said(f: Mapping[str, Any]) -> str:
+    return "; ".join(f"{name}: " + ", ".join(f'"{text}"' for text in f["warnings"][name]) for name in f["warned"])
 
 
 def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:
@@ -276,7 +279,7 @@ def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:
                 "which ones refuse depends on the operator and on the region written, not on the values "
                 "(notebook 05, P2)"
                 + (
-                    f'; and {", ".join(f["warned"])} run, change the original and warn: "{f["warning"]}" -- '
+                    f"; and {', '.join(f['warned'])} run, change the original and warn ({_warnings_said(f)}) -- "
                     "a third outcome, neither an error nor silent"
                     if f["warned"]
                     else ""

@@ -11,6 +11,7 @@ and its registry row (the restatement, and facts under which the judge says some
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -199,6 +200,17 @@ def _cache_follows(conversion: str | None) -> bool:
     return shares_storage(cached, layer.bias) and cached.dtype == layer.bias.dtype
 
 
+def _deepcopy_refused() -> bool:
+    """Does ``copy.deepcopy`` refuse a module that keeps an expand of its parameter (an EMA copy, a checkpoint)?"""
+    layer = nn.Linear(4, 3)
+    layer.cached = layer.bias.expand(2, 3)  # a view with a grad_fn, not a graph leaf
+    try:
+        copy.deepcopy(layer)
+    except RuntimeError:
+        return True
+    return False
+
+
 def _ev_cache(
     param_shape: tuple[int, ...] = (1, 64, 1, 1),
     target: tuple[int, ...] = (8, 64, 16, 16),
@@ -217,6 +229,7 @@ def _ev_cache(
         "conversion": convert,
         "cached_follows_parameter": _cache_follows(convert),
         "stale_beside_after": [c for c in beside if not _cache_follows(c)],
+        "deepcopy_refused": _deepcopy_refused(),
     }
 
 
@@ -229,13 +242,13 @@ def _j_cache(f: Mapping[str, Any]) -> Verdict:
         )
     if f["elements"] == 0:  # the stale cache above needs no element; "0 B saved" does
         return no_elements("the expanded tensor")
-    beside = f["stale_beside_after"]
-    hazard = (
-        f"; beside the article's case, a hazard the advice creates: after "
-        f"{', '.join(f'module.{c}()' for c in beside)} the cache still reads the old tensor (stale)"
-        if beside
-        else ""
-    )
+    hazards = []
+    if f["stale_beside_after"]:
+        stale_after = ", ".join(f"module.{c}()" for c in f["stale_beside_after"])
+        hazards.append(f"after {stale_after} the cache still reads the old tensor (stale)")
+    if f["deepcopy_refused"]:
+        hazards.append("copy.deepcopy(module) raises (the cached expand is not a graph leaf)")
+    hazard = f"; beside the article's case, hazards the advice creates: {'; '.join(hazards)}" if hazards else ""
     if f["expand_bytes"] == 0:
         return "misleading", (
             f"the cache works as described, but caching saves at most the expand itself -- {saved} -- so nothing "

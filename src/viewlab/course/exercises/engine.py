@@ -265,11 +265,11 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
     if reason is None:
         for p, q in zip(tensor_parts(pristine), tensor_parts(mine)):
             if p.shape == q.shape and not torch.equal(p, q.detach()):
-                reason = (
+                in_place = (
                     "your function changed its input in place (e.g. with an in-place op or "
                     "by writing into a view); work on a copy or use out-of-place ops"
-                )
-                break
+                )  # the hints are about the task, not about this: none is shown
+                raise _Failure(in_place, text, expected, got, None, pristine, hinted=False)
     if reason is None:
         reason = _extra_problem(c.extra, mine, got)
     if reason is not None:

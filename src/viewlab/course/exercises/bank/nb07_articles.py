@@ -109,7 +109,7 @@ register(
         title="Zero the loss of padding tokens",
         statement=(
             "Given a per-entry loss of shape (B, L, V) (token position, vocabulary entry) and a 0/1 float mask "
-            "`keep` of shape (B, L) (1 = real token), return the (B, L, V) loss with every entry of a padding "
+            "`keep` of shape (B, L) (1 = real token), return a new (B, L, V) loss, `loss` left unchanged, with every entry of a padding "
             "token set to 0 (every loss drawn is finite). Give the mask a size-1 dimension where it must broadcast (claim B13 puts that "
             "dimension in the wrong place). Rules: no expand and no repeat, and new bytes may peak at the result, "
             "one tensor the size of the mask and one scalar (measured), so no copied or gathered (B, L, V) mask either."
