@@ -166,9 +166,16 @@ class _WatchCalls(_CallRecorder):
                 (frozenset(made), reduced, origin, frozenset(early)),
             )
 
+    def loss_will_report(self) -> bool:
+        """The call running now is a named loss whose input and target differ in shape: its own report, made
+        when it returns, names the pair, so the elementwise operators inside it do not report it first."""
+        if self.current is None or getattr(self.current[0], "__name__", "") not in _LOSSES:
+            return False
+        shapes = _loss_shapes(*self.current[1:])
+        return len(shapes) == 2 and shapes[0] != shapes[1]
+
     def _check_loss(self, func: Any, args: tuple, kwargs: dict) -> None:
-        tensors = tensors_in(args[:2]) + tensors_in([kwargs.get("input"), kwargs.get("target")])
-        shapes = [tuple(t.shape) for t in tensors[:2]]
+        shapes = _loss_shapes(args, kwargs)
         if len(shapes) == 2 and shapes[0] != shapes[1] and not called_from_viewlab(__file__):
             try:
                 result = f"broadcasts them to {tuple(torch.broadcast_shapes(*shapes))}"
@@ -180,6 +187,12 @@ class _WatchCalls(_CallRecorder):
             line = learner_line()
             self.reported = True
             self.watch.report(text + fix + (f"\nAt {line}" if line else ""))
+
+
+def _loss_shapes(args: tuple, kwargs: dict) -> list[tuple[int, ...]]:
+    """The shapes of a loss call's input and target, passed by position or by name."""
+    tensors = tensors_in(args[:2]) + tensors_in([kwargs.get("input"), kwargs.get("target")])
+    return [tuple(t.shape) for t in tensors[:2]]
 
 
 def _forget(origins: dict, key: int, ref: weakref.ref) -> None:
@@ -200,7 +213,12 @@ class _BroadcastWatch(TorchDispatchMode):
         if not self.armed:
             return out
         operands = [a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
-        if torch.Tag.pointwise in func.tags and len(operands) >= 2 and not self.recorder.reported:
+        if (
+            torch.Tag.pointwise in func.tags
+            and len(operands) >= 2
+            and not self.recorder.reported
+            and not self.recorder.loss_will_report()
+        ):
             try:
                 stretched = _mutual_stretch([tuple(a.shape) for a in operands])
             except RuntimeError:

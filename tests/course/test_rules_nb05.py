@@ -363,9 +363,8 @@ def test_sdpa_returns_zeros_for_a_fully_masked_row_unless_the_mask_is_finite(b, 
 
 @pytest.mark.rule(
     "05",
-    "`viewlab.watch_broadcasts()` reports two kinds of call. First, an elementwise operator whose operands are"
-    " stretched against each other (no operand has the result's shape, leading 1s aside), when a stretched size-1 dim was not made on"
-    " purpose inside the watched block",
+    "an elementwise operator whose operands are stretched against each other (no operand has the result's shape,"
+    " leading 1s aside), when a stretched size-1 dim was not made on purpose inside the watched block",
 )
 @pytest.mark.rule(
     "05",
@@ -375,7 +374,7 @@ def test_sdpa_returns_zeros_for_a_fully_masked_row_unless_the_mask_is_finite(b, 
 @pytest.mark.rule("05", "even by a `view` that changes no shape (`pred.view(3, 1) - target`)")
 @pytest.mark.rule(
     "05",
-    "or where an operand stretched along a missing dim lost that dim in a reduction without `keepdim=True`",
+    "or when an operand lost the dim it is stretched along in a reduction without `keepdim=True`",
 )
 @RULE_SETTINGS
 @given(
@@ -465,8 +464,8 @@ NAMED_LOSSES = {
 
 
 NAMED_LOSSES_ARE_REPORTED = (  # one sentence bound to two tests
-    "Second, eleven losses it names (`mse_loss`, `l1_loss`, `huber_loss`, ...; not `cross_entropy`) "
-    "whenever input and target differ in shape and torch accepts them (BCE refuses)"
+    "eleven losses it names (`mse_loss`, `l1_loss`, `huber_loss`, ...; not `cross_entropy`), "
+    "whenever input and target differ in shape and torch accepts them"
 )
 
 
@@ -540,8 +539,8 @@ def test_watch_broadcasts_names_eleven_losses_and_not_cross_entropy(n, classes):
 @pytest.mark.rule("05", "`nn.MultiheadAttention` may not (P6).")
 @pytest.mark.rule(
     "05",
-    "the last query has every key blocked and becomes `nan` (P7) on the default path; with `need_weights=False`, in"
-    " training mode, that row is 0 (or the output bias), so no `nan` gives the wrong mask away.",
+    "the last query has every key blocked and becomes `nan` (P7) on the default path; with `need_weights=False`, off"
+    " MHA's eval-mode fast path, that row is 0 (or the output bias), so no `nan` gives the wrong mask away.",
 )
 @RULE_SETTINGS
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4), st.booleans(), st.booleans(), st.data())
@@ -932,7 +931,8 @@ def _write_through_numpy(a: np.ndarray, op: str) -> None:
 
 @pytest.mark.rule(
     "05",
-    "A write that bypasses torch's in-place ops is not counted, through `t.data` or through memory shared outside torch"
+    "A write that `t._version` does not count goes unseen: through `t.data` (a tensor with a counter of its own, unlike"
+    " `t.detach()`) or through memory shared outside torch"
     " (`t.detach().numpy()`, P12): the version stays 0, backward runs, and the gradient is silently wrong",
 )
 @RULE_SETTINGS
@@ -949,7 +949,9 @@ def test_a_write_through_data_is_not_counted_and_backward_uses_the_written_value
         if through_numpy:  # NumPy's view of the same memory: the same writes, made where torch never sees them
             _write_through_numpy(h.detach().numpy(), op)
         else:
-            _write_in_place(h.data, op)
+            data = h.data  # a tensor of its own over h's memory: the write counts on its counter, not on h's
+            _write_in_place(data, op)
+            assert data._version > 0
     assert h._version == 0
     (grad,) = torch.autograd.grad(h.sum(), w)  # no error: backward reads the saved output as written
     written = h.detach()

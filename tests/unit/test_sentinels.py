@@ -301,6 +301,18 @@ def test_loss_functions_with_different_input_and_target_shapes_are_reported():
         torch.nn.MSELoss()(pred.squeeze(1), target)  # fixed: silent
 
 
+@pytest.mark.parametrize(("pred", "target"), [((3, 1), (3,)), ((3,), (3, 1)), ((0,), (0, 1))])
+def test_a_loss_that_stretches_its_pair_inside_gets_the_losss_own_report(pred, target):
+    """hinge_embedding_loss broadcasts input and target in a `where` of its own: that operator does not report
+    the pair first (once per call), so the one report names the loss and the shapes it was given."""
+    found: list[str] = []
+    with watch_broadcasts(action=found.append):
+        torch.nn.functional.hinge_embedding_loss(torch.zeros(pred), torch.ones(target))
+    assert (
+        len(found) == 1 and f"hinge_embedding_loss got input of shape {pred} and target of shape {target}" in found[0]
+    )
+
+
 @pytest.mark.parametrize(
     ("left", "right"),
     [((16, 32), (32,)), ((2, 3, 5, 5), (1, 3, 1, 1)), ((4, 4), ()), ((3, 1), (3, 4)), ((2, 8, 8), (8, 8))],
