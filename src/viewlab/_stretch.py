@@ -29,7 +29,8 @@ _LOSSES = frozenset(
 # Calls whose size-1 dims are the learner's own (all of them), and reductions (which drop a dim unless keepdim).
 _MAKERS = frozenset("view reshape view_as reshape_as unflatten".split())
 _REDUCTIONS = frozenset(
-    "sum mean prod amax amin max min argmax argmin std var norm logsumexp median nansum any all".split()
+    "sum mean prod amax amin max min argmax argmin std var norm logsumexp median nansum any all nanmean nanmedian "
+    "count_nonzero mode kthvalue quantile nanquantile std_mean var_mean aminmax linalg_vector_norm linalg_norm".split()
 )
 _BUSY = threading.local()  # .call: the innermost watcher has the current call; the ones under it only record
 

@@ -193,3 +193,27 @@ def test_gathering_the_real_tokens_is_refused_with_the_operator_named(fn, op):
 def test_weighting_by_a_broadcast_mask_passes():
     _passes("04-masked-token-mean", lambda loss, mask: (loss * mask[..., None]).sum() / (mask.sum() * loss.shape[-1]))
     _passes("04-masked-token-mean", lambda loss, m: torch.where(m[..., None], loss, 0.0).mean() * m.numel() / m.sum())
+
+
+# ----- a byte limit broken: the operators that made storage are named (review round 18, 05) ------------------
+def test_an_out_of_place_scatter_add_over_the_byte_limit_names_each_operator_that_made_storage():
+    def counts(labels, num_classes):  # right values, but zeros, ones and the out-of-place result all allocate
+        return torch.zeros(labels.shape[0], num_classes).scatter_add(1, labels, torch.ones(labels.shape))
+
+    msg = _fails("05-count-labels", counts, "breaks rule `max_new_bytes`")
+    made = msg.split("new storage was made by ")[1].split(". ")[0]
+    assert [name.split(" (")[0] for name in made.split(", ")] == [
+        "aten.zeros.default",
+        "aten.ones.default",
+        "aten.scatter_add.default",
+    ], msg
+
+
+def test_the_operators_that_made_storage_survive_the_plain_data_record():
+    import json
+
+    from viewlab.course.exercises.recorder import Seen
+
+    seen = Seen(peak_bytes=96, allocations=[("aten.zeros.default", 32), ("aten.ones.default", 64)])
+    back = Seen.from_dict(json.loads(json.dumps(seen.to_dict())))
+    assert back.allocations == [("aten.zeros.default", 32), ("aten.ones.default", 64)]

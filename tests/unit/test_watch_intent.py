@@ -203,6 +203,28 @@ def test_the_report_says_where_the_size_1_dim_came_from():
     assert "(0, 1) and (0,) to (0, 0)" in empty and "dim 0 (missing -> 0)" in empty
 
 
+REDUCTIONS_OVER_DIM_1 = {
+    "torch.nanmean": lambda x: torch.nanmean(x, 1),
+    "Tensor.nanmedian": lambda x: x.nanmedian(1).values,
+    "torch.count_nonzero": lambda x: torch.count_nonzero(x, 1),
+    "Tensor.mode": lambda x: x.mode(1).values,
+    "Tensor.kthvalue": lambda x: x.kthvalue(1, 1).values,
+    "torch.quantile": lambda x: torch.quantile(x, 0.5, dim=1),
+    "torch.var_mean": lambda x: torch.var_mean(x, 1)[1],
+    "Tensor.aminmax": lambda x: x.aminmax(dim=1).min,
+    "torch.linalg.vector_norm": lambda x: torch.linalg.vector_norm(x, dim=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS_OVER_DIM_1))
+def test_a_reduction_beyond_sum_and_mean_is_named_when_its_lost_dim_is_stretched(name):
+    x = torch.arange(12.0).view(3, 4)
+    found: list[str] = []
+    with watch_broadcasts(action=found.append):
+        x[:, :1] - REDUCTIONS_OVER_DIM_1[name](x)  # (3, 1) against (3,): the reduced dim lined up with the rows
+    assert len(found) == 1 and "lost a dim in" in found[0] and "(a reduction without keepdim=True)" in found[0], found
+
+
 def test_nested_watchers_report_once_to_the_innermost():
     outer, inner = [], []
     with watch_broadcasts(action=outer.append), watch_broadcasts(action=inner.append):

@@ -14,6 +14,7 @@ those judged once the values are right (zero new bytes for a view, torch does th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,7 @@ def judge_before(rules: Rules, seen: Seen, args: tuple[Any, ...]) -> str | None:
     if reason is None:
         reason = predict_problem(rules, seen.created or seen.made)
     if reason is None and seen.peak_bytes is not None:
-        reason = bytes_problem(rules, args, seen.peak_bytes, seen.borrowed_bytes)
+        reason = bytes_problem(rules, args, seen.peak_bytes, seen.borrowed_bytes, seen.allocations)
     return reason
 
 
@@ -208,9 +209,12 @@ def view_bytes_problem(new_bytes: int, first: Hit | None) -> str | None:
     )
 
 
-def bytes_problem(rules: Rules, args: tuple[Any, ...], peak: int, borrowed: int = 0) -> str | None:
+def bytes_problem(
+    rules: Rules, args: tuple[Any, ...], peak: int, borrowed: int = 0, made: Sequence[tuple[str, int]] = ()
+) -> str | None:
     """The rule ``max_new_bytes`` (``peak``: what ``viewlab.measure`` saw while the learner's function ran on
-    ``args``; ``borrowed``: bytes of memory it borrowed from numpy or a buffer, which the meter cannot see).
+    ``args``; ``borrowed``: bytes of memory it borrowed from numpy or a buffer, which the meter cannot see;
+    ``made``: ``(operator, bytes)`` for each operator that made new storage, named in the message).
 
     >>> bytes_problem(Rules(max_new_bytes=8), (), 12)[:60]
     'breaks rule `max_new_bytes`: while your function ran, new te'
@@ -221,10 +225,18 @@ def bytes_problem(rules: Rules, args: tuple[Any, ...], peak: int, borrowed: int 
             also = f" and {borrowed:,} B borrowed from numpy or a buffer" if borrowed else ""
             return (
                 f"breaks rule `max_new_bytes`: while your function ran, new tensors peaked at {peak:,} B "
-                f"(viewlab.measure){also}; the exercise allows {limit:,} B here. A temporary counts while it is "
-                "alive, even when it is gone by the end of the line: find the one you do not need"
+                f"(viewlab.measure){also}; the exercise allows {limit:,} B here{_made_by(made)}. A temporary "
+                "counts while it is alive, even when it is gone by the end of the line: find the one you do not need"
             )
     return None
+
+
+def _made_by(made: Sequence[tuple[str, int]], most: int = 6) -> str:
+    """``; made by aten.zeros.default (64 B), ...``: the operators that made storage, the first ``most``."""
+    if not made:
+        return ""
+    named = ", ".join(f"{name} ({n:,} B)" for name, n in made[:most])
+    return f"; new storage was made by {named}" + (f" and {len(made) - most} more" if len(made) > most else "")
 
 
 def predict_problem(rules: Rules, made: Hit | None) -> str | None:

@@ -268,7 +268,8 @@ class Seen:
     numpy function or autograd call of it seen by name), ``created`` (the first tensor made with new
     storage), ``made`` (a tensor made over memory from outside torch, by name: ``torch.frombuffer``),
     ``borrowed_bytes``, ``n_ops``, ``lifted_elements``, ``numpy`` / ``exit`` / ``viewlab`` (the first such
-    call), ``loop`` (``(what, line)`` from the source) and ``peak_bytes`` (``viewlab.measure``'s, or None).
+    call), ``loop`` (``(what, line)`` from the source), ``peak_bytes`` (``viewlab.measure``'s, or None) and
+    ``allocations`` (``[operator, bytes]`` for each operator that made new storage while measured, in order).
 
     >>> Seen(ops={"repeat": Hit("repeat", "aten.repeat.default")}).first("repeat").op
     'aten.repeat.default'
@@ -286,6 +287,7 @@ class Seen:
     viewlab: Hit | None = None
     loop: tuple[str, str | None] | None = None
     peak_bytes: int | None = None
+    allocations: list[tuple[str, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data (dicts, lists, str, int, None): what another process sends back.
@@ -306,6 +308,7 @@ class Seen:
             setattr(out, name, None if found is None else Hit(**found))
         loop = data.get("loop")
         out.loop = None if loop is None else (loop[0], loop[1])
+        out.allocations = [(name, int(n)) for name, n in data.get("allocations") or ()]
         return out
 
     def first(self, family: str) -> Hit | None:

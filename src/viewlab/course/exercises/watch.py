@@ -80,6 +80,11 @@ def call_problem(fn: Callable[..., Any], reference: Callable[..., Any], args: tu
     )
 
 
+def _allocations(measured: Any) -> list[tuple[str, int]]:
+    """The operators that made new storage in ``measured`` (a ``viewlab.measure`` with ``log_ops=True``)."""
+    return [] if measured is None else [(op.name, op.bytes) for op in measured.ops if op.bytes > 0]
+
+
 class Watch:
     """Records the learner's function as it runs in this thread (see the module docstring); read
     :meth:`seen` after the ``with``, or the messages :meth:`forbidden`, :meth:`before_compare` and
@@ -134,6 +139,7 @@ class Watch:
             lifted_elements=rec.lifted_elements,
             exit=api.exits[0] if api.exits else None,
             peak_bytes=None if measured is None else measured.peak_bytes,
+            allocations=_allocations(measured),
         )
         reading = read_once(fn)
         if self.rules.no_python_loops is not None:
@@ -182,5 +188,5 @@ class Watch:
         if self._last is None:
             raise RuntimeError("Watch.after_compare(): call before_compare() first (it records what was seen)")
         if measured is not None:
-            self._last.peak_bytes = measured.peak_bytes
+            self._last.peak_bytes, self._last.allocations = measured.peak_bytes, _allocations(measured)
         return judge_after(self.rules, self.memory, self._last)

@@ -212,7 +212,8 @@ def run_input(fn: Callable[..., Any], args: tuple[Any, ...], rules: Any, memory:
     watch = Watch(rules, memory, args) if Watch.wanted(rules, memory) else None
     parts = _tensors(args)
     metered = rules.max_new_bytes is not None or (memory == "view" and parts)
-    meter: Any = measure(device="cpu") if metered else contextlib.nullcontext(None)
+    by_bytes = rules.max_new_bytes is not None  # log the operators: the message names those that made bytes
+    meter: Any = measure(device="cpu", log_ops=by_bytes) if metered else contextlib.nullcontext(None)
     start = time.process_time()
     record: dict[str, Any] = {"kind": "returned"}
     got: Any = None
