@@ -263,7 +263,9 @@ def _ev_inplace_reaches(*, ops: tuple[str, ...] = tuple(INPLACE_OPS)) -> Facts:
 
 
 def _warnings_said(f: Mapping[str, Any]) -> str:
-    return "; ".join(f"{name}: " + ", ".join(f'"{text}"' for text in f["warnings"][name]) for name in f["warned"])
+    """The distinct warning texts of the ops that warned (which op gave which is in the evidence)."""
+    texts = dict.fromkeys(text for name in f["warned"] for text in f["warnings"][name])
+    return "; ".join(f'"{text}"' for text in texts)
 
 
 def _j_inplace_reaches(f: Mapping[str, Any]) -> Verdict:

@@ -263,7 +263,8 @@ register(
         id="07-expand-as-by-strides",
         title="expand_as, from its behaviour",
         statement=(
-            "Describe first, in two sentences, what x.expand_as(other) does to the shape and the strides of x; "
+            "Describe first, in the stub's comment, which dims of x may stretch, what stride a stretched dim gets, "
+            "what the result shares with x and which shapes it refuses; "
             "then write the smallest code with that behaviour. Given tensors x and other, return a view of x "
             "with other's shape (nothing copied, no new bytes) that holds what x.expand_as(other) holds: the "
             "shapes line up from the right, and x's values repeat along every dim that x lacks or has with size "
