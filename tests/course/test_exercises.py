@@ -398,6 +398,12 @@ def test_check_guess_asks_first_then_judges_both_ways(capsys):
     assert ex.check_guess(95, 96, "why") == "wrong"
     assert ex.check_guess(1, True, "why") == "wrong"
     assert ex.check_guess([4, 3], torch.Size([4, 3]), "why") == "right"
+    capsys.readouterr()
+    # words in any case and spacing name the same verdict; a quoted "True" is not the bool, and is told so
+    assert ex.check_guess(("True", "Not  checkable here"), ("true", "not checkable here"), "why") == "right"
+    assert ex.check_guess("not checkable", "not checkable here", "why") == "wrong"
+    assert ex.check_guess("True", True, "why") == "wrong"
+    assert "(write True or False without quotes)" in capsys.readouterr().out
 
 
 def test_alt_text_counts_differing_cells_in_words_that_agree():

@@ -323,7 +323,7 @@ def test_softmax_row_is_nan_exactly_when_every_entry_is_minus_inf(mask):
 
 @pytest.mark.rule(
     "05",
-    "with SDPA's own answer, 0",
+    "with SDPA's own answer on CPU, 0",
 )
 @pytest.mark.rule(
     "05",

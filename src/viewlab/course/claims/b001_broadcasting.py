@@ -318,12 +318,12 @@ def _j_who_is_stretched(f: Mapping[str, Any]) -> Verdict:
     bad = "; ".join(
         f"{c['shapes'][0]} with {c['shapes'][1]} stretches {c['stretched']} to {c['result']}" for c in fails
     )
-    if not holds:
-        return "false", f"in no pair is only the smaller stretched to the larger: {bad}"
-    return "misleading", (
-        f"it holds for {holds[0]['shapes'][0]} with {holds[0]['shapes'][1]}, but not in general: {bad} -- "
-        "both inputs, to a shape neither has; broadcasting stretches every input along its size-1 (or missing) "
-        "dimensions, whatever its size"
+    # a general statement with a counterexample is false, the section's own example among them; a pair where it
+    # holds does not make it hold (verdict vocabulary: misleading is for statements that literally hold)
+    also = f"; of the pairs tried, it holds for {holds[0]['shapes'][0]} with {holds[0]['shapes'][1]}" if holds else ""
+    return "false", (
+        f"not in general: {bad} -- both inputs, to a shape neither has; broadcasting stretches every input along "
+        f"its size-1 (or missing) dimensions, whatever its size{also}"
     )
 
 

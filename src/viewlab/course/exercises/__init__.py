@@ -334,10 +334,13 @@ def _as_tuples(value: Any) -> Any:
 
 def _same_guess(mine: Any, shown: Any) -> bool:
     """Exact, at every depth: sequences item by item, a bool only equals the same bool (True is not 1 here: a
-    yes/no question wants a yes/no answer), a str only the same str, numbers by value (96 == 96.0).
+    yes/no question wants a yes/no answer), a str the same words in any case and spacing, numbers by value
+    (96 == 96.0).
 
     >>> _same_guess(((1, 2),), ((1, 2),)), _same_guess((True,), (1,)), _same_guess(((1, 2),), (1, 2))
     (True, False, False)
+    >>> _same_guess("Not  checkable here", "not checkable here"), _same_guess("True", True)
+    (True, False)
     """
     if isinstance(mine, tuple) or isinstance(shown, tuple):
         return (
@@ -346,6 +349,8 @@ def _same_guess(mine: Any, shown: Any) -> bool:
             and len(mine) == len(shown)
             and all(_same_guess(a, b) for a, b in zip(mine, shown))
         )
+    if isinstance(mine, str) and isinstance(shown, str):  # words: "True" and "true" are one verdict
+        return mine.casefold().split() == shown.casefold().split()
     if isinstance(mine, (bool, str)) or isinstance(shown, (bool, str)):
         return type(mine) is type(shown) and mine == shown
     return bool(mine == shown)
@@ -388,5 +393,7 @@ def check_guess(guess: Any, actual: Any, why: str) -> str:
     if same:
         print(f"right: {shown!r}. {why}")
     else:
-        print(f"wrong: you guessed {mine!r}; it is {shown!r}. {why}")
+        quoted = isinstance(shown, bool) and isinstance(mine, str)  # "True" for True: the answer, in quotes
+        note = " (write True or False without quotes)" if quoted else ""
+        print(f"wrong: you guessed {mine!r}; it is {shown!r}{note}. {why}")
     return verdict
