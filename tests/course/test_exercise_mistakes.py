@@ -217,3 +217,25 @@ def test_the_operators_that_made_storage_survive_the_plain_data_record():
     seen = Seen(peak_bytes=96, allocations=[("aten.zeros.default", 32), ("aten.ones.default", 64)])
     back = Seen.from_dict(json.loads(json.dumps(seen.to_dict())))
     assert back.allocations == [("aten.zeros.default", 32), ("aten.ones.default", 64)]
+
+
+# ----- matmul's own expand is torch's, not the answer's (review round 19, 04) --------------------------------------
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda loss, mask: (mask.float().unsqueeze(1) @ loss).sum() / (mask.sum() * loss.shape[-1]),
+        lambda loss, mask: torch.matmul(mask.float().unsqueeze(1), loss).sum() / (mask.sum() * loss.shape[-1]),
+    ],
+    ids=["@", "torch.matmul"],
+)
+def test_a_matmul_answer_is_not_charged_with_the_expand_matmul_runs_itself(fn):
+    _passes("04-masked-token-mean", fn)
+
+
+def test_an_expand_the_answer_runs_itself_is_still_refused():
+    msg = _fails(
+        "04-masked-token-mean",
+        lambda loss, mask: (loss * mask[..., None].expand_as(loss)).sum() / (mask.sum() * loss.shape[-1]),
+        "breaks rule `forbid expand`",
+    )
+    assert "inside Tensor.expand_as" in msg, msg
