@@ -239,3 +239,22 @@ def test_an_expand_the_answer_runs_itself_is_still_refused():
         "breaks rule `forbid expand`",
     )
     assert "inside Tensor.expand_as" in msg, msg
+
+
+# ----- the advice after a forbidden family never points at another family the rules forbid (review round 23, 07) ----
+def test_a_forbidden_repeat_is_not_answered_with_an_expand_the_exercise_also_forbids():
+    msg = _fails(
+        "07-mask-tokens",
+        lambda loss, keep: loss * keep[..., None].repeat(1, 1, loss.shape[-1]),
+        "breaks rule `forbid repeat`",
+    )
+    assert "expand" not in msg.split("instead, ")[1].split("\n")[0] and "size-1 dim" in msg, msg
+
+
+def test_a_forbidden_expand_gets_advice_for_a_tensor_or_for_a_prediction():
+    built = _fails(
+        "07-mask-tokens", lambda loss, keep: loss * keep[..., None].expand_as(loss), "breaks rule `forbid expand`"
+    )
+    assert "broadcast a size-1 dim" in built and "from the sizes alone" not in built, built
+    predicted = _fails("05-can-expand", lambda a, b: (torch.zeros(a).expand(b), True)[1], "breaks rule `forbid expand`")
+    assert "work it out from the sizes alone" in predicted, predicted

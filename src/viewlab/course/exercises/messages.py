@@ -78,12 +78,25 @@ def forbid_problem(rules: Rules, seen: Seen | OpRecorder) -> str | None:
         if hit is not None and family == "repeat" and "tile" in rules.forbid and "tile(" in (hit.line or ""):
             family, hit = "tile", seen.first("tile") or hit
         if hit is not None:
-            fix = FAMILIES[family][1]
+            fix = _fix_for(family, rules)
             return (
                 f"breaks rule `forbid {family}`: your function {hit.ran()}{hit.where()}. "
                 f"The exercise forbids {FORBIDS[family]}; instead, {fix}"
             )
     return None
+
+
+def _fix_for(family: str, rules: Rules) -> str:
+    """What to do instead of a forbidden family, never pointing at another family the same rules forbid."""
+    if family == "expand" and not rules.predict_without_running:  # a tensor is asked for, not a prediction
+        return (
+            "reach the same stride-0 reads another way: let arithmetic broadcast a size-1 dim (x[:, None]), or set "
+            "the strides with as_strided where a view is asked for (expand, expand_as and broadcast_to all run "
+            "aten.expand)"
+        )
+    if family == "repeat" and "expand" in rules.forbid:  # the usual advice, a stride-0 expand, is forbidden too
+        return "let broadcasting supply the repeated values: give the smaller tensor a size-1 dim where it must stretch"
+    return FAMILIES[family][1]
 
 
 @entry("judge_before")
