@@ -99,14 +99,18 @@ def _ev_allocated_repeat(*, rows: int = 1024, features: int = 1024, dtype: torch
     }
 
 
+def _about_8_mb(nbytes: int) -> bool:
+    """Is ``nbytes`` the article's "8 MB", read as MiB or as MB, within 5%?"""
+    return 7.6 <= nbytes / 2**20 <= 8.4 or 7.6 <= nbytes / 1e6 <= 8.4
+
+
 def _j_allocated_repeat(f: Mapping[str, Any]) -> Verdict:
     if f["elements"] == 0:
         return no_elements("the repeat's result")
-    in_mib = f["repeat_bytes"] / 2**20
-    if 7.6 <= in_mib <= 8.4 or 7.6 <= f["repeat_bytes"] / 1e6 <= 8.4:
+    if _about_8_mb(f["repeat_bytes"]):
         return "true", f"repeat to {f['shape']} {f['dtype']} allocated {mib(f['repeat_bytes'])} on {f['device']}"
     as_float64 = f["elements"] * 8  # what the same repeat takes in float64, 8 bytes an element
-    source = f"; float64 would take {mib(as_float64)}, the article's 8 MB" if 7.6 <= as_float64 / 2**20 <= 8.4 else ""
+    source = f"; float64 would take {mib(as_float64)}, the article's 8 MB" if _about_8_mb(as_float64) else ""
     return (
         "false",
         f"repeat to {f['shape']} {f['dtype']} allocated {mib(f['repeat_bytes'])} on {f['device']}, not 8 MB{source}",
