@@ -1,4 +1,4 @@
-"""expand vs repeat vs copying the same bytes, side by side at several sizes (notebook 03, section 5).
+"""expand vs repeat vs copying the same bytes, side by side at several sizes (notebook 09, section 5).
 
 A ``(1, 4096)`` float32 row is grown to ``R`` rows. Candidates, interleaved in rounds in one run
 (``viewlab.course.bench.compare``) so machine load hits them alike:

@@ -129,6 +129,13 @@ EDGES: dict[str, dict[str, Any]] = {
         "stride 0": expanded(),
     },
     "03-grad-of-expand": {"size 0": empty(), "one row": lambda a: a[0].shape[0] == 1},
+    "03-follow-up-bytes": {  # (R, C, follow-up); each follow-up at each of these sizes is an example too
+        "no rows": lambda a: a[0] == 0,
+        "no columns": lambda a: a[1] == 0 and a[0] > 1,
+        "one row": lambda a: a[0] == 1 and a[1] > 1,
+        "one column": lambda a: a[1] == 1 and a[0] > 1,
+        "stretched, wider than 1": lambda a: a[0] > 1 and a[1] > 1,
+    },
     "03-windows-by-strides": {
         "one window": lambda a: a[0].shape[0] == a[1],
         "size 1": lambda a: a[1] == 1,
@@ -560,6 +567,41 @@ def _write_by_region(write):
     return "goes through" if scalar_fill or write.startswith(("e[0]", "e[0,")) else "raises"
 
 
+def _follow_up_bytes_by_table(R: int, C: int, follow_up: str) -> int:
+    n = R * C
+    copies = {  # follow-up -> (bytes when it copies, whether it copies)
+        "e * 2": (4 * n, True),
+        "e.clone()": (4 * n, True),
+        "e.to(torch.float64)": (8 * n, True),
+        "e.contiguous()": (4 * n, R > 1),
+        "e.reshape(-1)": (4 * n, R > 1 and C > 1),
+        "e.flatten()": (4 * n, R > 1 and C > 1),
+    }
+    if follow_up in ("e.sum()", "e.sum(dim=0)"):
+        return 4 if follow_up == "e.sum()" else 4 * C
+    nbytes, copied = copies.get(follow_up, (0, False))
+    return nbytes if copied else 0
+
+
+def _follow_up_bytes_by_layout(R: int, C: int, follow_up: str) -> int:
+    # e's strides (0, 1), written by hand: contiguous iff every dim longer than 1 has its row-major stride;
+    # reshape(-1) is a view iff the two dims merge into one stride (a size-1 dim merges with anything)
+    shape, strides, row_major = (R, C), (0, 1), (C, 1)
+    contiguous = R * C == 0 or all(n == 1 or s == want for n, s, want in zip(shape, strides, row_major))
+    mergeable = R * C == 0 or R == 1 or C == 1 or strides[0] == strides[1] * C
+    elements = {
+        "e.sum()": 1,
+        "e.sum(dim=0)": C,
+        "e * 2": R * C,
+        "e.clone()": R * C,
+        "e.to(torch.float64)": 2 * R * C,
+        "e.contiguous()": 0 if contiguous else R * C,
+        "e.reshape(-1)": 0 if mergeable else R * C,
+        "e.flatten()": 0 if mergeable else R * C,
+    }
+    return 4 * elements.get(follow_up, 0)
+
+
 RIGHT: dict[str, tuple[Any, ...]] = {
     "01-channels-first": (lambda im: im.movedim(3, 1), lambda im: im.transpose(1, 3).transpose(2, 3)),
     "01-odd-positions": (lambda x: x[1:][::2], _odd_by_narrow),
@@ -586,6 +628,7 @@ RIGHT: dict[str, tuple[Any, ...]] = {
         lambda x, size, step: x.as_strided((1 + (x.numel() - size) // step, size), (step * x.stride(0), x.stride(0))),
     ),
     "03-grad-of-expand": (lambda g: g.sum(0)[None], lambda g: torch.ones(1, g.shape[0]) @ g),
+    "03-follow-up-bytes": (_follow_up_bytes_by_table, _follow_up_bytes_by_layout),
     "03-writes-into-expand": (
         _write_by_region,
         lambda w: "raises" if w.startswith(("e.", "e[:")) and w not in ("e.fill_(7)", "e.zero_()") else "goes through",

@@ -1,11 +1,10 @@
-"""Notebook 03 (teaching pass): the write rule its exercise teaches, and the timing verdict it prints."""
+"""Notebook 03 (teaching pass): the write and follow-up rules its exercises teach."""
 
 from __future__ import annotations
 
 import torch
 
 from viewlab.course import exercises as ex
-from viewlab.course.bench import BenchRow, firm
 from viewlab.course.exercises.bank import nb03_expand
 
 
@@ -43,13 +42,11 @@ def test_scalar_fill_skips_the_check_where_indexed_assignment_of_the_same_number
         raise AssertionError("e[0] = 5 on a stride-0 row went through; notebook 03 section 5 says it raises")
 
 
-def test_timing_verdict_of_the_notebook_comes_out_both_ways():
-    # notebooks 03 and 09 conclude only where viewlab.course.bench.firm holds
-    steady = BenchRow("steady", median_s=1e-3, iqr_s=1e-4, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
-    noisy = BenchRow("noisy", median_s=1e-3, iqr_s=2e-3, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
-    assert firm(steady) and firm(steady, steady)
-    assert not firm(noisy) and not firm(steady, noisy)
-    wide = BenchRow("wide", median_s=1e-3, iqr_s=5e-4, runs=10, ratio=1.0, bytes_moved=None, gb_per_s=None)
-    assert not firm(wide)  # an IQR of half the median is too wide for a conclusion too
-    few = BenchRow("few", median_s=1e-3, iqr_s=1e-4, runs=2, ratio=1.0, bytes_moved=None, gb_per_s=None)
-    assert not firm(few) and not firm(steady, few)  # 1-2 timed blocks support no conclusion either
+def test_the_follow_up_rule_the_exercise_teaches_matches_measure_at_every_size():
+    # every follow-up at every size the generator draws (0 to 4 rows and columns): the bank's rule, measured
+    for R in range(5):
+        for C in range(5):
+            for follow_up in nb03_expand._FOLLOW_UPS:
+                predicted = nb03_expand._predicted_follow_up(R, C, follow_up)
+                assert predicted == nb03_expand._measured_follow_up(R, C, follow_up), (R, C, follow_up)
+    assert ex._check_answer(ex.get("03-follow-up-bytes"), nb03_expand._predicted_follow_up).passed

@@ -2,7 +2,8 @@
 
 >>> from viewlab.course.exercises import exercise_ids
 >>> exercise_ids("03")
-['03-grad-of-expand', '03-interleave-view', '03-outer-sum', '03-windows-by-strides', '03-writes-into-expand']
+['03-follow-up-bytes', '03-grad-of-expand', '03-interleave-view', '03-outer-sum', '03-windows-by-strides',
+ '03-writes-into-expand']
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import torch
 
+from viewlab import measure
 from viewlab.course.exercises import Exercise, Rules, register, tensors
 
 
@@ -179,6 +181,118 @@ register(
             (lambda g: g.sum(dim=0), "the result"),
             (_grad_by_autograd, "rule `forbid autograd`"),
             (_grad_by_backward, "rule `forbid autograd`"),
+        ),
+    )
+)
+
+
+# Follow-ups of e = row.expand(R, C), row = torch.randn(1, C) (float32), as notebook 03, section 4 measures them.
+_FOLLOW_UPS: dict[str, Any] = {
+    "e.sum()": lambda e: e.sum(),
+    "e.sum(dim=0)": lambda e: e.sum(dim=0),
+    "e * 2": lambda e: e * 2,
+    "e.contiguous()": lambda e: e.contiguous(),
+    "e.clone()": lambda e: e.clone(),
+    "e.reshape(-1)": lambda e: e.reshape(-1),
+    "e.flatten()": lambda e: e.flatten(),
+    "e.to(torch.float64)": lambda e: e.to(torch.float64),
+    "e.t()": lambda e: e.t(),
+    "e[::2]": lambda e: e[::2],
+}
+
+
+def _follow_up_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    # sizes 0 (empty), 1 (the stride-0 dim not stretched, or one column) and more, for every follow-up
+    return st.tuples(st.integers(0, 4), st.integers(0, 4), st.sampled_from(sorted(_FOLLOW_UPS)))
+
+
+def _measured_follow_up(R: int, C: int, follow_up: str) -> int:
+    e = torch.randn(1, C).expand(R, C)
+    with measure(device="cpu") as m:
+        result = _FOLLOW_UPS[follow_up](e)  # kept alive: allocated_bytes counts the storages alive at the end
+    del result
+    return m.allocated_bytes
+
+
+def _predicted_follow_up(R: int, C: int, follow_up: str) -> int:
+    # A view allocates nothing; a new tensor of e's shape holds R * C elements; a reduction only its output.
+    # contiguous() returns e itself unless a stride-0 dim longer than 1 is left (R > 1); reshape(-1) and
+    # flatten() copy only when they must merge that dim with a dim longer than 1 (R > 1 and C > 1).
+    full = R * C * 4
+    if follow_up in ("e.t()", "e[::2]"):
+        return 0
+    if follow_up == "e.sum()":
+        return 4  # one 0-d float32, even for an empty e
+    if follow_up == "e.sum(dim=0)":
+        return C * 4
+    if follow_up == "e.to(torch.float64)":
+        return 2 * full
+    if follow_up == "e.contiguous()":
+        return full if R > 1 else 0
+    if follow_up in ("e.reshape(-1)", "e.flatten()"):
+        return full if R > 1 and C > 1 else 0
+    return full  # e * 2 and e.clone(): a new result, whatever e's layout
+
+
+def _every_copy_is_full(R: int, C: int, follow_up: str) -> int:  # wrong: sizes 1 change nothing here
+    if follow_up in ("e.t()", "e[::2]"):
+        return 0
+    return {"e.sum()": 4, "e.sum(dim=0)": C * 4, "e.to(torch.float64)": R * C * 8}.get(follow_up, R * C * 4)
+
+
+def _reshape_as_contiguous(R: int, C: int, follow_up: str) -> int:  # wrong: reshape copies where contiguous does
+    if follow_up in ("e.reshape(-1)", "e.flatten()"):
+        return _predicted_follow_up(R, C, "e.contiguous()")
+    return _predicted_follow_up(R, C, follow_up)
+
+
+def _measures_on_strides(R: int, C: int, follow_up: str) -> int:  # rule-breaking: builds the layout and measures
+    e = torch.randn(1, C).as_strided((R, C), (0, 1))  # stride 0 without calling expand
+    with measure(device="cpu") as m:
+        result = _FOLLOW_UPS[follow_up](e)
+    del result
+    return m.allocated_bytes
+
+
+register(
+    Exercise(
+        id="03-follow-up-bytes",
+        title="Which follow-ups of an expand allocate?",
+        statement=(
+            "row = torch.randn(1, C) (float32) and e = row.expand(R, C): R rows that are one row of memory, as in "
+            "section 4. Given R and C (ints from 0 to 4) and one follow-up, as a string from: "
+            + ", ".join(repr(f) for f in sorted(_FOLLOW_UPS))
+            + ", return (as an int) the bytes viewlab.measure() counts as allocated_bytes while the follow-up "
+            "runs on e and its result is kept. Predict: do not build e (or any tensor) and measure."
+        ),
+        signature="def follow_up_bytes(R: int, C: int, follow_up: str) -> int",
+        reference=_measured_follow_up,
+        answer=_predicted_follow_up,
+        inputs=_follow_up_inputs,
+        rules=Rules(forbid=("expand",), predict_without_running=True),
+        # tried first: every follow-up on an empty e, one row, one column, one element and a full stretch
+        examples=tuple((R, C, f) for R, C in ((4, 3), (1, 3), (3, 1), (1, 1), (0, 3)) for f in sorted(_FOLLOW_UPS)),
+        hints=(
+            "For each follow-up: does it return a view of e (no new bytes), a new tensor of e's shape (how many "
+            "elements, of how many bytes each), or a reduction (how big is its output)?",
+            "Sizes 0 and 1 change three of the answers. For which R is e already contiguous, so that contiguous() "
+            "returns e itself? And when can reshape(-1) reach every element of e with one stride?",
+        ),
+        why=(
+            "t() and slicing are views: 0 bytes. e * 2, clone() and .to(float64) write a new tensor of R * C "
+            "elements (4 bytes each, 8 for float64); sum() returns one float32, sum(dim=0) C of them.",
+            "contiguous() copies only when e is not contiguous: R > 1, a stride-0 dim longer than 1. reshape(-1) "
+            "and flatten() copy only when they must merge that dim with a dim longer than 1 (R > 1 and C > 1); "
+            "with C == 1 the result reads one element R times with stride 0, a view.",
+        ),
+        wrong=(
+            (lambda R, C, follow_up: R * C * 4, "expected"),
+            (_every_copy_is_full, "expected"),
+            (_reshape_as_contiguous, "expected"),
+            (lambda R, C, follow_up: _measured_follow_up(R, C, follow_up), "rule `forbid expand`"),
+            (_measures_on_strides, "rule `predict_without_running`"),
         ),
     )
 )
