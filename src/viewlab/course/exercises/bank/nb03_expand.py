@@ -1,9 +1,8 @@
 """Exercises for notebook 03 (expand, expand_as and repeat, and building a layout from strides).
 
 >>> from viewlab.course.exercises import exercise_ids
->>> exercise_ids("03")
-['03-follow-up-bytes', '03-grad-of-expand', '03-interleave-view', '03-outer-sum', '03-windows-by-strides',
- '03-writes-into-expand']
+>>> print(", ".join(exercise_ids("03")))
+03-follow-up-bytes, 03-grad-of-expand, 03-interleave-view, 03-outer-sum, 03-windows-by-strides, 03-writes-into-expand
 """
 
 from __future__ import annotations
