@@ -497,6 +497,29 @@ def test_tril_and_triu_skip_the_overlap_check_and_corrupt(rows, cols, upper, alo
 
 @pytest.mark.rule(
     "03",
+    "`fill_diagonal_` skips it as well: `e[i, i]` is row `i`'s one element of `base`, so "
+    "`base.expand(n, m).fill_diagonal_(v)` (with `base` of shape `(n, 1)`) sets the first `min(n, m)` elements of "
+    "`base` to `v`, with no error and no warning",
+)
+@RULE_SETTINGS
+@given(
+    n=st.integers(0, 5),
+    m=st.integers(0, 5),
+    v=st.sampled_from((0.0, -2.5, 7.0)),
+    dtype=st.sampled_from((torch.float32, torch.float64, torch.int64)),
+)
+def test_fill_diagonal_skips_the_overlap_check_and_writes_whole_rows(n, m, v, dtype):
+    base = torch.arange(1, n + 1, dtype=dtype).reshape(n, 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        base.expand(n, m).fill_diagonal_(v)  # never raises, though the expand has a stride-0 dim
+    assert not caught
+    want = [torch.tensor(v, dtype=dtype).item() if i < min(n, m) else i + 1 for i in range(n)]
+    assert base.flatten().tolist() == want
+
+
+@pytest.mark.rule(
+    "03",
     "`index_put_` (what `e[mask] = v` and `e[[i, j]] = v` run), `masked_fill_` and `index_fill_` skip it too and "
     "warn (below); other index writes check (`index_add_`, `scatter_` above). Where two "
     "indices meet one location one value wins, which one is undefined (here the last, on CPU), with no error "

@@ -136,14 +136,14 @@ def _elements(ks: list[int]) -> str:
 
 @entry("describe_layout")
 def describe_layout(t: Any) -> str:
-    """Alt text for :func:`draw_layout`'s figure of ``t``, made from the numbers the figure draws: the view's shape,
+    """Alt text for :func:`draw_layout`'s figure of ``t``, made from the numbers the figure draws: the tensor's shape,
     stride, offset and dims, the storage elements each row reads, the strip's read counts, its grey (never read)
     elements, the offset arrow and the palette's repeat, each said only when it is drawn.
 
     >>> describe_layout(torch.arange(12).view(3, 4)[1:, ::2])  # doctest: +NORMALIZE_WHITESPACE
-    'A view of shape (2, 2), stride (4, 2), offset 4 (rows: dim 0, columns: dim 1). Row 0 reads storage elements
+    'A tensor of shape (2, 2), stride (4, 2), offset 4 (rows: dim 0, columns: dim 1). Row 0 reads storage elements
     4 and 6 (values 4, 6); row 1 reads elements 8 and 10 (values 8, 10). The storage strip below shows elements 0
-    to 11 of 12; the view reads each at most once; elements 0 to 3, 5, 7, 9 and 11 are grey, never read. An arrow
+    to 11 of 12; the tensor reads each at most once; elements 0 to 3, 5, 7, 9 and 11 are grey, never read. An arrow
     under the strip runs from element 0 to element 4: the offset, 4 elements skipped.'
     """
     t = require_tensor(t, "t")
@@ -153,7 +153,7 @@ def describe_layout(t: Any) -> str:
     values = [cell_value(v) for v in t.detach().cpu().reshape(-1).tolist()]
     labels, dims = grid_rows(tuple(t.shape))
     offset = t.storage_offset()
-    text = f"A view of shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {offset} ({dims})."
+    text = f"A tensor of shape {tuple(t.shape)}, stride {tuple(t.stride())}, offset {offset} ({dims})."
     cols = (t.shape[-1] if t.dim() >= 2 else info.numel) if info.numel else 0
     rows = info.numel // cols if cols else 0
     if 0 < rows <= 6:
@@ -182,7 +182,7 @@ def describe_layout(t: Any) -> str:
             once = [k for k in reads if reads[k] == 1]
             text += f"; {_elements(once)} once" if once else ""
         elif reads:
-            text += "; the view reads each at most once" if grey else ", each read once"
+            text += "; the tensor reads each at most once" if grey else ", each read once"
         text += f"; {_elements(grey)} {'is' if len(grey) == 1 else 'are'} grey, never read." if grey else "."
     elif info.numel == 0:
         text += f" The storage strip is empty: the storage has {n_storage} elements."

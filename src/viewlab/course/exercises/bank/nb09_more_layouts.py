@@ -45,6 +45,11 @@ def _by_diagonal(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:  #
     return scores[:, labels.clamp(min=0)].diagonal().masked_fill(labels < 0, 0)
 
 
+def _mask_then_clear_nan(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:  # wrong on a kept -inf
+    picked = scores[torch.arange(scores.shape[0]), labels] * (labels >= 0)
+    return torch.nan_to_num(picked, nan=0.0)  # also turns a kept -inf into the lowest float32
+
+
 def _examples() -> tuple[tuple[Any, ...], ...]:
     n, c = 40, 50
     return (
@@ -58,6 +63,8 @@ def _examples() -> tuple[tuple[Any, ...], ...]:
         (torch.tensor([[0.0, float("-inf")], [-0.5, -1.0]]), torch.tensor([-1, 1])),
         # the -inf where a clamped -1 reads (column 0): clamping first, then multiplying, gives nan too
         (torch.tensor([[float("-inf"), 0.0], [-0.5, -1.0]]), torch.tensor([-1, 1])),
+        # a -inf in a row that is kept: the answer is -inf there (nan_to_num would make it -3.4e38)
+        (torch.tensor([[float("-inf"), 0.0], [-0.5, -1.0]]), torch.tensor([0, -1])),
     )
 
 
@@ -103,6 +110,7 @@ register(
                 lambda scores, labels: scores[torch.arange(scores.shape[0]), labels.clamp_min(0)] * (labels >= 0),
                 "got nan",
             ),
+            (_mask_then_clear_nan, "values differ"),
         ),
     )
 )
