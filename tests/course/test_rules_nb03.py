@@ -561,8 +561,9 @@ def test_advanced_index_writes_go_through_with_a_warning(rows, write):
 @pytest.mark.rule(
     "03",
     "On CPU, a write through a view of an expanded tensor raises when its region has a stride-0 dim longer than 1 and its "
-    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` in 2-D and 3-D (wrong values) and "
-    "section 5's advanced-index writes do not; no other overlap inside the region is detected, and an input that "
+    "operator checks for internal overlap; scalar `fill_`/`zero_`, `tril_`/`triu_` in 2-D and 3-D and `fill_diagonal_` "
+    "(wrong values) and section 5's advanced-index and mask writes do not; no other overlap inside the region is "
+    "detected, and an input that "
     "partly overlaps it is refused where both are dense.",
 )
 @RULE_SETTINGS
@@ -583,10 +584,14 @@ def test_summary_of_writes_into_an_expanded_tensor(rows, cols, index):
     if stretched and region.dim() == 2:  # from 4 dims on it is
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
             region[None, None].tril_()
+    if region.dim() == 2:
+        region.fill_diagonal_(5)  # never refused either
     region.fill_(3)  # a Python number: never refused
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        e[e >= 0] = 4.0  # a mask: never refused
+        e.masked_fill_(torch.ones(rows, cols, dtype=torch.bool), 2.0)  # mask writes: never refused
+        e.index_fill_(1, torch.tensor([0]), 1.0)
+        e[e >= 0] = 4.0
     assert base[0].item() == 4.0
     if rows > 2:  # an input that partly overlaps the written region, both dense: refused
         with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor"):
