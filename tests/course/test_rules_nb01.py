@@ -76,7 +76,7 @@ def test_the_address_formula_names_every_element(t):
 
 @pytest.mark.rule(
     "01",
-    "A fresh tensor is laid out **row-major**: the last dimension has stride 1, and each earlier dimension's "
+    "A tensor made from sizes is laid out **row-major**: the last dimension has stride 1, and each earlier dimension's "
     "stride is the product of all sizes after it, a size 0 counted as 1",
 )
 @pytest.mark.rule(
@@ -89,6 +89,20 @@ def test_a_fresh_tensor_is_row_major_with_size_0_counted_as_1(shape):
     as_one = tuple(max(k, 1) for k in shape)
     for make in (torch.empty, torch.zeros, lambda s: torch.arange(math.prod(s)).reshape(s)):
         assert make(shape).stride() == _row_major(as_one)
+
+
+@pytest.mark.rule("01", "A result computed from another tensor may keep its order: `x.t() * 2` has strides `(1, 4)`.")
+@pytest.mark.nb01
+@RULE_SETTINGS
+@given(st.integers(1, 5), st.integers(1, 5), st.sampled_from((torch.float32, torch.float64, torch.int64)))
+def test_a_result_computed_from_a_transpose_keeps_its_order(rows, cols, dtype):
+    x = torch.arange(rows * cols).to(dtype).reshape(rows, cols)
+    for result in (x.t() * 2, x.t() + x.t(), x.t().clone(), torch.zeros_like(x.t())):
+        if rows > 1 and cols > 1:  # the transpose's order, dense: not row-major for its shape
+            assert result.stride() == x.t().stride() and not result.is_contiguous()
+        else:  # a size-1 dim leaves one order: row-major, whatever stride it writes there
+            assert result.is_contiguous()
+    assert torch.arange(12.0).reshape(3, 4).t().mul(2).stride() == (1, 4)  # the notebook's x
 
 
 @pytest.mark.rule("01", "`permute` and `transpose` do not recompute strides, they reorder them.")
@@ -106,8 +120,7 @@ def test_permute_and_transpose_reorder_strides(t, data):
 
 @pytest.mark.rule(
     "01",
-    "One detail: the stride of a dimension of size 1 is never used to reach an element, so `is_contiguous()` "
-    "ignores it",
+    "The stride of a dimension of size 1 is never used to reach an element, so `is_contiguous()` ignores it",
 )
 @pytest.mark.rule("01", "*Contiguous* means exactly those strides, dims of size 1 aside; an empty tensor always is.")
 @pytest.mark.nb01
@@ -199,7 +212,7 @@ def _view_works(t: torch.Tensor, shape: tuple[int, ...]) -> bool:
 
 @pytest.mark.rule(
     "01",
-    '`reshape`, `reshape_as` and `flatten` "can return either a view or a new tensor": a view when the strides '
+    '`reshape`, `reshape_as` and `flatten` "can return either a view or new tensor": a view when the strides '
     "allow, silently a copy otherwise, so you cannot rely on writes through a `reshape` result reaching the "
     "original.",
 )
