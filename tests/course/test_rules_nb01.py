@@ -402,7 +402,7 @@ def test_advanced_indexing_copies_except_a_0d_integer_tensor(case):
 
 @pytest.mark.rule(
     "01",
-    "A list holding a slice, `None`, `...` or a list is read as a tuple, with a deprecation warning: "
+    "A list holding a slice, `None`, `...`, a list or a tensor is read as a tuple, with a deprecation warning: "
     "`x[[0, slice(None)]]` is the view `x[0, :]`, and `x[[[0, 1], [1, 2]]]` picks two elements where NumPy picks rows.",
 )
 @pytest.mark.nb01
@@ -412,7 +412,13 @@ def test_advanced_indexing_copies_except_a_0d_integer_tensor(case):
         lambda t: st.tuples(
             st.just(t),
             st.lists(
-                st.one_of(st.integers(0, t.shape[0] - 1), st.just(slice(None)), st.just(None), st.just(Ellipsis)),
+                st.one_of(
+                    st.integers(0, min(t.shape) - 1),  # valid on whichever dim it lands (after a slice, None, ...)
+                    st.just(slice(None)),
+                    st.just(None),
+                    st.just(Ellipsis),
+                    st.just(0).map(torch.tensor),  # a 0-d index tensor: x[[torch.tensor(0), ...]]
+                ),
                 min_size=1,
                 max_size=2,
             ).filter(lambda seq: any(not isinstance(i, int) for i in seq) and seq.count(Ellipsis) <= 1),
