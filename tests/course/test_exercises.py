@@ -571,3 +571,12 @@ def test_the_reference_of_this_or_another_exercise_is_refused_by_name():
     decorated = functools.wraps(ex.get("05-flatten-any").reference)(lambda x: ex.get("05-flatten-any").reference(x))
     assert "reference solution of this exercise" in ex.check_exercise("05-flatten-any", decorated).reason
     assert ex.check_exercise("05-flatten-any", lambda x: x.reshape(-1)).passed  # the same code, the learner's own
+
+
+def test_a_shared_result_is_told_to_copy_once_where_the_bytes_are_limited():
+    # 01-independent-flat limits its bytes: "add .clone()" after a copy that may have happened would copy twice
+    result = ex.check_exercise("01-independent-flat", lambda x: x.contiguous().view(-1))
+    assert result.status == ex.FAILED and "copy once" in result.reason and "add .clone()" not in result.reason
+    assert result.failing_input[0].numel() > 0  # an empty result shares no element a write could change
+    twice = ex.check_exercise("01-independent-flat", lambda x: x.contiguous().view(-1).clone())
+    assert twice.status == ex.FAILED and twice.reason.startswith("breaks rule `max_new_bytes`")

@@ -257,7 +257,8 @@ def run_once(c: Check, args: tuple[Any, ...]) -> None:
     if reason is None:
         reason = compare(expected, got, "the result", c.rtol, c.atol)
     if reason is None:
-        reason = memory_problem(c.memory, tensor_parts(mine), tensor_parts(got))
+        bytes_limited = c.rules is not None and c.rules.max_new_bytes is not None
+        reason = memory_problem(c.memory, tensor_parts(mine), tensor_parts(got), bytes_limited)
         if reason and m is not None:
             reason = f"{reason.rstrip('.')} (viewlab.measure saw {m.allocated_bytes:,} new bytes)"
     if reason is None and watch is not None:

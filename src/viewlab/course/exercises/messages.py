@@ -174,7 +174,9 @@ def static_loop_problem(what: str, line: str | None) -> str:
     return f"breaks rule `no_python_loops`: your function has {what}{at(line)}; the exercise allows no Python loop: {_LOOP_FIX}"
 
 
-def memory_problem(memory: str | None, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> str | None:
+def memory_problem(
+    memory: str | None, inputs: list[torch.Tensor], outputs: list[torch.Tensor], bytes_limited: bool = False
+) -> str | None:
     """The rules ``must_view`` (``memory="view"``: every output shares memory with an input) and ``must_copy``
     (``"copy"``: none does), or None when ``outputs`` keep them.
 
@@ -194,12 +196,17 @@ def memory_problem(memory: str | None, inputs: list[torch.Tensor], outputs: list
                 "slicing, ...) and avoid contiguous(), clone(), repeat(), reshape() of non-contiguous input, "
                 "arithmetic."
             )
-        if memory == "copy" and shared:
+        if memory == "copy" and shared and out.numel() > 0:  # an empty result has no element a write could reach
+            advice = (
+                "make the copy once, with an op that always copies and leaves a layout the rest can view (adding "
+                ".clone() after a step that may already have copied copies twice, over the byte limit)"
+                if bytes_limited
+                else "add .clone(), which always copies (.contiguous() and reshape() return a view, or the input "
+                "itself, when the layout allows it)"
+            )
             return (
                 f"breaks rule `must_copy`: {where} shares memory with the input, so writing to it would change the "
-                "input. The exercise asks for an independent copy: add .clone(), which always copies (.contiguous() "
-                "returns its input itself when the layout is contiguous already, as after an expand that stretches "
-                "nothing)."
+                f"input. The exercise asks for an independent copy: {advice}."
             )
     return None
 
