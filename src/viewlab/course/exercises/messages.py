@@ -178,7 +178,8 @@ def memory_problem(
     memory: str | None, inputs: list[torch.Tensor], outputs: list[torch.Tensor], bytes_limited: bool = False
 ) -> str | None:
     """The rules ``must_view`` (``memory="view"``: every output shares memory with an input) and ``must_copy``
-    (``"copy"``: none does), or None when ``outputs`` keep them.
+    (``"copy"``: none does, an empty output aside), or None when ``outputs`` keep them. ``bytes_limited``: the
+    exercise also limits its new bytes, so a copy must be made once (no ".clone() after a copy" advice).
 
     >>> x = torch.zeros(2, 3)
     >>> memory_problem("view", [x], [x.t()]) is None, memory_problem("copy", [x], [x.t()])[:26]

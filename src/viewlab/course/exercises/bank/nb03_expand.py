@@ -207,25 +207,30 @@ def _follow_up_inputs() -> Any:
     return st.tuples(st.integers(0, 4), st.integers(0, 4), st.sampled_from(sorted(_FOLLOW_UPS)))
 
 
-def _measured_follow_up(R: int, C: int, follow_up: str) -> int:
-    e = torch.randn(1, C).expand(R, C)
+def _follow_up_bytes(e: torch.Tensor, follow_up: str) -> int:
+    """The bytes ``measure`` counts while ``follow_up`` runs on ``e``, its result kept."""
     with measure(device="cpu") as m:
         result = _FOLLOW_UPS[follow_up](e)  # kept alive: allocated_bytes counts the storages alive at the end
     del result
     return m.allocated_bytes
 
 
+def _measured_follow_up(R: int, C: int, follow_up: str) -> int:
+    return _follow_up_bytes(torch.randn(1, C).expand(R, C), follow_up)
+
+
 def _predicted_follow_up(R: int, C: int, follow_up: str) -> int:
     # A view allocates nothing; a new tensor of e's shape holds R * C elements; a reduction only its output.
     # contiguous() returns e itself unless a stride-0 dim longer than 1 is left (R > 1); reshape(-1) and
     # flatten() copy only when they must merge that dim with a dim longer than 1 (R > 1 and C > 1).
-    full = R * C * 4
+    item = torch.finfo(torch.float32).bits // 8  # bytes of one float32
+    full = R * C * item
     if follow_up in ("e.t()", "e[::2]"):
         return 0
     if follow_up == "e.sum()":
-        return 4  # one 0-d float32, even for an empty e
+        return item  # one 0-d float32, even for an empty e
     if follow_up == "e.sum(dim=0)":
-        return C * 4
+        return C * item
     if follow_up == "e.to(torch.float64)":
         return 2 * full
     if follow_up == "e.contiguous()":
@@ -248,11 +253,7 @@ def _reshape_as_contiguous(R: int, C: int, follow_up: str) -> int:  # wrong: res
 
 
 def _measures_on_strides(R: int, C: int, follow_up: str) -> int:  # rule-breaking: builds the layout and measures
-    e = torch.randn(1, C).as_strided((R, C), (0, 1))  # stride 0 without calling expand
-    with measure(device="cpu") as m:
-        result = _FOLLOW_UPS[follow_up](e)
-    del result
-    return m.allocated_bytes
+    return _follow_up_bytes(torch.randn(1, C).as_strided((R, C), (0, 1)), follow_up)  # stride 0 without expand
 
 
 register(
